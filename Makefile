@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-2.0
+# xferk: kernel module, library, tools and tests. `make help` lists targets.
+
+VERSION		:= 0.1.0
+SOVERSION	:= 0
+
+# The kernel to build the module against: the running kernel's build dir,
+# else the newest installed Debian 6.1 headers.
+KVER	?= $(shell uname -r)
+KDIR	?= $(shell if [ -d /lib/modules/$(KVER)/build ]; then \
+		echo /lib/modules/$(KVER)/build; else \
+		ls -d /usr/src/linux-headers-6.1.0-*-amd64 2>/dev/null | sort -V | tail -n1; fi)
+
+PREFIX	?= /usr/local
+LIBDIR	?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR	?= $(PREFIX)/bin
+DESTDIR	?=
+
+CC	?= cc
+AR	?= ar
+CFLAGS	?= -O2 -g
+XCFLAGS	:= -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Iuapi -Ilibxferk $(EXTRA_CFLAGS)
+
+B	:= build
+LIB_SO	:= $(B)/lib/libxferk.so.$(VERSION)
+LIB_A	:= $(B)/lib/libxferk.a
+LIB_PC	:= $(B)/lib/xferk.pc
+TOOLS	:= $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
+ITESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/integration/*.c))
+UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
+LIBHDRS	:= libxferk/libxferk.h uapi/xferk.h
+
+.PHONY: all module lib tools tests install check demo lint clean help
+
+all: module lib tools tests
+
+help:
+	@echo 'make            module (against KDIR=$(KDIR)), library, tools, tests'
+	@echo 'make demo       boot Debian 6.1 in qemu, load xferk, show it working'
+	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
+	@echo 'make install    module, library, headers, pkg-config (PREFIX, DESTDIR)'
+
+module:
+	@test -n "$(KDIR)" || { echo 'no kernel build dir: install linux-headers-$$(uname -r) or set KDIR'; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
+tools: $(TOOLS)
+tests: $(ITESTS) $(UTESTS)
+
+$(B)/lib/libxferk.o: libxferk/libxferk.c $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(LIB_SO): $(B)/lib/libxferk.o libxferk/libxferk.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libxferk.so.$(SOVERSION) \
+		-Wl,--version-script=libxferk/libxferk.map -o $@ $<
+	ln -sf libxferk.so.$(VERSION) $(B)/lib/libxferk.so.$(SOVERSION)
+	ln -sf libxferk.so.$(SOVERSION) $(B)/lib/libxferk.so
+
+$(LIB_A): $(B)/lib/libxferk.o
+	$(AR) rcs $@ $<
+
+$(LIB_PC): libxferk/xferk.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# Tools and integration programs link the static archive: they run
+# unchanged inside the test VMs without a library path.
+$(B)/bin/%: tools/%.c $(LIB_A) $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A)
+
+$(B)/tests/integration/%: tests/integration/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread
+
+$(B)/tests/unit/%: tests/unit/%.c $(LIB_SO) $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< -L$(B)/lib -Wl,-rpath,$(CURDIR)/$(B)/lib -lxferk -ldl
+
+install: all
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=extra modules_install
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/xferk $(DESTDIR)$(BINDIR)
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libxferk.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libxferk.so.$(SOVERSION)
+	ln -sf libxferk.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libxferk.so
+	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 $(LIB_PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0644 $(LIBHDRS) $(DESTDIR)$(INCLUDEDIR)/xferk/
+	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+
+# Host checks for the kernel sources: kernel coding style.
+lint:
+	tests/lint.sh
+
+check:
+	tests/check.sh
+
+demo:
+	tests/vm/run demo stock
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null
+	rm -rf $(B)

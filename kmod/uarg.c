@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ioctl command table and the argument rules of uapi/xferk.h:
+ * dispatch on magic, number and direction; a leading size field; an older
+ * caller's missing tail reads as zero; a newer caller's unknown tail must
+ * be zero; output goes back into min(caller size, kernel size) bytes.
+ *
+ * Everything here except xferk_ioctl_dispatch() is free of user memory, so
+ * the KUnit suites call it directly.
+ */
+#include <linux/kernel.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+#include <kunit/visibility.h>
+
+#include "xferk.h"
+
+#define XFERK_IOCTL(_cmd, _handler, _struct, _first_last)		\
+	[_IOC_NR(_cmd)] = {						\
+		.cmd = _cmd,						\
+		.min_size = offsetofend(_struct, _first_last),		\
+		.size = sizeof(_struct),				\
+		.handler = _handler,					\
+	}
+
+/* Indexed by _IOC_NR; _first_last is the last field of the first version. */
+static const struct xferk_ioctl_desc xferk_ioctls[] = {
+	XFERK_IOCTL(XFERK_IOC_INFO, xferk_ioctl_info, struct xferk_ioc_info,
+		    reserved),
+};
+
+/**
+ * xferk_ioctl_lookup() - find the table entry of an ioctl command
+ * @cmd: command number from the caller
+ *
+ * The size bits of @cmd are ignored: a struct that grew keeps its number.
+ *
+ * Return: the entry, or NULL if magic, number or direction are unknown.
+ */
+const struct xferk_ioctl_desc *xferk_ioctl_lookup(unsigned int cmd)
+{
+	const struct xferk_ioctl_desc *desc;
+	unsigned int nr = _IOC_NR(cmd);
+
+	if (_IOC_TYPE(cmd) != XFERK_IOC_MAGIC || nr >= ARRAY_SIZE(xferk_ioctls))
+		return NULL;
+	desc = &xferk_ioctls[nr];
+	if (!desc->handler || _IOC_DIR(cmd) != _IOC_DIR(desc->cmd))
+		return NULL;
+	return desc;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_ioctl_lookup);
+
+/**
+ * xferk_arg_size_check() - validate the size a caller claims for its struct
+ * @usize: the struct's size field as the caller set it
+ * @min_size: size of the first version of the struct
+ *
+ * Return: 0, -EINVAL if @usize is below the first version, or -E2BIG above
+ * XFERK_ARG_MAX_SIZE.
+ */
+int xferk_arg_size_check(u32 usize, u32 min_size)
+{
+	if (usize < min_size)
+		return -EINVAL;
+	if (usize > XFERK_ARG_MAX_SIZE)
+		return -E2BIG;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_arg_size_check);
+
+/**
+ * xferk_is_zeroed() - check that reserved bytes are zero
+ * @p: start of the reserved bytes
+ * @len: their length
+ *
+ * Return: true if all @len bytes are zero.
+ */
+bool xferk_is_zeroed(const void *p, size_t len)
+{
+	return !memchr_inv(p, 0, len);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_is_zeroed);
+
+/**
+ * xferk_ioctl_dispatch() - run one ioctl command
+ * @xf: the calling file
+ * @cmd: command number
+ * @uarg: the caller's argument struct
+ *
+ * Copies the argument in once, runs the handler on the copy and, if it
+ * succeeded, copies the result back.
+ *
+ * Return: the handler's result, -ENOTTY for an unknown command, or an
+ * argument error (-EFAULT, -EINVAL, -E2BIG).
+ */
+long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
+			  void __user *uarg)
+{
+	const struct xferk_ioctl_desc *desc = xferk_ioctl_lookup(cmd);
+	union xferk_ioc_arg arg;
+	u32 usize;
+	int ret;
+
+	if (!desc)
+		return -ENOTTY;
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	ret = xferk_arg_size_check(usize, desc->min_size);
+	if (ret)
+		return ret;
+	ret = copy_struct_from_user(&arg, desc->size, uarg, usize);
+	if (ret)
+		return ret;
+	ret = desc->handler(xf, &arg);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &arg, min_t(u32, usize, desc->size)))
+		return -EFAULT;
+	return 0;
+}

@@ -1,0 +1,113 @@
+#!/bin/bash
+# Runs inside the test VM, in the shared host root (see tests/vm/init).
+# Reports on the second serial port (/dev/ttyS1), one record per line:
+#   XFERK-RESULT NAME RC           a test and its exit code (0, 1, 77)
+#   XFERK-BEGIN KIND NAME ... XFERK-END   a block (output, kunit, kmemleak, dmesg)
+#   XFERK-DONE                     the guest finished
+# tests/vm/judge.py reads it on the host.
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+exec 3>/dev/ttyS1
+cd /
+
+TESTS=$XFERK_BUILD/tests/integration
+TEST_TIMEOUT=${XFERK_TEST_TIMEOUT:-600}
+DEBUGFS=/sys/kernel/debug
+
+result() { echo "XFERK-RESULT $1 $2" >&3; }
+block() {
+	echo "XFERK-BEGIN $1 $2" >&3
+	cat >&3
+	echo "XFERK-END" >&3
+}
+
+# Runs a command as test NAME; its output goes into an output block.
+run_test() {
+	local name=$1 rc
+	shift
+	echo "== $name" >/dev/ttyS0
+	if declare -F "$1" >/dev/null; then
+		"$@" >/tmp/out 2>&1
+	else
+		timeout -k 5 "$TEST_TIMEOUT" "$@" >/tmp/out 2>&1
+	fi
+	rc=$?
+	block output "$name" </tmp/out
+	result "$name" "$rc"
+	return $rc
+}
+
+load_kmod() {
+	# The debug kernel has everything built in.
+	[ -n "$XFERK_MODROOT" ] || return 0
+	modprobe -d "$XFERK_MODROOT" -S "$XFERK_ABI" "$1"
+}
+
+setup_rdma() {
+	local m
+	# crc32_generic must precede rdma_rxe; rdma_ucm serves userspace rdma_cm.
+	for m in crc32_generic rdma_rxe rdma_cm ib_uverbs rdma_ucm dummy; do
+		load_kmod "$m" || return 1
+	done
+	ip link set lo up
+	ip link show dummy0 >/dev/null 2>&1 || ip link add dummy0 type dummy || return 1
+	ip addr add 10.99.0.1/24 dev dummy0 && ip link set dummy0 up &&
+		rdma link add rxe0 type rxe netdev dummy0 && rdma link show rxe0/1
+}
+
+kmemleak() {
+	[ -e $DEBUGFS/kmemleak ] || return 0
+	echo scan >$DEBUGFS/kmemleak
+	if [ "$1" = clear ]; then
+		echo clear >$DEBUGFS/kmemleak
+	else
+		sleep 6
+		echo scan >$DEBUGFS/kmemleak
+		block kmemleak after-unload <$DEBUGFS/kmemleak
+	fi
+}
+
+run_kunit() {
+	local suite
+	run_test kunit/load insmod "$XFERK_MODDIR/tests/kunit/xferk_test.ko" || return
+	for suite in $DEBUGFS/kunit/xferk_*; do
+		block kunit "$(basename "$suite")" <"$suite/results"
+	done
+	run_test kunit/unload rmmod xferk_test
+}
+
+run_integration() {
+	local t name
+	for t in "$TESTS"/*; do
+		name=$(basename "$t")
+		# shellcheck disable=SC2053
+		[[ $name == $XFERK_ONLY ]] || continue
+		run_test "$name" "$t"
+	done
+}
+
+demo() {
+	run_test demo/status "$XFERK_BUILD/bin/xferk-status"
+	run_test demo/rdma rdma link show
+}
+
+main() {
+	echo "guest: kernel $(uname -r), mode $XFERK_MODE" >/dev/ttyS0
+	run_test setup/rdma setup_rdma
+	kmemleak clear
+	run_test module/load insmod "$XFERK_MODDIR/kmod/xferk.ko"
+	if [ -e /dev/xferk ]; then
+		if [ "$XFERK_MODE" = demo ]; then
+			demo
+		else
+			[ -e "$XFERK_MODDIR/tests/kunit/xferk_test.ko" ] && run_kunit
+			run_integration
+		fi
+		run_test module/unload rmmod xferk
+	fi
+	kmemleak scan
+	dmesg --color=never | block dmesg kernel
+	echo "XFERK-DONE" >&3
+}
+
+main
