@@ -138,6 +138,7 @@ static struct kunit_suite xferk_uapi_suite = {
 	.name = "xferk_uapi",
 	.test_cases = xferk_uapi_cases,
 };
+
 kunit_test_suite(xferk_uapi_suite);
 
 MODULE_DESCRIPTION("KUnit suites for xferk");

@@ -15,7 +15,7 @@ KERNEL_ERRORS = re.compile(
     r"WARNING:|BUG:|BUG kmalloc|Oops|KASAN|kernel BUG|general protection fault|"
     r"possible circular locking|inconsistent lock state|possible recursive locking|"
     r"suspicious RCU usage|DEBUG_LOCKS_WARN_ON|UBSAN|Kernel panic|"
-    r"INFO: task .* blocked|unreferenced object|kmemleak: .*leak|Call Trace")
+    r"INFO: task .* blocked|unreferenced object|kmemleak: [0-9]+ new suspected memory leaks|Call Trace")
 
 KTAP_CASE = re.compile(r"^\s+(not ok|ok) \d+ (?:- )?(\S+)(.*)$")
 KTAP_PLAN = re.compile(r"^\s+1\.\.(\d+)$")

@@ -89,7 +89,6 @@ prepare_debug_kernel() {
 	(
 		cd "$dir/src"
 		make -s O="$DEBUG_KDIR" allnoconfig >&2
-		: > "$dir/empty.config"
 		scripts/kconfig/merge_config.sh -n -O "$DEBUG_KDIR" \
 			"$DEBUG_KDIR/.config" "$XFERK_SRC/tests/vm/debug.config" >"$dir/merge.log" 2>&1
 		make -s O="$DEBUG_KDIR" olddefconfig >&2
@@ -105,4 +104,19 @@ prepare_debug_kernel() {
 		make -s O="$DEBUG_KDIR" modules_prepare >>"$dir/build.log" 2>&1
 	)
 	touch "$dir/.done"
+}
+
+# checkpatch.pl and its data files from linux-source-6.1, cached.
+# Sets CHECKPATCH.
+prepare_checkpatch() {
+	local srcver dir f
+	[ -e /usr/src/linux-source-6.1.tar.xz ] || ensure_packages linux-source-6.1
+	srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1)
+	dir=$XFERK_CACHE/checkpatch-$srcver
+	CHECKPATCH=$dir/linux-source-6.1/scripts/checkpatch.pl
+	[ -e "$CHECKPATCH" ] && return 0
+	mkdir -p "$dir"
+	for f in checkpatch.pl spelling.txt const_structs.checkpatch; do
+		echo "linux-source-6.1/scripts/$f"
+	done | tar -C "$dir" -xJf /usr/src/linux-source-6.1.tar.xz -T -
 }

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# make check: every test xferk has, in order of cost.
+#   host   build with -Werror, unit programs, checkpatch
+#   stock  Debian's 6.1 kernel in qemu: integration programs over rxe
+#   debug  the debug kernel (KASAN, lockdep, kmemleak): KUnit + integration
+# Ends with "N passed, N failed, N skipped" and exits non-zero on any failure.
+# XFERK_KERNELS="stock" (or "debug") limits the VM runs.
+source "$(dirname "$0")/vm/lib.sh"
+cd "$XFERK_SRC"
+
+summary=$XFERK_BUILD/check/results
+logs=$XFERK_BUILD/check/logs
+rm -rf "$XFERK_BUILD/check"
+mkdir -p "$summary" "$logs"
+start=$(date +%s)
+
+record() { echo "$1 host/$2" | tee -a "$summary/host"; }
+
+ensure_packages
+if make -s lib tools tests EXTRA_CFLAGS=-Werror >"$logs/build.log" 2>&1; then
+	record PASS build
+	for t in "$XFERK_BUILD"/tests/unit/*; do
+		if "$t" >"$logs/unit.log" 2>&1; then
+			record PASS "unit/$(basename "$t")"
+		else
+			record FAIL "unit/$(basename "$t")"
+			sed 's/^/    | /' "$logs/unit.log"
+		fi
+	done
+else
+	record FAIL build
+	sed 's/^/    | /' "$logs/build.log"
+fi
+if tests/lint.sh >"$logs/lint.log" 2>&1; then
+	record PASS checkpatch
+else
+	record FAIL checkpatch
+	sed 's/^/    | /' "$logs/lint.log"
+fi
+
+for kernel in ${XFERK_KERNELS:-stock debug}; do
+	tests/vm/run test "$kernel" || true
+	# No summary means the harness failed before it could judge: count it.
+	cp "$XFERK_BUILD/vm/$kernel/summary" "$summary/$kernel" 2>/dev/null ||
+		echo "FAIL $kernel/harness" | tee "$summary/$kernel"
+done
+
+passed=$(cat "$summary"/* 2>/dev/null | grep -c '^PASS ' || true)
+failed=$(cat "$summary"/* 2>/dev/null | grep -c '^FAIL ' || true)
+skipped=$(cat "$summary"/* 2>/dev/null | grep -c '^SKIP ' || true)
+echo "make check took $(( $(date +%s) - start ))s"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
