@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * <debugfs>/xferk: human-readable tables for operators. Not an ABI:
- * columns may change between versions (sysfs holds the stable counters).
+ * <debugfs>/xferk: human-readable tables for operators, and test knobs.
+ * Not an ABI: columns may change between versions (sysfs holds the stable
+ * counters).
+ *
+ *   config   version, features, listener address
+ *   ops      live ops: handle owner pid, state, bytes, age
+ *   peers    connections: state, side, QP number, outstanding chunks
+ *   fault/connect_version  non-zero: the protocol version our connect
+ *            requests claim (tests the handshake's version check)
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 
 #include "xferk.h"
 
+u16 xferk_fault_connect_version;
 static struct dentry *xferk_debugfs_root;
 
 static int config_show(struct seq_file *m, void *unused)
@@ -19,12 +27,69 @@ static int config_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(config);
 
+static int ops_show(struct seq_file *m, void *unused)
+{
+	ktime_t now = ktime_get();
+	struct xferk_op_snapshot s;
+	struct xferk_op *op;
+	unsigned long flags;
+
+	seq_puts(m, "pid state first_error total_bytes in_flight_bytes done_frags/frags age_ms\n");
+	spin_lock(&xferk_ops_lock);
+	list_for_each_entry(op, &xferk_ops, node) {
+		spin_lock_irqsave(&op->lock, flags);
+		xferk_life_snapshot(&op->life, &s);
+		spin_unlock_irqrestore(&op->lock, flags);
+		seq_printf(m, "%d %s %d %llu %llu %u/%u %lld\n", op->owner,
+			   xferk_state_name(s.state), s.first_error,
+			   s.total_bytes, s.in_flight_bytes,
+			   s.completed_fragments, s.total_fragments,
+			   ktime_ms_delta(now, op->life.submit_time));
+	}
+	spin_unlock(&xferk_ops_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(ops);
+
+static const char *const conn_states[] = {
+	[XFERK_CONN_CONNECTING] = "connecting",
+	[XFERK_CONN_UP] = "up",
+	[XFERK_CONN_DOWN] = "down",
+};
+
+static int peers_show(struct seq_file *m, void *unused)
+{
+	struct xferk_conn *c;
+
+	seq_puts(m, "id transport side state peer qpn outstanding pending_error\n");
+	mutex_lock(&xferk_conns_lock);
+	list_for_each_entry(c, &xferk_conns, node) {
+		mutex_lock(&c->lock);
+		seq_printf(m, "%u %s %s %s %pISpc %u %u %d\n", c->id,
+			   c->transport->name, c->active ? "active" : "passive",
+			   conn_states[c->state], &c->peer,
+			   c->qp ? c->qp->qp_num : 0, c->outstanding, c->error);
+		mutex_unlock(&c->lock);
+	}
+	mutex_unlock(&xferk_conns_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(peers);
+
 /* Failure to create debugfs entries is not an error (debugfs API rules). */
 void xferk_debugfs_init(void)
 {
+	struct dentry *fault;
+
 	xferk_debugfs_root = debugfs_create_dir("xferk", NULL);
 	debugfs_create_file("config", 0444, xferk_debugfs_root, NULL,
 			    &config_fops);
+	debugfs_create_file("ops", 0444, xferk_debugfs_root, NULL, &ops_fops);
+	debugfs_create_file("peers", 0444, xferk_debugfs_root, NULL,
+			    &peers_fops);
+	fault = debugfs_create_dir("fault", xferk_debugfs_root);
+	debugfs_create_u16("connect_version", 0600, fault,
+			   &xferk_fault_connect_version);
 }
 
 void xferk_debugfs_exit(void)

@@ -39,6 +39,152 @@ int xferk_ioctl_info(struct xferk_file *xf, union xferk_ioc_arg *arg)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_ioctl_info);
 
+int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_mr_reg *a = &arg->mr_reg;
+	struct xferk_region *r;
+	int ret;
+
+	if (a->flags || a->reserved0 ||
+	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	r = xferk_region_create(a->addr, a->len, a->access);
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+	mutex_lock(&xf->lock);
+	ret = xferk_handle_add(&xf->handles, &r->hobj, XFERK_H_REGION);
+	mutex_unlock(&xf->lock);
+	if (ret) {
+		xferk_region_put(r);
+		return ret;
+	}
+	a->handle = r->hobj.handle;
+	return 0;
+}
+
+static int connect_sockaddr(const struct xferk_ioc_connect *a,
+			    struct sockaddr_storage *ss)
+{
+	u16 port = a->port ?: xferk_listen_port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		if (!xferk_is_zeroed(a->addr + 4, sizeof(a->addr) - 4))
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, a->addr, 4);
+		return 0;
+	}
+	if (a->family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, a->addr, sizeof(a->addr));
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_connect *a = &arg->connect;
+	struct sockaddr_storage peer;
+	struct xferk_conn_ref *cr;
+	struct xferk_conn *c;
+	int ret;
+
+	if ((a->flags & ~XFERK_CONNECT_NULL_PEER) ||
+	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	if (a->flags & XFERK_CONNECT_NULL_PEER) {
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+	} else {
+		if (a->null_delay_ns)
+			return -EINVAL;
+		ret = connect_sockaddr(a, &peer);
+		if (ret)
+			return ret;
+	}
+	cr = kzalloc(sizeof(*cr), GFP_KERNEL);
+	if (!cr)
+		return -ENOMEM;
+	if (a->flags & XFERK_CONNECT_NULL_PEER)
+		c = xferk_conn_null_create(a->null_delay_ns);
+	else
+		c = xferk_conn_connect(&peer, a->timeout_ms ?: 5000);
+	if (IS_ERR(c)) {
+		kfree(cr);
+		return PTR_ERR(c);
+	}
+	cr->conn = c;
+	mutex_lock(&xf->lock);
+	ret = xferk_handle_add(&xf->handles, &cr->hobj, XFERK_H_CONN);
+	mutex_unlock(&xf->lock);
+	if (ret) {
+		xferk_conn_put(c);
+		kfree(cr);
+		return ret;
+	}
+	a->handle = cr->hobj.handle;
+	return 0;
+}
+
+/*
+ * Drops what a handle held. Ops that are not physically complete stay
+ * owned by the kernel until they are; regions stay pinned while ops use
+ * them; a null peer dies with its handle (it is never shared).
+ */
+static void drop_object(struct xferk_hobj *ho)
+{
+	struct xferk_conn_ref *cr;
+	struct xferk_op *op;
+
+	switch (ho->kind) {
+	case XFERK_H_REGION:
+		xferk_region_deregister(container_of(ho, struct xferk_region, hobj));
+		break;
+	case XFERK_H_CONN:
+		cr = container_of(ho, struct xferk_conn_ref, hobj);
+		if (cr->conn->transport == &xferk_null_transport)
+			xferk_conn_down(cr->conn, -ESHUTDOWN);
+		xferk_conn_put(cr->conn);
+		kfree(cr);
+		break;
+	case XFERK_H_EXPORT:
+		xferk_export_put(container_of(ho, struct xferk_export, hobj));
+		break;
+	case XFERK_H_REMOTE:
+		xferk_remote_put(container_of(ho, struct xferk_remote, hobj));
+		break;
+	case XFERK_H_OP:
+		op = container_of(ho, struct xferk_op, hobj);
+		if (!xferk_life_physical(&op->life))
+			atomic64_inc(&xferk_stats.ops_orphaned);
+		xferk_op_put(op);
+		break;
+	}
+}
+
+int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind)
+{
+	struct xferk_hobj *ho;
+
+	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_remove(&xf->handles, a->handle, kind);
+	mutex_unlock(&xf->lock);
+	if (IS_ERR(ho))
+		return PTR_ERR(ho);
+	drop_object(ho);
+	return 0;
+}
+
 static int xferk_open(struct inode *inode, struct file *file)
 {
 	struct xferk_file *xf;
@@ -47,13 +193,25 @@ static int xferk_open(struct inode *inode, struct file *file)
 	if (!xf)
 		return -ENOMEM;
 	xf->owner_tgid = task_tgid_nr(current);
+	mutex_init(&xf->lock);
+	xferk_handles_init(&xf->handles);
 	file->private_data = xf;
 	return 0;
 }
 
+/*
+ * Drops every handle, in any order: each object holds references to what
+ * it uses, so ops in flight keep their regions pinned and connections up.
+ */
 static int xferk_release(struct inode *inode, struct file *file)
 {
-	kfree(file->private_data);
+	struct xferk_file *xf = file->private_data;
+	struct xferk_hobj *ho;
+
+	while ((ho = xferk_handle_pop(&xf->handles)))
+		drop_object(ho);
+	xferk_handles_destroy(&xf->handles);
+	kfree(xf);
 	return 0;
 }
 
@@ -93,21 +251,35 @@ static int __init xferk_init(void)
 		pr_err("xferk: invalid listen_addr '%s'\n", xferk_listen_addr);
 		return -EINVAL;
 	}
+	ret = xferk_null_module_init();
+	if (ret)
+		return ret;
+	ret = xferk_conn_module_init();
+	if (ret)
+		goto err_null;
 	xferk_debugfs_init();
 	ret = misc_register(&xferk_misc);
-	if (ret) {
-		xferk_debugfs_exit();
-		return ret;
-	}
+	if (ret)
+		goto err_debugfs;
 	pr_info("xferk: loaded, abi %u, features %#llx\n", XFERK_ABI_VERSION,
 		(unsigned long long)XFERK_FEATURES);
 	return 0;
+
+err_debugfs:
+	xferk_debugfs_exit();
+	xferk_conn_module_exit();
+err_null:
+	xferk_null_module_exit();
+	return ret;
 }
 
 static void __exit xferk_exit(void)
 {
 	misc_deregister(&xferk_misc);
 	xferk_debugfs_exit();
+	xferk_conn_module_exit();
+	xferk_null_module_exit();
+	WARN_ON(atomic64_read(&xferk_stats.pinned_pages));
 	pr_info("xferk: unloaded\n");
 }
 

@@ -15,18 +15,47 @@
 
 #include "xferk.h"
 
-#define XFERK_IOCTL(_cmd, _handler, _struct, _first_last)		\
+#define XFERK_IOCTL(_cmd, _handler, _struct, _first_last, _out_on_timeout) \
 	[_IOC_NR(_cmd)] = {						\
 		.cmd = _cmd,						\
 		.min_size = offsetofend(_struct, _first_last),		\
 		.size = sizeof(_struct),				\
+		.out_on_timeout = _out_on_timeout,			\
 		.handler = _handler,					\
+	}
+
+/* Commands that take one handle of @_kind and drop it. */
+#define XFERK_IOCTL_DROP(_cmd, _kind)					\
+	[_IOC_NR(_cmd)] = {						\
+		.cmd = _cmd,						\
+		.min_size = offsetofend(struct xferk_ioc_handle, reserved), \
+		.size = sizeof(struct xferk_ioc_handle),		\
+		.drop_kind = _kind,					\
 	}
 
 /* Indexed by _IOC_NR; _first_last is the last field of the first version. */
 static const struct xferk_ioctl_desc xferk_ioctls[] = {
 	XFERK_IOCTL(XFERK_IOC_INFO, xferk_ioctl_info, struct xferk_ioc_info,
-		    reserved),
+		    reserved, false),
+	XFERK_IOCTL(XFERK_IOC_MR_REG, xferk_ioctl_mr_reg,
+		    struct xferk_ioc_mr_reg, reserved, false),
+	XFERK_IOCTL_DROP(XFERK_IOC_MR_DEREG, XFERK_H_REGION),
+	XFERK_IOCTL(XFERK_IOC_CONNECT, xferk_ioctl_connect,
+		    struct xferk_ioc_connect, reserved, false),
+	XFERK_IOCTL_DROP(XFERK_IOC_DISCONNECT, XFERK_H_CONN),
+	XFERK_IOCTL(XFERK_IOC_EXPORT, xferk_ioctl_export,
+		    struct xferk_ioc_export, reserved, false),
+	XFERK_IOCTL_DROP(XFERK_IOC_UNEXPORT, XFERK_H_EXPORT),
+	XFERK_IOCTL(XFERK_IOC_IMPORT, xferk_ioctl_import,
+		    struct xferk_ioc_import, reserved, false),
+	XFERK_IOCTL_DROP(XFERK_IOC_UNIMPORT, XFERK_H_REMOTE),
+	XFERK_IOCTL(XFERK_IOC_SUBMIT, xferk_ioctl_submit,
+		    struct xferk_ioc_submit, reserved, false),
+	XFERK_IOCTL(XFERK_IOC_WAIT, xferk_ioctl_wait, struct xferk_ioc_wait,
+		    snap, true),
+	XFERK_IOCTL(XFERK_IOC_QUERY, xferk_ioctl_query,
+		    struct xferk_ioc_query, snap, false),
+	XFERK_IOCTL_DROP(XFERK_IOC_RELEASE, XFERK_H_OP),
 };
 
 /**
@@ -45,7 +74,7 @@ const struct xferk_ioctl_desc *xferk_ioctl_lookup(unsigned int cmd)
 	if (_IOC_TYPE(cmd) != XFERK_IOC_MAGIC || nr >= ARRAY_SIZE(xferk_ioctls))
 		return NULL;
 	desc = &xferk_ioctls[nr];
-	if (!desc->handler || _IOC_DIR(cmd) != _IOC_DIR(desc->cmd))
+	if (!desc->cmd || _IOC_DIR(cmd) != _IOC_DIR(desc->cmd))
 		return NULL;
 	return desc;
 }
@@ -112,10 +141,13 @@ long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
 	ret = copy_struct_from_user(&arg, desc->size, uarg, usize);
 	if (ret)
 		return ret;
-	ret = desc->handler(xf, &arg);
-	if (ret)
+	if (desc->drop_kind)
+		ret = xferk_ioctl_drop(xf, &arg.handle, desc->drop_kind);
+	else
+		ret = desc->handler(xf, &arg);
+	if (ret && !(ret == -ETIMEDOUT && desc->out_on_timeout))
 		return ret;
 	if (copy_to_user(uarg, &arg, min_t(u32, usize, desc->size)))
 		return -EFAULT;
-	return 0;
+	return ret;
 }

@@ -3,30 +3,64 @@
  * xferk internal interfaces shared by the module's files.
  *
  * File layout, one concern per file:
- *   main.c     module init/exit, parameters, /dev/xferk file operations
- *   uarg.c     ioctl table and the uAPI argument rules (size, reserved)
- *   sysfs.c    attributes of /sys/class/misc/xferk
- *   debugfs.c  tables under <debugfs>/xferk
+ *   main.c       module init/exit, parameters, /dev/xferk file operations
+ *   uarg.c       ioctl table and the uAPI argument rules (size, reserved)
+ *   handle.c     per-file handle tables                       (verbs-free)
+ *   lifecycle.c  the op state machine and deadline arithmetic (verbs-free)
+ *   frag.c       fragment bounds and chunk splitting          (verbs-free)
+ *   region.c     pinned user memory
+ *   conn.c       host-wide connections: rdma_cm, QPs, teardown, ib_client
+ *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
+ *   export.c     export tokens and remote handles
+ *   op.c         submit, posting, completion, wait, query, release
+ *   stats.c      counters; sysfs.c and debugfs.c present them
+ *
+ * Object ownership (Documentation/design.md has the full picture):
+ *   file --handle--> region, conn, export, remote, op      (one ref each)
+ *   op --chunk--> region, remote                          (one ref per chunk,
+ *                 until the op is physically complete)
+ *   remote, export --> conn;  export --> region
+ *   xferk_conns list --> conn (until teardown)
  */
 #ifndef XFERK_H
 #define XFERK_H
 
 #include <linux/types.h>
 #include <linux/device.h>
+#include <linux/hrtimer.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/scatterlist.h>
 #include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
 #include "../uapi/xferk.h"
+#include "handle.h"
+#include "lifecycle.h"
+#include "frag.h"
 
 /* Features this build implements; reported by XFERK_IOC_INFO and sysfs. */
-#define XFERK_FEATURES		XFERK_FEAT_INFO
+#define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
+			 XFERK_FEAT_NULL_PEER)
 
 /**
  * struct xferk_file - state of one open file of /dev/xferk
  * @owner_tgid: thread group that opened the file, for tables and limits
+ * @lock: serializes handle-table changes and lookups with taking references
+ * @handles: the file's handles
  *
- * Owned by the file: allocated in ->open, freed in ->release.
+ * Owned by the file: allocated in ->open, freed in ->release after every
+ * handle was dropped (ops still in flight live on, owned by the kernel).
  */
 struct xferk_file {
 	pid_t owner_tgid;
+	struct mutex lock;	/* handle table changes, lookup + get */
+	struct xferk_handles handles;
 };
 
 /* main.c: module parameters (read-only after load) and command handlers */
@@ -47,6 +81,14 @@ int xferk_ioctl_info(struct xferk_file *xf, union xferk_ioc_arg *arg);
  */
 union xferk_ioc_arg {
 	struct xferk_ioc_info info;
+	struct xferk_ioc_mr_reg mr_reg;
+	struct xferk_ioc_handle handle;
+	struct xferk_ioc_connect connect;
+	struct xferk_ioc_export export;
+	struct xferk_ioc_import import;
+	struct xferk_ioc_submit submit;
+	struct xferk_ioc_wait wait;
+	struct xferk_ioc_query query;
 };
 
 /**
@@ -54,12 +96,16 @@ union xferk_ioc_arg {
  * @cmd: the command as the header encodes it
  * @min_size: size of the struct's first version; smaller is -EINVAL
  * @size: size of the struct this kernel knows
+ * @out_on_timeout: the output is copied back with -ETIMEDOUT too
+ * @drop_kind: the command drops a handle of this kind (no @handler)
  * @handler: does the command on the kernel copy of the argument
  */
 struct xferk_ioctl_desc {
 	unsigned int cmd;
 	u32 min_size;
 	u32 size;
+	bool out_on_timeout;
+	u8 drop_kind;
 	int (*handler)(struct xferk_file *xf, union xferk_ioc_arg *arg);
 };
 
@@ -69,10 +115,354 @@ bool xferk_is_zeroed(const void *p, size_t len);
 long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
 			  void __user *uarg);
 
+/* stats.c: module-wide counters, shown in sysfs */
+struct xferk_stats {
+	atomic64_t ops_submitted;
+	atomic64_t ops_succeeded;
+	atomic64_t ops_failed;
+	atomic64_t ops_timed_out;
+	atomic64_t ops_live;
+	atomic64_t ops_orphaned;
+	atomic64_t bytes_read;
+	atomic64_t bytes_written;
+	atomic64_t pinned_pages;
+	atomic64_t regions;
+	atomic64_t peers_connected;
+	atomic64_t exports;
+};
+
+extern struct xferk_stats xferk_stats;
+
+/* region.c */
+
+/**
+ * struct xferk_region - pinned user memory
+ * @hobj: handle-table entry
+ * @ref: handle + one per chunk of every op using the region
+ * @addr: start as the user gave it
+ * @len: length in bytes
+ * @access: XFERK_ACCESS_*
+ * @writable: the NIC may write the pages (pinned with FOLL_WRITE)
+ * @npages: pinned pages
+ * @pages: the pinned pages, first one contains @addr
+ * @mm: the owner's mm (mmgrab), charged in pinned_vm
+ * @owner: tgid of the registering process
+ * @lock: protects @exports
+ * @exports: exports of this region (struct xferk_export.region_node)
+ */
+struct xferk_region {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	u64 addr;
+	u64 len;
+	u32 access;
+	bool writable;
+	unsigned long npages;
+	struct page **pages;
+	struct mm_struct *mm;
+	pid_t owner;
+	struct mutex lock;	/* protects exports */
+	struct list_head exports;
+};
+
+struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access);
+void xferk_region_get(struct xferk_region *r);
+void xferk_region_put(struct xferk_region *r);
+void xferk_region_deregister(struct xferk_region *r);
+
+/* conn.c, nullpeer.c */
+
+enum xferk_conn_state {
+	XFERK_CONN_CONNECTING,
+	XFERK_CONN_UP,
+	XFERK_CONN_DOWN,
+};
+
+struct xferk_conn;
+struct xferk_chunk;
+struct xferk_export;
+
+/**
+ * struct xferk_transport - what differs between the RDMA and null peers
+ * @name: for tables
+ * @post: hand one chunk to the device; called with conn->lock held;
+ *	0 or a negative errno (then nothing was posted)
+ * @unpost: undo what @post set up (DMA mapping) once the chunk's work
+ *	request is terminal
+ * @export: make e->addr..+len of the calling process remotely accessible
+ *	on this connection: set e->rkey and e->iova
+ * @unexport: revoke what @export made
+ * @disconnect: start flushing everything posted
+ * @quiesce: stop the device: afterwards no posted work request can touch
+ *	memory and no completion callback runs
+ * @destroy: free what is left (after exports were revoked)
+ */
+struct xferk_transport {
+	const char *name;
+	int (*post)(struct xferk_conn *c, struct xferk_chunk *ch);
+	void (*unpost)(struct xferk_conn *c, struct xferk_chunk *ch);
+	int (*export)(struct xferk_conn *c, struct xferk_export *e);
+	void (*unexport)(struct xferk_conn *c, struct xferk_export *e);
+	void (*disconnect)(struct xferk_conn *c);
+	void (*quiesce)(struct xferk_conn *c);
+	void (*destroy)(struct xferk_conn *c);
+};
+
+/**
+ * struct xferk_conn - one end of a connection to a peer host
+ * @ref: xferk_conns list, handles, remotes, exports, CM callbacks
+ * @node: in xferk_conns (xferk_conns_lock)
+ * @transport: RDMA or null
+ * @id: number for tables
+ * @cookie: shared by both ends; binds export tokens to this connection
+ * @active: this end initiated the connection
+ * @peer: the peer's address
+ * @state: enum xferk_conn_state (@lock)
+ * @error: why the connection went down or failed to come up
+ * @established: completed when @state leaves CONNECTING
+ * @lock: protects posting state: @state, @pending, @posted, @credits
+ * @pending: chunks waiting for a send slot
+ * @posted: chunks posted and without completion
+ * @credits: free send slots
+ * @outstanding: number of chunks on @posted
+ * @idle: woken when @outstanding drops to 0
+ * @max_chunk_pages: most pages one work request covers
+ * @max_chunk_bytes: most bytes one work request carries
+ * @exports_lock: protects @exports and each export's transport state
+ * @exports: live exports on this connection
+ * @teardown_work: the one error-recovery and teardown path
+ * @cm_id: rdma_cm id (RDMA)
+ * @pd: protection domain of this connection alone (RDMA)
+ * @cq: completion queue (RDMA)
+ * @qp: RC queue pair (RDMA)
+ * @null_delay_ns: delay before a chunk completes (null peer)
+ * @null_work: completes due chunks (null peer)
+ */
+struct xferk_conn {
+	struct kref ref;
+	struct list_head node;
+	const struct xferk_transport *transport;
+	u32 id;
+	u64 cookie;
+	bool active;
+	struct sockaddr_storage peer;
+	int state;
+	int error;
+	struct completion established;
+
+	struct mutex lock;	/* posting state, see above */
+	struct list_head pending;
+	struct list_head posted;
+	u32 credits;
+	u32 outstanding;
+	wait_queue_head_t idle;
+	u32 max_chunk_pages;
+	u64 max_chunk_bytes;
+
+	struct mutex exports_lock;	/* exports and their keys */
+	struct list_head exports;
+	struct work_struct teardown_work;
+
+	struct rdma_cm_id *cm_id;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+
+	u64 null_delay_ns;
+	struct delayed_work null_work;
+};
+
+/**
+ * struct xferk_conn_ref - a file's handle to a (shared) connection
+ * @hobj: handle-table entry
+ * @conn: the connection (ref)
+ */
+struct xferk_conn_ref {
+	struct xferk_hobj hobj;
+	struct xferk_conn *conn;
+};
+
+extern struct mutex xferk_conns_lock;
+extern struct list_head xferk_conns;
+extern const struct xferk_transport xferk_null_transport;
+
+int xferk_conn_module_init(void);
+void xferk_conn_module_exit(void);
+struct xferk_conn *xferk_conn_connect(const struct sockaddr_storage *peer,
+				      unsigned int timeout_ms);
+struct xferk_conn *xferk_conn_null_create(u64 delay_ns);
+void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t);
+void xferk_conn_get(struct xferk_conn *c);
+void xferk_conn_put(struct xferk_conn *c);
+void xferk_conn_down(struct xferk_conn *c, int error);
+void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch);
+void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
+			   int error);
+
+struct xferk_conn *xferk_conn_find_cookie(u64 cookie, bool active);
+int xferk_null_module_init(void);
+void xferk_null_module_exit(void);
+
+/* export.c */
+
+/**
+ * struct xferk_export - part of a region exposed to one peer
+ * @hobj: handle-table entry
+ * @ref: handle; the lists do not hold references
+ * @conn: the connection whose peer may access it (ref)
+ * @region: the exported region (ref)
+ * @region_node: in region->exports (region->lock)
+ * @conn_node: in conn->exports (conn->exports_lock)
+ * @addr: start (user address of the exporting process)
+ * @len: length
+ * @access: XFERK_ACCESS_REMOTE_*
+ * @iova: address the peer uses (transport-defined)
+ * @rkey: remote key (transport-defined)
+ * @mr: the RDMA memory region, NULL once revoked (conn->exports_lock)
+ * @live: not yet revoked (conn->exports_lock)
+ */
+struct xferk_export {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	struct xferk_conn *conn;
+	struct xferk_region *region;
+	struct list_head region_node;
+	struct list_head conn_node;
+	u64 addr;
+	u64 len;
+	u32 access;
+	u64 iova;
+	u32 rkey;
+	struct ib_mr *mr;
+	bool live;
+};
+
+/**
+ * struct xferk_remote - an imported token: where fragments go
+ * @hobj: handle-table entry
+ * @ref: handle + one per chunk using it
+ * @conn: the local end that posts to the exporting peer (ref)
+ * @iova: the peer's address of the range's start
+ * @len: the range's length
+ * @rkey: the peer's remote key
+ * @access: XFERK_ACCESS_REMOTE_* the peer granted
+ */
+struct xferk_remote {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	struct xferk_conn *conn;
+	u64 iova;
+	u64 len;
+	u32 rkey;
+	u32 access;
+};
+
+int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg);
+void xferk_export_put(struct xferk_export *e);
+void xferk_export_revoke(struct xferk_export *e);
+void xferk_region_revoke_exports(struct xferk_region *r);
+void xferk_conn_revoke_exports(struct xferk_conn *c);
+void xferk_remote_get(struct xferk_remote *rm);
+void xferk_remote_put(struct xferk_remote *rm);
+
+/* op.c */
+
+/* Most scatter/gather entries, hence pages, one work request carries. */
+#define XFERK_MAX_SGE	32
+
+/**
+ * struct xferk_chunk - one work request of an op
+ * @node: on conn->pending or conn->posted (conn->lock)
+ * @op: the op
+ * @region: local region (ref until the op is physically complete)
+ * @remote: remote range (ref, likewise)
+ * @offset: start within @region
+ * @len: bytes
+ * @remote_addr: the peer's address
+ * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
+ * @last_in_frag: the fragment's last chunk
+ * @posted: handed to the device and not yet reclaimed (conn->lock)
+ * @sent: was handed to the device at some point
+ * @error: why an unposted chunk failed, for the completion path
+ * @due: null peer: when to complete
+ * @cqe: completion callback
+ * @sgt: the local pages, DMA-mapped while posted
+ * @nr_sge: mapped entries in @sge
+ * @sge: the work request's scatter/gather list
+ * @wr: the RDMA READ or WRITE work request
+ */
+struct xferk_chunk {
+	struct list_head node;
+	struct xferk_op *op;
+	struct xferk_region *region;
+	struct xferk_remote *remote;
+	u64 offset;
+	u64 len;
+	u64 remote_addr;
+	u8 opcode;
+	bool last_in_frag;
+	bool posted;
+	bool sent;
+	int error;
+	ktime_t due;
+	struct ib_cqe cqe;
+	struct sg_table sgt;
+	int nr_sge;
+	struct ib_sge sge[XFERK_MAX_SGE];
+	struct ib_rdma_wr wr;
+};
+
+/**
+ * struct xferk_op - one submitted batch of fragments
+ * @hobj: handle-table entry
+ * @ref: handle + one until physically complete
+ * @node: in xferk_ops (xferk_ops_lock), for debugfs
+ * @lock: protects @life; taken from the deadline hrtimer (irq-safe)
+ * @life: lifecycle and accounting
+ * @wq: waiters for @life changes
+ * @deadline: absolute, KTIME_MAX for none
+ * @timer: fires at @deadline
+ * @owner: tgid of the submitter
+ * @user_data: as given at submit
+ * @nr_chunks: chunks in @chunks
+ * @chunks: the op's chunks
+ */
+struct xferk_op {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	struct list_head node;
+	spinlock_t lock;	/* life; irq-safe */
+	struct xferk_life life;
+	wait_queue_head_t wq;
+	ktime_t deadline;
+	struct hrtimer timer;
+	pid_t owner;
+	u64 user_data;
+	u32 nr_chunks;
+	struct xferk_chunk *chunks;
+};
+
+extern spinlock_t xferk_ops_lock;
+extern struct list_head xferk_ops;
+
+int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
+void xferk_chunk_complete(struct xferk_chunk *ch, int error);
+bool xferk_chunk_cancelled(struct xferk_chunk *ch);
+void xferk_chunk_posted(struct xferk_chunk *ch);
+void xferk_op_put(struct xferk_op *op);
+
+int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind);
+
 /* sysfs.c */
 extern const struct attribute_group *xferk_dev_groups[];
 
 /* debugfs.c */
+extern u16 xferk_fault_connect_version;
 void xferk_debugfs_init(void);
 void xferk_debugfs_exit(void);
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /* libxferk: thin, explicit wrappers around the /dev/xferk uAPI. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,12 @@ struct xferk {
 /* Runs one command; the struct's size field must already be set. */
 static int xferk_ioctl(int fd, unsigned long cmd, void *arg)
 {
-	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+	int ret;
+
+	do {
+		ret = ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+	} while (ret == -EINTR);
+	return ret;
 }
 
 XFERK_EXPORT int xferk_open(struct xferk **xp)
@@ -70,4 +78,230 @@ XFERK_EXPORT uint32_t xferk_abi_version(const struct xferk *x)
 XFERK_EXPORT uint64_t xferk_features(const struct xferk *x)
 {
 	return x->features;
+}
+
+XFERK_EXPORT int xferk_mr_reg(struct xferk *x, void *addr, uint64_t len,
+			      uint32_t access, uint64_t *mr)
+{
+	struct xferk_ioc_mr_reg a = {
+		.size = sizeof(a),
+		.addr = (uintptr_t)addr,
+		.len = len,
+		.access = access,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_MR_REG, &a);
+
+	if (!ret)
+		*mr = a.handle;
+	return ret;
+}
+
+/* The commands that take a handle and drop it. */
+static int drop(struct xferk *x, unsigned long cmd, uint64_t handle)
+{
+	struct xferk_ioc_handle a = { .size = sizeof(a), .handle = handle };
+
+	return xferk_ioctl(x->fd, cmd, &a);
+}
+
+XFERK_EXPORT int xferk_mr_dereg(struct xferk *x, uint64_t mr)
+{
+	return drop(x, XFERK_IOC_MR_DEREG, mr);
+}
+
+static int connect_common(struct xferk *x, struct xferk_ioc_connect *a,
+			  uint64_t *conn)
+{
+	int ret;
+
+	a->size = sizeof(*a);
+	ret = xferk_ioctl(x->fd, XFERK_IOC_CONNECT, a);
+	if (!ret)
+		*conn = a->handle;
+	return ret;
+}
+
+XFERK_EXPORT int xferk_connect(struct xferk *x, const char *ip, uint16_t port,
+			       unsigned int timeout_ms, uint64_t *conn)
+{
+	struct xferk_ioc_connect a = { .port = port, .timeout_ms = timeout_ms };
+
+	if (inet_pton(AF_INET, ip, a.addr) == 1)
+		a.family = AF_INET;
+	else if (inet_pton(AF_INET6, ip, a.addr) == 1)
+		a.family = AF_INET6;
+	else
+		return -EINVAL;
+	return connect_common(x, &a, conn);
+}
+
+XFERK_EXPORT int xferk_connect_null(struct xferk *x, uint64_t delay_ns,
+				    uint64_t *conn)
+{
+	struct xferk_ioc_connect a = {
+		.flags = XFERK_CONNECT_NULL_PEER,
+		.null_delay_ns = delay_ns,
+	};
+
+	return connect_common(x, &a, conn);
+}
+
+XFERK_EXPORT int xferk_disconnect(struct xferk *x, uint64_t conn)
+{
+	return drop(x, XFERK_IOC_DISCONNECT, conn);
+}
+
+XFERK_EXPORT int xferk_export(struct xferk *x, uint64_t conn, uint64_t mr,
+			      uint64_t offset, uint64_t len, uint32_t access,
+			      struct xferk_token *token, uint64_t *export_handle)
+{
+	struct xferk_ioc_export a = {
+		.size = sizeof(a),
+		.conn = conn,
+		.mr = mr,
+		.offset = offset,
+		.len = len,
+		.access = access,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_EXPORT, &a);
+
+	if (ret)
+		return ret;
+	memcpy(token->bytes, a.token, sizeof(token->bytes));
+	*export_handle = a.handle;
+	return 0;
+}
+
+XFERK_EXPORT int xferk_unexport(struct xferk *x, uint64_t export_handle)
+{
+	return drop(x, XFERK_IOC_UNEXPORT, export_handle);
+}
+
+XFERK_EXPORT int xferk_import(struct xferk *x, uint64_t conn,
+			      const struct xferk_token *token, uint64_t *remote)
+{
+	struct xferk_ioc_import a = { .size = sizeof(a), .conn = conn };
+	int ret;
+
+	memcpy(a.token, token->bytes, sizeof(a.token));
+	ret = xferk_ioctl(x->fd, XFERK_IOC_IMPORT, &a);
+	if (!ret)
+		*remote = a.handle;
+	return ret;
+}
+
+XFERK_EXPORT int xferk_unimport(struct xferk *x, uint64_t remote)
+{
+	return drop(x, XFERK_IOC_UNIMPORT, remote);
+}
+
+XFERK_EXPORT int xferk_token_format(const struct xferk_token *token, char *buf,
+				    size_t len)
+{
+	size_t i;
+
+	if (len < XFERK_TOKEN_HEX_LEN)
+		return -ENOSPC;
+	for (i = 0; i < sizeof(token->bytes); i++)
+		snprintf(buf + 2 * i, 3, "%02x", token->bytes[i]);
+	return 0;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+XFERK_EXPORT int xferk_token_parse(const char *text, struct xferk_token *token)
+{
+	struct xferk_token t;
+	size_t i;
+
+	if (strlen(text) != 2 * sizeof(t.bytes))
+		return -EINVAL;
+	for (i = 0; i < sizeof(t.bytes); i++) {
+		int hi = hex_digit(text[2 * i]), lo = hex_digit(text[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		t.bytes[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*token = t;
+	return 0;
+}
+
+XFERK_EXPORT int xferk_submit(struct xferk *x, const struct xferk_frag *frags,
+			      uint32_t nr_frags, uint64_t deadline_ns,
+			      uint64_t user_data, uint64_t *op)
+{
+	struct xferk_ioc_submit a = {
+		.size = sizeof(a),
+		.frags = (uintptr_t)frags,
+		.nr_frags = nr_frags,
+		.frag_size = sizeof(*frags),
+		.deadline_ns = deadline_ns,
+		.user_data = user_data,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_SUBMIT, &a);
+
+	if (!ret)
+		*op = a.op;
+	return ret;
+}
+
+XFERK_EXPORT int xferk_wait(struct xferk *x, uint64_t op, uint64_t deadline_ns,
+			    uint32_t flags, struct xferk_op_snapshot *snap)
+{
+	struct xferk_ioc_wait a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.op = op,
+		.deadline_ns = deadline_ns,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_WAIT, &a);
+
+	/* The snapshot is valid with -ETIMEDOUT too. */
+	if ((!ret || ret == -ETIMEDOUT) && snap)
+		*snap = a.snap;
+	return ret;
+}
+
+XFERK_EXPORT int xferk_query(struct xferk *x, uint64_t op,
+			     struct xferk_op_snapshot *snap)
+{
+	struct xferk_ioc_query a = { .size = sizeof(a), .op = op };
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_QUERY, &a);
+
+	if (!ret)
+		*snap = a.snap;
+	return ret;
+}
+
+XFERK_EXPORT int xferk_release(struct xferk *x, uint64_t op)
+{
+	return drop(x, XFERK_IOC_RELEASE, op);
+}
+
+XFERK_EXPORT uint64_t xferk_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+XFERK_EXPORT const char *xferk_state_name(uint32_t state)
+{
+	static const char *const names[XFERK_STATE_COUNT] = {
+		"SUBMITTED", "IN_PROGRESS", "SUCCEEDED", "FAILED", "TIMED_OUT",
+		"CANCEL_REQUESTED", "DRAINING", "DRAINED", "QUARANTINED",
+	};
+
+	return state < XFERK_STATE_COUNT ? names[state] : "UNKNOWN";
 }

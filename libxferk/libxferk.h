@@ -10,6 +10,7 @@
 #ifndef LIBXFERK_H
 #define LIBXFERK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "xferk.h"
 
@@ -19,11 +20,50 @@ extern "C" {
 
 struct xferk;
 
+/* An export token: opaque bytes, carried to the peer by the caller. */
+struct xferk_token {
+	uint8_t bytes[XFERK_TOKEN_SIZE];
+};
+
+/* Text form of a token: 2 * XFERK_TOKEN_SIZE hex digits and a NUL. */
+#define XFERK_TOKEN_HEX_LEN	(2 * XFERK_TOKEN_SIZE + 1)
+
 int xferk_open(struct xferk **xp);
 void xferk_close(struct xferk *x);
 int xferk_fd(const struct xferk *x);
 uint32_t xferk_abi_version(const struct xferk *x);
 uint64_t xferk_features(const struct xferk *x);
+
+int xferk_mr_reg(struct xferk *x, void *addr, uint64_t len, uint32_t access,
+		 uint64_t *mr);
+int xferk_mr_dereg(struct xferk *x, uint64_t mr);
+
+int xferk_connect(struct xferk *x, const char *ip, uint16_t port,
+		  unsigned int timeout_ms, uint64_t *conn);
+int xferk_connect_null(struct xferk *x, uint64_t delay_ns, uint64_t *conn);
+int xferk_disconnect(struct xferk *x, uint64_t conn);
+
+int xferk_export(struct xferk *x, uint64_t conn, uint64_t mr, uint64_t offset,
+		 uint64_t len, uint32_t access, struct xferk_token *token,
+		 uint64_t *export_handle);
+int xferk_unexport(struct xferk *x, uint64_t export_handle);
+int xferk_import(struct xferk *x, uint64_t conn,
+		 const struct xferk_token *token, uint64_t *remote);
+int xferk_unimport(struct xferk *x, uint64_t remote);
+int xferk_token_format(const struct xferk_token *token, char *buf,
+		       size_t len);
+int xferk_token_parse(const char *text, struct xferk_token *token);
+
+int xferk_submit(struct xferk *x, const struct xferk_frag *frags,
+		 uint32_t nr_frags, uint64_t deadline_ns, uint64_t user_data,
+		 uint64_t *op);
+int xferk_wait(struct xferk *x, uint64_t op, uint64_t deadline_ns,
+	       uint32_t flags, struct xferk_op_snapshot *snap);
+int xferk_query(struct xferk *x, uint64_t op, struct xferk_op_snapshot *snap);
+int xferk_release(struct xferk *x, uint64_t op);
+
+uint64_t xferk_now_ns(void);
+const char *xferk_state_name(uint32_t state);
 
 #ifdef __cplusplus
 }

@@ -43,6 +43,287 @@
 
 /* Feature bits reported in xferk_ioc_info.features. */
 #define XFERK_FEAT_INFO		(1ULL << 0)	/* XFERK_IOC_INFO and these rules */
+#define XFERK_FEAT_DATAPATH	(1ULL << 1)	/* regions, connections, ops */
+#define XFERK_FEAT_NULL_PEER	(1ULL << 2)	/* XFERK_CONNECT_NULL_PEER */
+
+/*
+ * Handles are opaque, non-zero __u64 values, valid only on the open file
+ * that created them. A handle of another file fails with EBADF, a handle
+ * whose object is gone with ESTALE, a malformed one or one of the wrong
+ * kind with EINVAL.
+ */
+
+/* Deadlines: absolute CLOCK_MONOTONIC nanoseconds (initial time namespace). */
+#define XFERK_DEADLINE_NONE	(~0ULL)
+
+/* Access bits of a region (XFERK_IOC_MR_REG) and of an export. */
+#define XFERK_ACCESS_LOCAL_SRC		(1U << 0)	/* source of RDMA WRITE */
+#define XFERK_ACCESS_LOCAL_DST		(1U << 1)	/* destination of RDMA READ */
+#define XFERK_ACCESS_REMOTE_READ	(1U << 2)	/* a peer may RDMA READ it */
+#define XFERK_ACCESS_REMOTE_WRITE	(1U << 3)	/* a peer may RDMA WRITE it */
+#define XFERK_ACCESS_ALL		0xfU
+
+/**
+ * struct xferk_ioc_mr_reg - XFERK_IOC_MR_REG: pin a user range as a region
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @addr: start of the range (any alignment)
+ * @len: length in bytes, > 0
+ * @access: XFERK_ACCESS_* the region may be used for
+ * @reserved0: must be 0
+ * @handle: out: the region's handle
+ * @reserved: must be 0
+ */
+struct xferk_ioc_mr_reg {
+	__u32 size;
+	__u32 flags;
+	__u64 addr;
+	__u64 len;
+	__u32 access;
+	__u32 reserved0;
+	__u64 handle;
+	__u64 reserved[2];
+};
+
+/**
+ * struct xferk_ioc_handle - commands that take one handle and drop it:
+ * XFERK_IOC_MR_DEREG, XFERK_IOC_UNEXPORT, XFERK_IOC_UNIMPORT,
+ * XFERK_IOC_DISCONNECT, XFERK_IOC_RELEASE
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @handle: the handle to drop
+ * @reserved: must be 0
+ */
+struct xferk_ioc_handle {
+	__u32 size;
+	__u32 flags;
+	__u64 handle;
+	__u64 reserved[2];
+};
+
+/* XFERK_IOC_CONNECT flags */
+#define XFERK_CONNECT_NULL_PEER	(1U << 0)	/* scripted peer, CAP_SYS_ADMIN */
+
+/**
+ * struct xferk_ioc_connect - XFERK_IOC_CONNECT: a host-wide connection
+ * @size: sizeof as the caller knows it
+ * @flags: XFERK_CONNECT_*
+ * @family: AF_INET or AF_INET6 (ignored for the null peer)
+ * @port: the peer's listen_port, host byte order; 0 means the default
+ * @timeout_ms: bound for address/route resolution and the handshake;
+ *	0 means 5000
+ * @addr: IPv4 (first 4 bytes) or IPv6 address, network byte order
+ * @null_delay_ns: null peer only: delay before each fragment completes
+ * @handle: out: the connection's handle
+ * @reserved: must be 0
+ */
+struct xferk_ioc_connect {
+	__u32 size;
+	__u32 flags;
+	__u16 family;
+	__u16 port;
+	__u32 timeout_ms;
+	__u8 addr[16];
+	__u64 null_delay_ns;
+	__u64 handle;
+	__u64 reserved[2];
+};
+
+/* An export token: opaque bytes the caller hands to the peer out of band. */
+#define XFERK_TOKEN_SIZE	64
+
+/**
+ * struct xferk_ioc_export - XFERK_IOC_EXPORT: expose part of a region to
+ * the one peer at the other end of a connection
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @conn: connection handle naming the peer
+ * @mr: region handle
+ * @offset: start of the exported range within the region
+ * @len: length of the range, > 0
+ * @access: XFERK_ACCESS_REMOTE_READ and/or _WRITE, within the region's
+ * @reserved0: must be 0
+ * @handle: out: the export's handle (XFERK_IOC_UNEXPORT revokes it)
+ * @token: out: the token for the peer's XFERK_IOC_IMPORT
+ * @reserved: must be 0
+ */
+struct xferk_ioc_export {
+	__u32 size;
+	__u32 flags;
+	__u64 conn;
+	__u64 mr;
+	__u64 offset;
+	__u64 len;
+	__u32 access;
+	__u32 reserved0;
+	__u64 handle;
+	__u8 token[XFERK_TOKEN_SIZE];
+	__u64 reserved[2];
+};
+
+/**
+ * struct xferk_ioc_import - XFERK_IOC_IMPORT: a remote handle from a token
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @conn: connection handle to the peer that exported the token
+ * @token: the token as XFERK_IOC_EXPORT produced it on the peer
+ * @handle: out: the remote handle for fragments
+ * @reserved: must be 0
+ */
+struct xferk_ioc_import {
+	__u32 size;
+	__u32 flags;
+	__u64 conn;
+	__u8 token[XFERK_TOKEN_SIZE];
+	__u64 handle;
+	__u64 reserved[2];
+};
+
+/* Fragment opcodes */
+#define XFERK_OP_READ		0	/* remote range -> local region */
+#define XFERK_OP_WRITE		1	/* local region -> remote range */
+
+/* Most fragments in one XFERK_IOC_SUBMIT */
+#define XFERK_MAX_FRAGS		4096
+
+/**
+ * struct xferk_frag - one contiguous transfer of an op
+ * @mr: local region handle
+ * @offset: start within the local region
+ * @len: bytes, > 0
+ * @remote: remote handle (XFERK_IOC_IMPORT)
+ * @remote_offset: start within the imported range
+ * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
+ * @reserved: must be 0
+ */
+struct xferk_frag {
+	__u64 mr;
+	__u64 offset;
+	__u64 len;
+	__u64 remote;
+	__u64 remote_offset;
+	__u32 opcode;
+	__u32 reserved;
+};
+
+/**
+ * struct xferk_ioc_submit - XFERK_IOC_SUBMIT: start an op
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @frags: user pointer to @nr_frags fragments
+ * @nr_frags: 1 .. XFERK_MAX_FRAGS
+ * @frag_size: sizeof(struct xferk_frag) as the caller knows it; the
+ *	same size rules as for argument structs apply to each element
+ * @deadline_ns: absolute CLOCK_MONOTONIC deadline of the whole op, or
+ *	XFERK_DEADLINE_NONE; a deadline already past fails with ETIMEDOUT
+ * @user_data: returned in snapshots, untouched by the kernel
+ * @op: out: the op's handle
+ * @reserved: must be 0
+ */
+struct xferk_ioc_submit {
+	__u32 size;
+	__u32 flags;
+	__u64 frags;
+	__u32 nr_frags;
+	__u32 frag_size;
+	__u64 deadline_ns;
+	__u64 user_data;
+	__u64 op;
+	__u64 reserved[2];
+};
+
+/* Op states (Documentation/lifecycle.md) */
+enum xferk_op_state {
+	XFERK_STATE_SUBMITTED = 0,
+	XFERK_STATE_IN_PROGRESS = 1,
+	XFERK_STATE_SUCCEEDED = 2,
+	XFERK_STATE_FAILED = 3,
+	XFERK_STATE_TIMED_OUT = 4,
+	XFERK_STATE_CANCEL_REQUESTED = 5,
+	XFERK_STATE_DRAINING = 6,
+	XFERK_STATE_DRAINED = 7,
+	XFERK_STATE_QUARANTINED = 8,
+	XFERK_STATE_COUNT
+};
+
+/* XFERK_IOC_WAIT flags */
+#define XFERK_WAIT_PHYSICAL	(1U << 0)	/* until buffer_reusable */
+
+/**
+ * struct xferk_op_snapshot - an op as XFERK_IOC_QUERY and _WAIT see it
+ * @state: enum xferk_op_state
+ * @first_error: the first failure as a negative errno, 0 if none; never
+ *	changes once set
+ * @total_bytes: bytes of all fragments
+ * @transferred_bytes: bytes whose work requests completed successfully
+ * @in_flight_bytes: bytes posted to the device and not yet terminal
+ * @quarantined_bytes: bytes the kernel holds in quarantine for this op
+ * @total_fragments: fragments of the op
+ * @completed_fragments: fragments with every work request terminal
+ * @deadline_timeouts: times the op's deadline expired (0 or 1)
+ * @cancel_requests: cancel requests received
+ * @drain_attempts: drains started
+ * @quarantine_events: times the op entered QUARANTINED
+ * @late_completions: work requests that completed after the op's logical
+ *	outcome was already decided by a timeout or cancel
+ * @physical_complete: 1 when no work request of the op can touch memory
+ * @buffer_reusable: 1 when the caller may reuse or free the buffers
+ * @submit_to_physical_ns: submit to physical completion, 0 until then
+ * @user_data: as given at submit
+ * @reserved: 0
+ */
+struct xferk_op_snapshot {
+	__u32 state;
+	__s32 first_error;
+	__u64 total_bytes;
+	__u64 transferred_bytes;
+	__u64 in_flight_bytes;
+	__u64 quarantined_bytes;
+	__u32 total_fragments;
+	__u32 completed_fragments;
+	__u32 deadline_timeouts;
+	__u32 cancel_requests;
+	__u32 drain_attempts;
+	__u32 quarantine_events;
+	__u32 late_completions;
+	__u32 physical_complete;
+	__u32 buffer_reusable;
+	__u32 reserved0;
+	__u64 submit_to_physical_ns;
+	__u64 user_data;
+	__u64 reserved[2];
+};
+
+/**
+ * struct xferk_ioc_wait - XFERK_IOC_WAIT: wait for an op, never cancel it
+ * @size: sizeof as the caller knows it
+ * @flags: XFERK_WAIT_*
+ * @op: op handle
+ * @deadline_ns: absolute CLOCK_MONOTONIC time to give up at, or
+ *	XFERK_DEADLINE_NONE; the op itself is unaffected
+ * @snap: out: the op after the wait (also when it timed out)
+ */
+struct xferk_ioc_wait {
+	__u32 size;
+	__u32 flags;
+	__u64 op;
+	__u64 deadline_ns;
+	struct xferk_op_snapshot snap;
+};
+
+/**
+ * struct xferk_ioc_query - XFERK_IOC_QUERY: an op's snapshot
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @op: op handle
+ * @snap: out: the snapshot
+ */
+struct xferk_ioc_query {
+	__u32 size;
+	__u32 flags;
+	__u64 op;
+	struct xferk_op_snapshot snap;
+};
 
 /**
  * struct xferk_ioc_info - XFERK_IOC_INFO: version and features
@@ -63,5 +344,17 @@ struct xferk_ioc_info {
 };
 
 #define XFERK_IOC_INFO		_IOWR(XFERK_IOC_MAGIC, 0x00, struct xferk_ioc_info)
+#define XFERK_IOC_MR_REG	_IOWR(XFERK_IOC_MAGIC, 0x01, struct xferk_ioc_mr_reg)
+#define XFERK_IOC_MR_DEREG	_IOWR(XFERK_IOC_MAGIC, 0x02, struct xferk_ioc_handle)
+#define XFERK_IOC_CONNECT	_IOWR(XFERK_IOC_MAGIC, 0x03, struct xferk_ioc_connect)
+#define XFERK_IOC_DISCONNECT	_IOWR(XFERK_IOC_MAGIC, 0x04, struct xferk_ioc_handle)
+#define XFERK_IOC_EXPORT	_IOWR(XFERK_IOC_MAGIC, 0x05, struct xferk_ioc_export)
+#define XFERK_IOC_UNEXPORT	_IOWR(XFERK_IOC_MAGIC, 0x06, struct xferk_ioc_handle)
+#define XFERK_IOC_IMPORT	_IOWR(XFERK_IOC_MAGIC, 0x07, struct xferk_ioc_import)
+#define XFERK_IOC_UNIMPORT	_IOWR(XFERK_IOC_MAGIC, 0x08, struct xferk_ioc_handle)
+#define XFERK_IOC_SUBMIT	_IOWR(XFERK_IOC_MAGIC, 0x09, struct xferk_ioc_submit)
+#define XFERK_IOC_WAIT		_IOWR(XFERK_IOC_MAGIC, 0x0a, struct xferk_ioc_wait)
+#define XFERK_IOC_QUERY		_IOWR(XFERK_IOC_MAGIC, 0x0b, struct xferk_ioc_query)
+#define XFERK_IOC_RELEASE	_IOWR(XFERK_IOC_MAGIC, 0x0c, struct xferk_ioc_handle)
 
 #endif /* _UAPI_XFERK_H */

@@ -41,3 +41,87 @@ static inline int t_result(void)
 }
 
 #endif /* XFERK_TEST_H */
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "libxferk.h"
+
+/* The soft-RoCE address the VM harness sets up (tests/vm/guest.sh). */
+static inline const char *t_peer(void)
+{
+	const char *p = getenv("XFERK_TEST_PEER");
+
+	return p ? p : "10.99.0.1";
+}
+
+static inline void *t_map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(T_FAIL);
+	}
+	return p;
+}
+
+/* A byte pattern that differs per seed and per position. */
+static inline uint8_t t_pattern(uint64_t seed, uint64_t i)
+{
+	uint64_t x = (seed + 1) * 0x9e3779b97f4a7c15ULL ^ i;
+
+	x ^= x >> 29;
+	return (uint8_t)(x * 0xbf58476d1ce4e5b9ULL >> 56);
+}
+
+static inline void t_fill(uint8_t *p, size_t len, uint64_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = t_pattern(seed, i);
+}
+
+/* Index of the first byte that is not the pattern, or -1. */
+static inline long t_check(const uint8_t *p, size_t len, uint64_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != t_pattern(seed, i))
+			return (long)i;
+	return -1;
+}
+
+/* A module counter from /sys/class/misc/xferk/stats. */
+static inline long long t_stat(const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/xferk/stats/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Submits and waits; returns the final state, or a negative errno. */
+static inline int t_run(struct xferk *x, const struct xferk_frag *f,
+			uint32_t n, struct xferk_op_snapshot *snap)
+{
+	uint64_t op;
+	int ret = xferk_submit(x, f, n, XFERK_DEADLINE_NONE, 0, &op);
+
+	if (ret)
+		return ret;
+	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, snap);
+	xferk_release(x, op);
+	return ret ? ret : (int)snap->state;
+}

@@ -9,7 +9,11 @@
 
 static const char *const api[] = {
 	"xferk_open", "xferk_close", "xferk_fd", "xferk_abi_version",
-	"xferk_features",
+	"xferk_features", "xferk_mr_reg", "xferk_mr_dereg", "xferk_connect",
+	"xferk_connect_null", "xferk_disconnect", "xferk_export",
+	"xferk_unexport", "xferk_import", "xferk_unimport",
+	"xferk_token_format", "xferk_token_parse", "xferk_submit", "xferk_wait",
+	"xferk_query", "xferk_release", "xferk_now_ns", "xferk_state_name",
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Export tokens and remote handles.
+ *
+ * An export makes part of a region accessible to exactly one peer: the
+ * memory is registered in the protection domain of the connection to that
+ * peer, so only that connection's QP can use the key (the hardware
+ * enforces it), and the token names the connection by its cookie, so an
+ * import through any other connection is refused before anything is
+ * posted.
+ *
+ * Token wire format (little endian, XFERK_TOKEN_SIZE bytes): struct
+ * xferk_token below. The importer posts from the end of the connection
+ * opposite the exporter's: on two hosts that is its own end; on one host
+ * (loopback) it is the other end of the same connection.
+ */
+#include <linux/slab.h>
+#include <linux/sched/mm.h>
+
+#include "xferk.h"
+
+#define XFERK_TOKEN_MAGIC	0x4b544658U	/* "XFTK" */
+#define XFERK_TOKEN_VERSION	1
+
+struct xferk_token {
+	__le32 magic;
+	__le16 version;
+	__le16 exporter_active;
+	__le64 cookie;
+	__le64 iova;
+	__le64 len;
+	__le32 rkey;
+	__le32 access;
+	__le64 reserved[3];
+};
+
+static_assert(sizeof(struct xferk_token) == XFERK_TOKEN_SIZE);
+
+static void export_release(struct kref *ref)
+{
+	struct xferk_export *e = container_of(ref, struct xferk_export, ref);
+
+	xferk_export_revoke(e);
+	xferk_conn_put(e->conn);
+	xferk_region_put(e->region);
+	kfree(e);
+	atomic64_dec(&xferk_stats.exports);
+}
+
+void xferk_export_put(struct xferk_export *e)
+{
+	kref_put(&e->ref, export_release);
+}
+
+/*
+ * Revokes the remote key (idempotent). Lock order: region->lock, then
+ * conn->exports_lock.
+ */
+static void export_revoke_locked(struct xferk_export *e)
+{
+	lockdep_assert_held(&e->conn->exports_lock);
+	if (!e->live)
+		return;
+	e->conn->transport->unexport(e->conn, e);
+	list_del_init(&e->conn_node);
+	e->live = false;
+}
+
+/**
+ * xferk_export_revoke() - make an export's key unusable and unlink it
+ * @e: the export
+ *
+ * After this returns, no peer can start an access through the export's
+ * key; the pages stay pinned by the region for ops still using them.
+ */
+void xferk_export_revoke(struct xferk_export *e)
+{
+	struct xferk_region *r = e->region;
+
+	mutex_lock(&r->lock);
+	mutex_lock(&e->conn->exports_lock);
+	export_revoke_locked(e);
+	mutex_unlock(&e->conn->exports_lock);
+	list_del_init(&e->region_node);
+	mutex_unlock(&r->lock);
+}
+
+/* Deregistration: every export of @r loses its key before the pages go. */
+void xferk_region_revoke_exports(struct xferk_region *r)
+{
+	struct xferk_export *e, *tmp;
+
+	mutex_lock(&r->lock);
+	list_for_each_entry_safe(e, tmp, &r->exports, region_node) {
+		mutex_lock(&e->conn->exports_lock);
+		export_revoke_locked(e);
+		mutex_unlock(&e->conn->exports_lock);
+		list_del_init(&e->region_node);
+	}
+	mutex_unlock(&r->lock);
+}
+
+/* Connection teardown: every export on @c loses its key before the PD goes. */
+void xferk_conn_revoke_exports(struct xferk_conn *c)
+{
+	struct xferk_export *e, *tmp;
+
+	mutex_lock(&c->exports_lock);
+	list_for_each_entry_safe(e, tmp, &c->exports, conn_node)
+		export_revoke_locked(e);
+	mutex_unlock(&c->exports_lock);
+}
+
+int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_export *a = &arg->export;
+	struct xferk_token tok = {};
+	struct xferk_hobj *ho;
+	struct xferk_region *r;
+	struct xferk_conn *c;
+	struct xferk_export *e;
+	int ret;
+
+	if (a->flags || a->reserved0 ||
+	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)) ||
+	    !a->access || (a->access & ~(XFERK_ACCESS_REMOTE_READ |
+					 XFERK_ACCESS_REMOTE_WRITE)))
+		return -EINVAL;
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	kref_init(&e->ref);
+	INIT_LIST_HEAD(&e->region_node);
+	INIT_LIST_HEAD(&e->conn_node);
+
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_lookup(&xf->handles, a->mr, XFERK_H_REGION);
+	if (IS_ERR(ho)) {
+		ret = PTR_ERR(ho);
+		goto err_unlock;
+	}
+	r = container_of(ho, struct xferk_region, hobj);
+	ho = xferk_handle_lookup(&xf->handles, a->conn, XFERK_H_CONN);
+	if (IS_ERR(ho)) {
+		ret = PTR_ERR(ho);
+		goto err_unlock;
+	}
+	/* The handle table holds a ref to its xferk_conn_ref: see main.c. */
+	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
+	ret = xferk_range_check(a->offset, a->len, r->len);
+	if (ret)
+		goto err_unlock;
+	if ((a->access & r->access) != a->access) {
+		ret = -EACCES;
+		goto err_unlock;
+	}
+	/* The key pins through the exporter's mm: it must be the region's. */
+	if (current->mm != r->mm) {
+		ret = -EPERM;
+		goto err_unlock;
+	}
+	xferk_region_get(r);
+	xferk_conn_get(c);
+	e->region = r;
+	e->conn = c;
+	e->addr = r->addr + a->offset;
+	e->len = a->len;
+	e->access = a->access;
+
+	mutex_lock(&r->lock);
+	mutex_lock(&c->exports_lock);
+	ret = READ_ONCE(c->state) == XFERK_CONN_UP ?
+	      c->transport->export(c, e) : -ENOTCONN;
+	if (!ret) {
+		e->live = true;
+		list_add_tail(&e->conn_node, &c->exports);
+		list_add_tail(&e->region_node, &r->exports);
+	}
+	mutex_unlock(&c->exports_lock);
+	mutex_unlock(&r->lock);
+	if (!ret)
+		ret = xferk_handle_add(&xf->handles, &e->hobj, XFERK_H_EXPORT);
+	mutex_unlock(&xf->lock);
+	if (ret) {
+		xferk_export_put(e);
+		return ret;
+	}
+	atomic64_inc(&xferk_stats.exports);
+
+	tok = (struct xferk_token) {
+		.magic = cpu_to_le32(XFERK_TOKEN_MAGIC),
+		.version = cpu_to_le16(XFERK_TOKEN_VERSION),
+		.exporter_active = cpu_to_le16(c->active),
+		.cookie = cpu_to_le64(c->cookie),
+		.iova = cpu_to_le64(e->iova),
+		.len = cpu_to_le64(e->len),
+		.rkey = cpu_to_le32(e->rkey),
+		.access = cpu_to_le32(e->access),
+	};
+	memcpy(a->token, &tok, sizeof(tok));
+	a->handle = e->hobj.handle;
+	return 0;
+
+err_unlock:
+	mutex_unlock(&xf->lock);
+	kfree(e);
+	return ret;
+}
+
+void xferk_remote_get(struct xferk_remote *rm)
+{
+	kref_get(&rm->ref);
+}
+
+static void remote_release(struct kref *ref)
+{
+	struct xferk_remote *rm = container_of(ref, struct xferk_remote, ref);
+
+	xferk_conn_put(rm->conn);
+	kfree(rm);
+}
+
+void xferk_remote_put(struct xferk_remote *rm)
+{
+	kref_put(&rm->ref, remote_release);
+}
+
+/*
+ * The end that posts to the token's exporter: the end of the same
+ * connection opposite the exporter's (ours on two hosts; the other local
+ * end on loopback). The null peer is both ends.
+ */
+static struct xferk_conn *import_poster(struct xferk_conn *c, bool exp_active)
+{
+	if (c->transport == &xferk_null_transport || c->active != exp_active) {
+		xferk_conn_get(c);
+		return c;
+	}
+	return xferk_conn_find_cookie(c->cookie, !exp_active);
+}
+
+int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_import *a = &arg->import;
+	struct xferk_token tok;
+	struct xferk_remote *rm;
+	struct xferk_hobj *ho;
+	struct xferk_conn *c;
+	int ret;
+
+	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	memcpy(&tok, a->token, sizeof(tok));
+	if (le32_to_cpu(tok.magic) != XFERK_TOKEN_MAGIC ||
+	    le16_to_cpu(tok.version) != XFERK_TOKEN_VERSION || !tok.len ||
+	    !le32_to_cpu(tok.access) ||
+	    (le32_to_cpu(tok.access) & ~(XFERK_ACCESS_REMOTE_READ |
+					 XFERK_ACCESS_REMOTE_WRITE)) ||
+	    !xferk_is_zeroed(tok.reserved, sizeof(tok.reserved)))
+		return -EINVAL;
+	rm = kzalloc(sizeof(*rm), GFP_KERNEL);
+	if (!rm)
+		return -ENOMEM;
+	kref_init(&rm->ref);
+	rm->iova = le64_to_cpu(tok.iova);
+	rm->len = le64_to_cpu(tok.len);
+	rm->rkey = le32_to_cpu(tok.rkey);
+	rm->access = le32_to_cpu(tok.access);
+
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_lookup(&xf->handles, a->conn, XFERK_H_CONN);
+	if (IS_ERR(ho)) {
+		ret = PTR_ERR(ho);
+		goto err;
+	}
+	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
+	/* A token exported to another peer never names this connection. */
+	if (le64_to_cpu(tok.cookie) != c->cookie) {
+		ret = -EACCES;
+		goto err;
+	}
+	rm->conn = import_poster(c, le16_to_cpu(tok.exporter_active));
+	if (!rm->conn) {
+		ret = -ENOTCONN;
+		goto err;
+	}
+	ret = xferk_handle_add(&xf->handles, &rm->hobj, XFERK_H_REMOTE);
+	if (ret) {
+		xferk_conn_put(rm->conn);
+		goto err;
+	}
+	mutex_unlock(&xf->lock);
+	a->handle = rm->hobj.handle;
+	return 0;
+
+err:
+	mutex_unlock(&xf->lock);
+	kfree(rm);
+	return ret;
+}

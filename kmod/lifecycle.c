@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The op state machine (see lifecycle.h and Documentation/lifecycle.md).
+ *
+ *   SUBMITTED -> IN_PROGRESS -> SUCCEEDED | FAILED
+ *   SUBMITTED | IN_PROGRESS -> TIMED_OUT
+ *   SUBMITTED | IN_PROGRESS | TIMED_OUT -> CANCEL_REQUESTED
+ *   CANCEL_REQUESTED -> DRAINING | DRAINED
+ *   DRAINING -> DRAINED | QUARANTINED
+ *   QUARANTINED -> DRAINING | DRAINED
+ *
+ * SUCCEEDED, FAILED and DRAINED are final and imply that no work request
+ * can touch the op's memory. SUBMITTED -> FAILED and -> SUCCEEDED happen
+ * when every chunk became terminal without the op ever being posted
+ * (e.g. the connection died first).
+ */
+#include <linux/bug.h>
+#include <linux/kernel.h>
+#include <kunit/visibility.h>
+
+#include "lifecycle.h"
+
+#define S(x)	BIT(XFERK_STATE_##x)
+
+static const u16 xferk_transitions[XFERK_STATE_COUNT] = {
+	[XFERK_STATE_SUBMITTED] = S(IN_PROGRESS) | S(SUCCEEDED) | S(FAILED) |
+				  S(TIMED_OUT) | S(CANCEL_REQUESTED),
+	[XFERK_STATE_IN_PROGRESS] = S(SUCCEEDED) | S(FAILED) | S(TIMED_OUT) |
+				    S(CANCEL_REQUESTED),
+	[XFERK_STATE_TIMED_OUT] = S(CANCEL_REQUESTED),
+	[XFERK_STATE_CANCEL_REQUESTED] = S(DRAINING) | S(DRAINED),
+	[XFERK_STATE_DRAINING] = S(DRAINED) | S(QUARANTINED),
+	[XFERK_STATE_QUARANTINED] = S(DRAINING) | S(DRAINED),
+};
+
+static const char *const xferk_state_names[XFERK_STATE_COUNT] = {
+	[XFERK_STATE_SUBMITTED] = "SUBMITTED",
+	[XFERK_STATE_IN_PROGRESS] = "IN_PROGRESS",
+	[XFERK_STATE_SUCCEEDED] = "SUCCEEDED",
+	[XFERK_STATE_FAILED] = "FAILED",
+	[XFERK_STATE_TIMED_OUT] = "TIMED_OUT",
+	[XFERK_STATE_CANCEL_REQUESTED] = "CANCEL_REQUESTED",
+	[XFERK_STATE_DRAINING] = "DRAINING",
+	[XFERK_STATE_DRAINED] = "DRAINED",
+	[XFERK_STATE_QUARANTINED] = "QUARANTINED",
+};
+
+bool xferk_state_transition_allowed(u32 from, u32 to)
+{
+	return from < XFERK_STATE_COUNT && to < XFERK_STATE_COUNT &&
+	       (xferk_transitions[from] & BIT(to));
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_state_transition_allowed);
+
+/* Settled: the op's logical outcome is decided (what a plain WAIT waits for). */
+bool xferk_state_is_settled(u32 state)
+{
+	return state != XFERK_STATE_SUBMITTED &&
+	       state != XFERK_STATE_IN_PROGRESS;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_state_is_settled);
+
+const char *xferk_state_name(u32 state)
+{
+	return state < XFERK_STATE_COUNT ? xferk_state_names[state] : "?";
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_state_name);
+
+/* The one place that changes an op's state. */
+static unsigned int life_set_state(struct xferk_life *l, u32 to)
+{
+	if (WARN_ONCE(!xferk_state_transition_allowed(l->state, to),
+		      "xferk: illegal transition %s -> %s\n",
+		      xferk_state_name(l->state), xferk_state_name(to)))
+		return 0;
+	l->state = to;
+	return XFERK_LIFE_WAKE;
+}
+
+static void life_fail(struct xferk_life *l, int error)
+{
+	if (!l->first_error)
+		l->first_error = error;
+}
+
+void xferk_life_init(struct xferk_life *l, u64 total_bytes, u32 total_frags,
+		     u32 total_chunks, ktime_t now)
+{
+	*l = (struct xferk_life) {
+		.state = XFERK_STATE_SUBMITTED,
+		.total_bytes = total_bytes,
+		.total_frags = total_frags,
+		.total_chunks = total_chunks,
+		.submit_time = now,
+	};
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_init);
+
+bool xferk_life_physical(const struct xferk_life *l)
+{
+	return l->terminal_chunks == l->total_chunks;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_physical);
+
+/**
+ * xferk_life_posted() - a chunk was handed to the device
+ * @l: the op
+ * @bytes: the chunk's length
+ *
+ * Return: XFERK_LIFE_* bits.
+ */
+unsigned int xferk_life_posted(struct xferk_life *l, u64 bytes)
+{
+	l->in_flight_bytes += bytes;
+	if (l->state == XFERK_STATE_SUBMITTED)
+		return life_set_state(l, XFERK_STATE_IN_PROGRESS);
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_posted);
+
+/**
+ * xferk_life_chunk_done() - a chunk became terminal
+ * @l: the op
+ * @bytes: the chunk's length
+ * @posted: the chunk was posted (else it was dropped before posting)
+ * @error: 0, or the chunk's failure as a negative errno
+ * @frag_done: this was the last chunk of its fragment
+ * @now: current time
+ *
+ * A failure is recorded as the op's first error if it has none; the op
+ * becomes FAILED (or SUCCEEDED) only once every chunk is terminal, because
+ * those states promise that nothing touches the buffers any more. A
+ * completion that arrives after a timeout or cancel decided the op's
+ * outcome counts as late and changes nothing but the counters.
+ *
+ * Return: XFERK_LIFE_* bits; XFERK_LIFE_PHYSICAL exactly once per op.
+ */
+unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
+				   bool posted, int error, bool frag_done,
+				   ktime_t now)
+{
+	unsigned int ret = 0;
+
+	if (WARN_ON_ONCE(xferk_life_physical(l)))
+		return 0;
+	if (posted) {
+		l->in_flight_bytes -= bytes;
+		if (xferk_state_is_settled(l->state))
+			l->late_completions++;
+	}
+	if (!error)
+		l->transferred_bytes += bytes;
+	else
+		life_fail(l, error);
+	if (frag_done)
+		l->completed_frags++;
+	l->terminal_chunks++;
+	if (!xferk_life_physical(l))
+		return 0;
+
+	l->physical_time = now;
+	ret = XFERK_LIFE_PHYSICAL | XFERK_LIFE_WAKE;
+	if (!xferk_state_is_settled(l->state))
+		ret |= life_set_state(l, l->first_error ? XFERK_STATE_FAILED :
+					 XFERK_STATE_SUCCEEDED);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_chunk_done);
+
+/**
+ * xferk_life_deadline() - the op's deadline expired
+ * @l: the op
+ *
+ * An op that is not physically complete by its deadline is TIMED_OUT: a
+ * logical failure (first error ETIMEDOUT unless it already had one) whose
+ * work requests are still tracked.
+ *
+ * Return: XFERK_LIFE_* bits.
+ */
+unsigned int xferk_life_deadline(struct xferk_life *l)
+{
+	if (xferk_state_is_settled(l->state) || xferk_life_physical(l))
+		return 0;
+	l->deadline_timeouts++;
+	life_fail(l, -ETIMEDOUT);
+	return life_set_state(l, XFERK_STATE_TIMED_OUT);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_deadline);
+
+void xferk_life_snapshot(const struct xferk_life *l,
+			 struct xferk_op_snapshot *snap)
+{
+	bool physical = xferk_life_physical(l);
+
+	*snap = (struct xferk_op_snapshot) {
+		.state = l->state,
+		.first_error = l->first_error,
+		.total_bytes = l->total_bytes,
+		.transferred_bytes = l->transferred_bytes,
+		.in_flight_bytes = l->in_flight_bytes,
+		.total_fragments = l->total_frags,
+		.completed_fragments = l->completed_frags,
+		.deadline_timeouts = l->deadline_timeouts,
+		.cancel_requests = l->cancel_requests,
+		.drain_attempts = l->drain_attempts,
+		.quarantine_events = l->quarantine_events,
+		.late_completions = l->late_completions,
+		.physical_complete = physical,
+		.buffer_reusable = physical,
+		.submit_to_physical_ns = physical ?
+			ktime_to_ns(ktime_sub(l->physical_time, l->submit_time)) : 0,
+	};
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_snapshot);
+
+/**
+ * xferk_deadline_from_user() - a uAPI deadline as ktime_t
+ * @deadline_ns: absolute CLOCK_MONOTONIC ns, or XFERK_DEADLINE_NONE
+ *
+ * Values beyond KTIME_MAX (including XFERK_DEADLINE_NONE) mean "never".
+ *
+ * Return: the deadline; KTIME_MAX for never.
+ */
+ktime_t xferk_deadline_from_user(u64 deadline_ns)
+{
+	return deadline_ns > (u64)KTIME_MAX ? KTIME_MAX : (ktime_t)deadline_ns;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_deadline_from_user);
+
+bool xferk_deadline_passed(ktime_t deadline, ktime_t now)
+{
+	return deadline != KTIME_MAX && now >= deadline;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_deadline_passed);

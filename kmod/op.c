@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ops: submit, completion, deadline, wait, query.
+ *
+ * An op owns an array of chunks, one work request each. At submit every
+ * fragment is checked against its region and remote range before anything
+ * is published (all or nothing); then the op gets its handle and its
+ * chunks go to their connections' queues.
+ *
+ * References: the op's handle holds one, and "not yet physically complete"
+ * holds one; each chunk holds a region and a remote reference. When the
+ * last chunk becomes terminal (xferk_life_chunk_done() says so exactly
+ * once), the chunks' references are dropped, which unpins pages whose
+ * regions are gone, and then the physical reference. An op whose handle
+ * was released before that is owned by the kernel until then.
+ *
+ * Locking: op->lock (irq-safe: the deadline hrtimer takes it) guards
+ * op->life and nothing else; it is never held while calling out.
+ */
+#include <linux/hrtimer.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "xferk.h"
+
+DEFINE_SPINLOCK(xferk_ops_lock);	/* xferk_ops */
+LIST_HEAD(xferk_ops);
+
+static void op_release(struct kref *ref)
+{
+	struct xferk_op *op = container_of(ref, struct xferk_op, ref);
+
+	hrtimer_cancel(&op->timer);
+	spin_lock(&xferk_ops_lock);
+	list_del(&op->node);
+	spin_unlock(&xferk_ops_lock);
+	kvfree(op->chunks);
+	kfree(op);
+	atomic64_dec(&xferk_stats.ops_live);
+}
+
+void xferk_op_put(struct xferk_op *op)
+{
+	kref_put(&op->ref, op_release);
+}
+
+static void op_count_outcome(struct xferk_op *op, u32 state)
+{
+	u32 i;
+
+	switch (state) {
+	case XFERK_STATE_SUCCEEDED:
+		atomic64_inc(&xferk_stats.ops_succeeded);
+		for (i = 0; i < op->nr_chunks; i++)
+			atomic64_add(op->chunks[i].len,
+				     op->chunks[i].opcode == XFERK_OP_READ ?
+				     &xferk_stats.bytes_read :
+				     &xferk_stats.bytes_written);
+		break;
+	case XFERK_STATE_FAILED:
+		atomic64_inc(&xferk_stats.ops_failed);
+		break;
+	case XFERK_STATE_TIMED_OUT:
+		atomic64_inc(&xferk_stats.ops_timed_out);
+		break;
+	}
+}
+
+/* The op is physically complete: nothing of it can touch memory any more. */
+static void op_physical(struct xferk_op *op)
+{
+	u32 i;
+
+	hrtimer_cancel(&op->timer);
+	op_count_outcome(op, READ_ONCE(op->life.state));
+	for (i = 0; i < op->nr_chunks; i++) {
+		xferk_region_put(op->chunks[i].region);
+		xferk_remote_put(op->chunks[i].remote);
+	}
+	xferk_op_put(op);
+}
+
+static void op_apply(struct xferk_op *op, unsigned int what)
+{
+	if (what & XFERK_LIFE_WAKE)
+		wake_up_all(&op->wq);
+	if (what & XFERK_LIFE_PHYSICAL)
+		op_physical(op);
+}
+
+/**
+ * xferk_chunk_complete() - a chunk became terminal
+ * @ch: the chunk; completed or never posted
+ * @error: 0 or a negative errno
+ *
+ * Called once per chunk, from process context.
+ */
+void xferk_chunk_complete(struct xferk_chunk *ch, int error)
+{
+	struct xferk_op *op = ch->op;
+	unsigned long flags;
+	unsigned int what;
+
+	spin_lock_irqsave(&op->lock, flags);
+	what = xferk_life_chunk_done(&op->life, ch->len, ch->sent, error,
+				     ch->last_in_frag, ktime_get());
+	spin_unlock_irqrestore(&op->lock, flags);
+	op_apply(op, what);
+}
+
+/* A chunk was handed to the device. Called under its connection's lock. */
+void xferk_chunk_posted(struct xferk_chunk *ch)
+{
+	struct xferk_op *op = ch->op;
+	unsigned long flags;
+	unsigned int what;
+
+	ch->sent = true;
+	spin_lock_irqsave(&op->lock, flags);
+	what = xferk_life_posted(&op->life, ch->len);
+	spin_unlock_irqrestore(&op->lock, flags);
+	if (what & XFERK_LIFE_WAKE)
+		wake_up_all(&op->wq);
+}
+
+/* A chunk of an op whose outcome is decided is dropped instead of posted. */
+bool xferk_chunk_cancelled(struct xferk_chunk *ch)
+{
+	struct xferk_op *op = ch->op;
+	unsigned long flags;
+	bool cancelled;
+
+	spin_lock_irqsave(&op->lock, flags);
+	cancelled = op->life.first_error ||
+		    xferk_state_is_settled(op->life.state);
+	spin_unlock_irqrestore(&op->lock, flags);
+	return cancelled;
+}
+
+static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
+{
+	struct xferk_op *op = container_of(t, struct xferk_op, timer);
+	unsigned long flags;
+	unsigned int what;
+
+	spin_lock_irqsave(&op->lock, flags);
+	what = xferk_life_deadline(&op->life);
+	spin_unlock_irqrestore(&op->lock, flags);
+	/* Never XFERK_LIFE_PHYSICAL: waking is all that may happen in hardirq. */
+	if (what & XFERK_LIFE_WAKE)
+		wake_up_all(&op->wq);
+	return HRTIMER_NORESTART;
+}
+
+/* Copies fragment @i of the caller's array, following the struct rules. */
+static int copy_frag(struct xferk_frag *f, u64 base, u32 frag_size, u32 i)
+{
+	void __user *src = u64_to_user_ptr(base + (u64)i * frag_size);
+
+	return copy_struct_from_user(f, sizeof(*f), src, frag_size);
+}
+
+/* Checks one fragment against its handles; takes no references. */
+static int check_frag(struct xferk_file *xf, const struct xferk_frag *f,
+		      struct xferk_region **rp, struct xferk_remote **rmp)
+{
+	struct xferk_hobj *ho;
+	struct xferk_region *r;
+	struct xferk_remote *rm;
+	int ret;
+
+	if (f->reserved || f->opcode > XFERK_OP_WRITE)
+		return -EINVAL;
+	ho = xferk_handle_lookup(&xf->handles, f->mr, XFERK_H_REGION);
+	if (IS_ERR(ho))
+		return PTR_ERR(ho);
+	r = container_of(ho, struct xferk_region, hobj);
+	ho = xferk_handle_lookup(&xf->handles, f->remote, XFERK_H_REMOTE);
+	if (IS_ERR(ho))
+		return PTR_ERR(ho);
+	rm = container_of(ho, struct xferk_remote, hobj);
+	ret = xferk_range_check(f->offset, f->len, r->len);
+	if (!ret)
+		ret = xferk_range_check(f->remote_offset, f->len, rm->len);
+	if (ret)
+		return ret;
+	if (f->opcode == XFERK_OP_WRITE ?
+	    !(r->access & XFERK_ACCESS_LOCAL_SRC) ||
+	    !(rm->access & XFERK_ACCESS_REMOTE_WRITE) :
+	    !(r->access & XFERK_ACCESS_LOCAL_DST) ||
+	    !(rm->access & XFERK_ACCESS_REMOTE_READ))
+		return -EACCES;
+	*rp = r;
+	*rmp = rm;
+	return 0;
+}
+
+static void op_fill_chunks(struct xferk_op *op, u32 *next,
+			   const struct xferk_frag *f, struct xferk_region *r,
+			   struct xferk_remote *rm)
+{
+	u64 done = 0;
+
+	while (done < f->len) {
+		struct xferk_chunk *ch = &op->chunks[(*next)++];
+		u64 len = xferk_chunk_len(r->addr + f->offset + done,
+					  f->len - done,
+					  rm->conn->max_chunk_pages,
+					  rm->conn->max_chunk_bytes);
+
+		INIT_LIST_HEAD(&ch->node);
+		ch->op = op;
+		ch->region = r;
+		ch->remote = rm;
+		xferk_region_get(r);
+		xferk_remote_get(rm);
+		ch->offset = f->offset + done;
+		ch->len = len;
+		ch->remote_addr = rm->iova + f->remote_offset + done;
+		ch->opcode = f->opcode;
+		done += len;
+		ch->last_in_frag = done == f->len;
+	}
+}
+
+int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_submit *a = &arg->submit;
+	struct xferk_region **regions = NULL;
+	struct xferk_remote **remotes = NULL;
+	struct xferk_frag *frags;
+	struct xferk_op *op;
+	u64 total_bytes = 0;
+	u32 i, nr_chunks = 0, next = 0;
+	ktime_t deadline;
+	int ret;
+
+	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	if (!a->nr_frags)
+		return -EINVAL;
+	if (a->nr_frags > XFERK_MAX_FRAGS)
+		return -E2BIG;
+	ret = xferk_arg_size_check(a->frag_size, sizeof(struct xferk_frag));
+	if (ret)
+		return ret;
+	deadline = xferk_deadline_from_user(a->deadline_ns);
+	if (xferk_deadline_passed(deadline, ktime_get()))
+		return -ETIMEDOUT;
+
+	frags = kvmalloc_array(a->nr_frags, sizeof(*frags), GFP_KERNEL);
+	regions = kvmalloc_array(a->nr_frags, sizeof(*regions), GFP_KERNEL);
+	remotes = kvmalloc_array(a->nr_frags, sizeof(*remotes), GFP_KERNEL);
+	op = kzalloc(sizeof(*op), GFP_KERNEL);
+	if (!frags || !regions || !remotes || !op) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	for (i = 0; i < a->nr_frags; i++) {
+		ret = copy_frag(&frags[i], a->frags, a->frag_size, i);
+		if (ret)
+			goto out_free;
+	}
+
+	/* Validate everything before publishing anything. */
+	mutex_lock(&xf->lock);
+	for (i = 0; i < a->nr_frags; i++) {
+		ret = check_frag(xf, &frags[i], &regions[i], &remotes[i]);
+		if (ret)
+			goto out_unlock;
+		total_bytes += frags[i].len;
+		nr_chunks += xferk_chunk_count(regions[i]->addr + frags[i].offset,
+					       frags[i].len,
+					       remotes[i]->conn->max_chunk_pages,
+					       remotes[i]->conn->max_chunk_bytes);
+	}
+	op->chunks = kvcalloc(nr_chunks, sizeof(*op->chunks), GFP_KERNEL);
+	if (!op->chunks) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	kref_init(&op->ref);
+	spin_lock_init(&op->lock);
+	init_waitqueue_head(&op->wq);
+	op->owner = task_tgid_nr(current);
+	op->user_data = a->user_data;
+	op->deadline = deadline;
+	op->nr_chunks = nr_chunks;
+	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
+			ktime_get());
+	ret = xferk_handle_add(&xf->handles, &op->hobj, XFERK_H_OP);
+	if (ret)
+		goto out_unlock;
+	a->op = op->hobj.handle;
+	for (i = 0; i < a->nr_frags; i++)
+		op_fill_chunks(op, &next, &frags[i], regions[i], remotes[i]);
+	mutex_unlock(&xf->lock);
+
+	/* Published: from here on the op only ends through its lifecycle. */
+	kref_get(&op->ref);	/* physical reference */
+	atomic64_inc(&xferk_stats.ops_submitted);
+	atomic64_inc(&xferk_stats.ops_live);
+	spin_lock(&xferk_ops_lock);
+	list_add_tail(&op->node, &xferk_ops);
+	spin_unlock(&xferk_ops_lock);
+	hrtimer_init(&op->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	op->timer.function = op_deadline_fired;
+	if (deadline != KTIME_MAX)
+		hrtimer_start(&op->timer, deadline, HRTIMER_MODE_ABS);
+	/* Another thread may release the handle now: the op lives on. */
+	for (i = 0; i < nr_chunks; i++)
+		xferk_conn_queue(op->chunks[i].remote->conn, &op->chunks[i]);
+	op = NULL;
+	ret = 0;
+	goto out_free;
+
+out_unlock:
+	mutex_unlock(&xf->lock);
+	if (op)
+		kvfree(op->chunks);
+out_free:
+	kfree(op);
+	kvfree(remotes);
+	kvfree(regions);
+	kvfree(frags);
+	return ret;
+}
+
+/* Looks up an op and takes a reference, so the file lock can be dropped. */
+static struct xferk_op *op_get(struct xferk_file *xf, u64 handle)
+{
+	struct xferk_hobj *ho;
+	struct xferk_op *op;
+
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_lookup(&xf->handles, handle, XFERK_H_OP);
+	if (IS_ERR(ho)) {
+		mutex_unlock(&xf->lock);
+		return ERR_CAST(ho);
+	}
+	op = container_of(ho, struct xferk_op, hobj);
+	kref_get(&op->ref);
+	mutex_unlock(&xf->lock);
+	return op;
+}
+
+static void op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&op->lock, flags);
+	xferk_life_snapshot(&op->life, snap);
+	spin_unlock_irqrestore(&op->lock, flags);
+	snap->user_data = op->user_data;
+}
+
+static bool op_wait_done(struct xferk_op *op, bool physical)
+{
+	unsigned long flags;
+	bool done;
+
+	spin_lock_irqsave(&op->lock, flags);
+	done = physical ? xferk_life_physical(&op->life) :
+			  xferk_state_is_settled(op->life.state);
+	spin_unlock_irqrestore(&op->lock, flags);
+	return done;
+}
+
+/*
+ * Waits until the op is settled (or physically complete) or the absolute
+ * @deadline passes, never later: the wait itself runs on an hrtimer.
+ * A signal restarts the call with the same absolute deadline.
+ */
+int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_wait *a = &arg->wait;
+	bool physical = a->flags & XFERK_WAIT_PHYSICAL;
+	struct xferk_op *op;
+	ktime_t deadline;
+	int ret;
+
+	if (a->flags & ~XFERK_WAIT_PHYSICAL)
+		return -EINVAL;
+	op = op_get(xf, a->op);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	deadline = xferk_deadline_from_user(a->deadline_ns);
+	if (deadline == KTIME_MAX) {
+		ret = wait_event_interruptible(op->wq, op_wait_done(op, physical));
+	} else {
+		ktime_t left = ktime_sub(deadline, ktime_get());
+
+		ret = wait_event_interruptible_hrtimeout(op->wq,
+							 op_wait_done(op, physical),
+							 left > 0 ? left : 0);
+		if (ret == -ETIME)
+			ret = op_wait_done(op, physical) ? 0 : -ETIMEDOUT;
+	}
+	op_snapshot(op, &a->snap);
+	xferk_op_put(op);
+	/* The snapshot goes back with -ETIMEDOUT too (see the ioctl table). */
+	return ret;
+}
+
+int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_query *a = &arg->query;
+	struct xferk_op *op;
+
+	if (a->flags)
+		return -EINVAL;
+	op = op_get(xf, a->op);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	op_snapshot(op, &a->snap);
+	xferk_op_put(op);
+	return 0;
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Regions: user memory pinned for the lifetime of every op that uses it.
+ *
+ * Pinning follows ib_umem_get(): mm->pinned_vm is charged against
+ * RLIMIT_MEMLOCK unless CAP_IPC_LOCK, pages are pinned with FOLL_LONGTERM
+ * in batches, and a partial pin is undone. A region is reference counted:
+ * its handle holds one reference, every op using it one more (RDS rule: the
+ * pages outlive every in-flight op). The pages are unpinned when the last
+ * reference goes, which may be in the completion worker.
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "xferk.h"
+
+#define PIN_BATCH	(PAGE_SIZE / sizeof(struct page *))
+
+static void region_unpin(struct xferk_region *r)
+{
+	unpin_user_pages_dirty_lock(r->pages, r->npages, r->writable);
+	atomic64_sub(r->npages, &r->mm->pinned_vm);
+	atomic64_sub(r->npages, &xferk_stats.pinned_pages);
+}
+
+/**
+ * xferk_region_create() - pin [addr, addr + len) of the calling process
+ * @addr: start, any alignment
+ * @len: length, > 0
+ * @access: XFERK_ACCESS_* bits
+ *
+ * Return: the region with one reference, or ERR_PTR: -EINVAL (bad access
+ * or len 0), -EOVERFLOW (addr + len wraps), -ENOMEM (RLIMIT_MEMLOCK or
+ * memory), -EFAULT (unmapped, or read-only memory the NIC would write),
+ * -EOPNOTSUPP (memory that cannot be pinned long-term, e.g. fsdax), -EINTR.
+ */
+struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
+{
+	unsigned long first, npages, done = 0, limit;
+	unsigned int gup_flags = FOLL_WRITE | FOLL_LONGTERM;
+	struct xferk_region *r;
+	int ret;
+
+	if (!access || (access & ~XFERK_ACCESS_ALL) || !len)
+		return ERR_PTR(-EINVAL);
+	if (addr + len < addr || PAGE_ALIGN(addr + len) < addr + len)
+		return ERR_PTR(-EOVERFLOW);
+	first = addr >> PAGE_SHIFT;
+	npages = (PAGE_ALIGN(addr + len) >> PAGE_SHIFT) - first;
+	if (npages > INT_MAX)
+		return ERR_PTR(-ENOMEM);
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	r->pages = kvmalloc_array(npages, sizeof(*r->pages), GFP_KERNEL);
+	if (!r->pages) {
+		kfree(r);
+		return ERR_PTR(-ENOMEM);
+	}
+	kref_init(&r->ref);
+	mutex_init(&r->lock);
+	INIT_LIST_HEAD(&r->exports);
+	r->addr = addr;
+	r->len = len;
+	r->access = access;
+	r->npages = npages;
+	r->owner = task_tgid_nr(current);
+	/* The NIC writes these pages: a plain write pin (no COW breaking). */
+	r->writable = access & (XFERK_ACCESS_LOCAL_DST | XFERK_ACCESS_REMOTE_WRITE);
+	if (!r->writable)
+		gup_flags |= FOLL_FORCE;
+	r->mm = current->mm;
+	mmgrab(r->mm);
+
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	if (atomic64_add_return(npages, &r->mm->pinned_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		ret = -ENOMEM;
+		goto err_uncharge;
+	}
+	while (done < npages) {
+		int n = min_t(unsigned long, npages - done, PIN_BATCH);
+
+		cond_resched();
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto err_unpin;
+		}
+		ret = pin_user_pages_fast((first + done) << PAGE_SHIFT, n,
+					  gup_flags, r->pages + done);
+		if (ret <= 0) {
+			ret = ret ?: -EFAULT;
+			goto err_unpin;
+		}
+		done += ret;
+		if (ret < n) {
+			ret = -EFAULT;
+			goto err_unpin;
+		}
+	}
+	atomic64_add(npages, &xferk_stats.pinned_pages);
+	atomic64_inc(&xferk_stats.regions);
+	return r;
+
+err_unpin:
+	unpin_user_pages(r->pages, done);
+err_uncharge:
+	atomic64_sub(npages, &r->mm->pinned_vm);
+	mmdrop(r->mm);
+	kvfree(r->pages);
+	kfree(r);
+	return ERR_PTR(ret);
+}
+
+static void region_release(struct kref *ref)
+{
+	struct xferk_region *r = container_of(ref, struct xferk_region, ref);
+
+	WARN_ON(!list_empty(&r->exports));
+	region_unpin(r);
+	mmdrop(r->mm);
+	kvfree(r->pages);
+	kfree(r);
+	atomic64_dec(&xferk_stats.regions);
+}
+
+/* Drops a reference; the last one unpins, so the caller must be able to sleep. */
+void xferk_region_put(struct xferk_region *r)
+{
+	might_sleep();
+	kref_put(&r->ref, region_release);
+}
+
+void xferk_region_get(struct xferk_region *r)
+{
+	kref_get(&r->ref);
+}
+
+/**
+ * xferk_region_deregister() - the region's handle is gone
+ * @r: the region, with the handle's reference
+ *
+ * Revokes every export first, so no peer can reach the pages through a
+ * remote key, then drops the handle's reference. Ops still using the
+ * region keep the pages pinned until they are physically complete.
+ */
+void xferk_region_deregister(struct xferk_region *r)
+{
+	xferk_region_revoke_exports(r);
+	xferk_region_put(r);
+}

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite "xferk_lifecycle": the op state machine, first-failure
+ * immutability, exactly-once physical completion under every order of
+ * racing events, and deadline arithmetic (kmod/lifecycle.c).
+ */
+#include <kunit/test.h>
+
+#include "../../kmod/lifecycle.h"
+
+#define ST(x)	XFERK_STATE_##x
+
+struct transition_case {
+	u32 from, to;
+};
+
+/* Every legal transition; all other (from, to) pairs must be refused. */
+static const struct transition_case legal[] = {
+	{ ST(SUBMITTED), ST(IN_PROGRESS) },
+	{ ST(SUBMITTED), ST(SUCCEEDED) },
+	{ ST(SUBMITTED), ST(FAILED) },
+	{ ST(SUBMITTED), ST(TIMED_OUT) },
+	{ ST(SUBMITTED), ST(CANCEL_REQUESTED) },
+	{ ST(IN_PROGRESS), ST(SUCCEEDED) },
+	{ ST(IN_PROGRESS), ST(FAILED) },
+	{ ST(IN_PROGRESS), ST(TIMED_OUT) },
+	{ ST(IN_PROGRESS), ST(CANCEL_REQUESTED) },
+	{ ST(TIMED_OUT), ST(CANCEL_REQUESTED) },
+	{ ST(CANCEL_REQUESTED), ST(DRAINING) },
+	{ ST(CANCEL_REQUESTED), ST(DRAINED) },
+	{ ST(DRAINING), ST(DRAINED) },
+	{ ST(DRAINING), ST(QUARANTINED) },
+	{ ST(QUARANTINED), ST(DRAINING) },
+	{ ST(QUARANTINED), ST(DRAINED) },
+};
+
+static void life_transition_table(struct kunit *test)
+{
+	u32 from, to;
+	int i;
+
+	for (from = 0; from <= XFERK_STATE_COUNT; from++) {
+		for (to = 0; to <= XFERK_STATE_COUNT; to++) {
+			bool want = false;
+
+			for (i = 0; i < ARRAY_SIZE(legal); i++)
+				if (legal[i].from == from && legal[i].to == to)
+					want = true;
+			KUNIT_EXPECT_EQ_MSG(test,
+					    xferk_state_transition_allowed(from, to),
+					    want, "%s -> %s", xferk_state_name(from),
+					    xferk_state_name(to));
+		}
+	}
+}
+
+static void life_success(struct kunit *test)
+{
+	struct xferk_life l;
+	struct xferk_op_snapshot s;
+	unsigned int r;
+
+	xferk_life_init(&l, 300, 2, 3, 1000);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(SUBMITTED));
+	KUNIT_EXPECT_EQ(test, xferk_life_posted(&l, 100), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(IN_PROGRESS));
+	KUNIT_EXPECT_EQ(test, xferk_life_posted(&l, 100), 0U);
+	KUNIT_EXPECT_EQ(test, xferk_life_posted(&l, 100), 0U);
+	KUNIT_EXPECT_EQ(test, l.in_flight_bytes, 300ULL);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, true, 0, true, 1100), 0U);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, true, 0, false, 1200), 0U);
+	r = xferk_life_chunk_done(&l, 100, true, 0, true, 1500);
+	KUNIT_EXPECT_EQ(test, r, XFERK_LIFE_WAKE | XFERK_LIFE_PHYSICAL);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(SUCCEEDED));
+
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.transferred_bytes, 300ULL);
+	KUNIT_EXPECT_EQ(test, s.in_flight_bytes, 0ULL);
+	KUNIT_EXPECT_EQ(test, s.completed_fragments, 2U);
+	KUNIT_EXPECT_EQ(test, s.physical_complete, 1U);
+	KUNIT_EXPECT_EQ(test, s.buffer_reusable, 1U);
+	KUNIT_EXPECT_EQ(test, s.submit_to_physical_ns, 500ULL);
+	KUNIT_EXPECT_EQ(test, s.first_error, 0);
+	/* A deadline after success changes nothing. */
+	KUNIT_EXPECT_EQ(test, xferk_life_deadline(&l), 0U);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(SUCCEEDED));
+}
+
+/* FAILED only once everything is terminal; the first error sticks. */
+static void life_failure_waits_for_physical(struct kunit *test)
+{
+	struct xferk_life l;
+
+	xferk_life_init(&l, 300, 3, 3, 0);
+	xferk_life_posted(&l, 100);
+	xferk_life_posted(&l, 100);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, true, -EREMOTEIO,
+						    true, 1), 0U);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(IN_PROGRESS));
+	KUNIT_EXPECT_EQ(test, l.first_error, -EREMOTEIO);
+	KUNIT_EXPECT_FALSE(test, xferk_life_physical(&l));
+	/* A flushed chunk reports another error: the first one stays. */
+	xferk_life_chunk_done(&l, 100, true, -ECANCELED, true, 2);
+	KUNIT_EXPECT_EQ(test, l.first_error, -EREMOTEIO);
+	/* The third chunk was never posted and is dropped. */
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, false, -ECANCELED,
+						    true, 3),
+			XFERK_LIFE_WAKE | XFERK_LIFE_PHYSICAL);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(FAILED));
+	KUNIT_EXPECT_EQ(test, l.first_error, -EREMOTEIO);
+	KUNIT_EXPECT_EQ(test, l.transferred_bytes, 0ULL);
+	KUNIT_EXPECT_EQ(test, l.late_completions, 0U);
+}
+
+/* A late success never turns TIMED_OUT into success. */
+static void life_timeout_then_late_success(struct kunit *test)
+{
+	struct xferk_life l;
+	struct xferk_op_snapshot s;
+
+	xferk_life_init(&l, 200, 1, 2, 0);
+	xferk_life_posted(&l, 100);
+	xferk_life_posted(&l, 100);
+	KUNIT_EXPECT_EQ(test, xferk_life_deadline(&l), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(TIMED_OUT));
+	KUNIT_EXPECT_EQ(test, l.first_error, -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, xferk_life_deadline(&l), 0U);
+	KUNIT_EXPECT_EQ(test, l.deadline_timeouts, 1U);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.buffer_reusable, 0U);
+	KUNIT_EXPECT_EQ(test, s.in_flight_bytes, 200ULL);
+
+	xferk_life_chunk_done(&l, 100, true, 0, false, 5);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, true, 0, true, 9),
+			XFERK_LIFE_WAKE | XFERK_LIFE_PHYSICAL);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(TIMED_OUT));
+	KUNIT_EXPECT_EQ(test, l.first_error, -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, l.late_completions, 2U);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.physical_complete, 1U);
+	KUNIT_EXPECT_EQ(test, s.transferred_bytes, 200ULL);
+}
+
+/* An error recorded before the deadline stays the first failure. */
+static void life_error_then_deadline(struct kunit *test)
+{
+	struct xferk_life l;
+
+	xferk_life_init(&l, 200, 2, 2, 0);
+	xferk_life_posted(&l, 100);
+	xferk_life_posted(&l, 100);
+	xferk_life_chunk_done(&l, 100, true, -EREMOTEIO, true, 1);
+	KUNIT_EXPECT_EQ(test, xferk_life_deadline(&l), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(TIMED_OUT));
+	KUNIT_EXPECT_EQ(test, l.first_error, -EREMOTEIO);
+}
+
+/*
+ * Three racing events (deadline, chunk A, chunk B) in all six orders:
+ * physical completion is reported exactly once, and the outcome is
+ * TIMED_OUT iff the deadline came before the last chunk.
+ */
+static void life_exactly_once_all_orders(struct kunit *test)
+{
+	static const u8 orders[6][3] = {
+		{ 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 },
+		{ 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 },
+	};
+	int o, i;
+
+	for (o = 0; o < ARRAY_SIZE(orders); o++) {
+		struct xferk_life l;
+		int physical = 0, chunks = 0;
+		bool deadline_first = false;
+
+		xferk_life_init(&l, 2, 2, 2, 0);
+		xferk_life_posted(&l, 1);
+		xferk_life_posted(&l, 1);
+		for (i = 0; i < 3; i++) {
+			unsigned int r;
+
+			if (orders[o][i] == 0) {
+				r = xferk_life_deadline(&l);
+				deadline_first = chunks < 2;
+			} else {
+				r = xferk_life_chunk_done(&l, 1, true, 0, true, i);
+				chunks++;
+			}
+			physical += !!(r & XFERK_LIFE_PHYSICAL);
+		}
+		KUNIT_EXPECT_EQ_MSG(test, physical, 1, "order %d", o);
+		KUNIT_EXPECT_EQ_MSG(test, l.state,
+				    deadline_first ? (u32)ST(TIMED_OUT) :
+						     (u32)ST(SUCCEEDED),
+				    "order %d", o);
+		KUNIT_EXPECT_EQ_MSG(test, l.deadline_timeouts, deadline_first ? 1U : 0U,
+				    "order %d", o);
+	}
+}
+
+static void life_deadline_math(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, xferk_deadline_from_user(0), (ktime_t)0);
+	KUNIT_EXPECT_EQ(test, xferk_deadline_from_user(XFERK_DEADLINE_NONE), KTIME_MAX);
+	KUNIT_EXPECT_EQ(test, xferk_deadline_from_user((u64)KTIME_MAX + 1), KTIME_MAX);
+	KUNIT_EXPECT_EQ(test, xferk_deadline_from_user(12345), (ktime_t)12345);
+	/* Zero and past deadlines have passed; "now" counts as passed. */
+	KUNIT_EXPECT_TRUE(test, xferk_deadline_passed(0, 1));
+	KUNIT_EXPECT_TRUE(test, xferk_deadline_passed(100, 100));
+	KUNIT_EXPECT_FALSE(test, xferk_deadline_passed(101, 100));
+	/* Never is never, even at the end of time. */
+	KUNIT_EXPECT_FALSE(test, xferk_deadline_passed(KTIME_MAX, KTIME_MAX));
+}
+
+static struct kunit_case lifecycle_cases[] = {
+	KUNIT_CASE(life_transition_table),
+	KUNIT_CASE(life_success),
+	KUNIT_CASE(life_failure_waits_for_physical),
+	KUNIT_CASE(life_timeout_then_late_success),
+	KUNIT_CASE(life_error_then_deadline),
+	KUNIT_CASE(life_exactly_once_all_orders),
+	KUNIT_CASE(life_deadline_math),
+	{}
+};
+
+static struct kunit_suite lifecycle_suite = {
+	.name = "xferk_lifecycle",
+	.test_cases = lifecycle_cases,
+};
+
+kunit_test_suite(lifecycle_suite);
