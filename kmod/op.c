@@ -61,32 +61,30 @@ static void op_count_outcome(struct xferk_op *op, u32 state)
 	case XFERK_STATE_FAILED:
 		atomic64_inc(&xferk_stats.ops_failed);
 		break;
-	case XFERK_STATE_TIMED_OUT:
-		atomic64_inc(&xferk_stats.ops_timed_out);
-		break;
 	}
 }
 
-/* The op is physically complete: nothing of it can touch memory any more. */
-static void op_physical(struct xferk_op *op)
+/*
+ * The op is physically complete: nothing of it can touch memory any more.
+ * Its pages are released before waiters wake, so a caller that waited for
+ * physical completion sees them gone; the physical reference goes last.
+ */
+static void op_apply(struct xferk_op *op, unsigned int what)
 {
 	u32 i;
 
-	hrtimer_cancel(&op->timer);
-	op_count_outcome(op, READ_ONCE(op->life.state));
-	for (i = 0; i < op->nr_chunks; i++) {
-		xferk_region_put(op->chunks[i].region);
-		xferk_remote_put(op->chunks[i].remote);
+	if (what & XFERK_LIFE_PHYSICAL) {
+		hrtimer_cancel(&op->timer);
+		op_count_outcome(op, READ_ONCE(op->life.state));
+		for (i = 0; i < op->nr_chunks; i++) {
+			xferk_region_put(op->chunks[i].region);
+			xferk_remote_put(op->chunks[i].remote);
+		}
 	}
-	xferk_op_put(op);
-}
-
-static void op_apply(struct xferk_op *op, unsigned int what)
-{
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
 	if (what & XFERK_LIFE_PHYSICAL)
-		op_physical(op);
+		xferk_op_put(op);
 }
 
 /**
@@ -148,8 +146,10 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	what = xferk_life_deadline(&op->life);
 	spin_unlock_irqrestore(&op->lock, flags);
 	/* Never XFERK_LIFE_PHYSICAL: waking is all that may happen in hardirq. */
-	if (what & XFERK_LIFE_WAKE)
+	if (what & XFERK_LIFE_WAKE) {
+		atomic64_inc(&xferk_stats.ops_timed_out);
 		wake_up_all(&op->wq);
+	}
 	return HRTIMER_NORESTART;
 }
 
