@@ -120,6 +120,8 @@ static void region_release(struct kref *ref)
 	struct xferk_region *r = container_of(ref, struct xferk_region, ref);
 
 	WARN_ON(!list_empty(&r->exports));
+	if (r->deregistered)
+		atomic64_sub(r->npages, &xferk_stats.quarantined_pages);
 	region_unpin(r);
 	mmdrop(r->mm);
 	kvfree(r->pages);
@@ -145,10 +147,13 @@ void xferk_region_get(struct xferk_region *r)
  *
  * Revokes every export first, so no peer can reach the pages through a
  * remote key, then drops the handle's reference. Ops still using the
- * region keep the pages pinned until they are physically complete.
+ * region keep the pages pinned until they are physically complete; until
+ * then the pages count as quarantined.
  */
 void xferk_region_deregister(struct xferk_region *r)
 {
 	xferk_region_revoke_exports(r);
+	r->deregistered = true;
+	atomic64_add(r->npages, &xferk_stats.quarantined_pages);
 	xferk_region_put(r);
 }

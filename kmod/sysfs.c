@@ -51,6 +51,7 @@ XFERK_STAT_ATTR(ops_orphaned);
 XFERK_STAT_ATTR(bytes_read);
 XFERK_STAT_ATTR(bytes_written);
 XFERK_STAT_ATTR(pinned_pages);
+XFERK_STAT_ATTR(quarantined_pages);
 XFERK_STAT_ATTR(regions);
 XFERK_STAT_ATTR(peers_connected);
 XFERK_STAT_ATTR(exports);
@@ -65,6 +66,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_bytes_read.attr,
 	&dev_attr_bytes_written.attr,
 	&dev_attr_pinned_pages.attr,
+	&dev_attr_quarantined_pages.attr,
 	&dev_attr_regions.attr,
 	&dev_attr_peers_connected.attr,
 	&dev_attr_exports.attr,

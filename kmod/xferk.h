@@ -126,6 +126,7 @@ struct xferk_stats {
 	atomic64_t bytes_read;
 	atomic64_t bytes_written;
 	atomic64_t pinned_pages;
+	atomic64_t quarantined_pages;
 	atomic64_t regions;
 	atomic64_t peers_connected;
 	atomic64_t exports;
@@ -143,6 +144,7 @@ extern struct xferk_stats xferk_stats;
  * @len: length in bytes
  * @access: XFERK_ACCESS_*
  * @writable: the NIC may write the pages (pinned with FOLL_WRITE)
+ * @deregistered: the handle is gone; the pages count as quarantined
  * @npages: pinned pages
  * @pages: the pinned pages, first one contains @addr
  * @mm: the owner's mm (mmgrab), charged in pinned_vm
@@ -157,6 +159,7 @@ struct xferk_region {
 	u64 len;
 	u32 access;
 	bool writable;
+	bool deregistered;
 	unsigned long npages;
 	struct page **pages;
 	struct mm_struct *mm;

@@ -146,9 +146,13 @@ static void release_in_flight(void)
 	T_EXPECT(t_stat("ops_orphaned") == orphaned + 1, "orphaned");
 	T_EXPECT(t_stat("pinned_pages") == pinned + 256,
 		 "pages unpinned while in flight: %lld", t_stat("pinned_pages"));
+	T_EXPECT(t_stat("quarantined_pages") == 256, "quarantined_pages %lld",
+		 t_stat("quarantined_pages"));
 	usleep(1500 * 1000);
 	T_EXPECT(t_stat("pinned_pages") == pinned, "pages still pinned: %lld",
 		 t_stat("pinned_pages"));
+	T_EXPECT(t_stat("quarantined_pages") == 0, "quarantined_pages %lld",
+		 t_stat("quarantined_pages"));
 	xferk_unimport(x, remote);
 	xferk_disconnect(x, conn);
 	munmap(b, 1 << 20);

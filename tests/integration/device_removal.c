@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The RDMA device goes away under a transfer (rdma link delete): every
+ * connection on it is torn down in order, the op in flight fails with a
+ * connection errno once nothing can touch its pages, the pages are
+ * unpinned, and after the device comes back new connections work.
+ */
+#include <unistd.h>
+
+#include "test.h"
+
+#define LEN	(64UL << 20)
+#define SLACK	4096	/* see RXE_MAP_SLACK in two_process.c */
+
+static int sh(const char *cmd)
+{
+	int ret = system(cmd);
+
+	T_EXPECT(ret == 0, "%s: %d", cmd, ret);
+	return ret;
+}
+
+/* Connect, export, import; 0 on success. */
+static int setup(struct xferk *x, uint8_t *src, uint8_t *dst, uint64_t *conn,
+		 uint64_t *mr_src, uint64_t *remote)
+{
+	struct xferk_token tok;
+	uint64_t mr_dst, exp;
+
+	return xferk_connect(x, t_peer(), 0, 10000, conn) ||
+	       xferk_mr_reg(x, src, LEN, XFERK_ACCESS_LOCAL_SRC, mr_src) ||
+	       xferk_mr_reg(x, dst, LEN + SLACK, XFERK_ACCESS_REMOTE_WRITE, &mr_dst) ||
+	       xferk_export(x, *conn, mr_dst, 0, LEN + SLACK,
+			    XFERK_ACCESS_REMOTE_WRITE, &tok, &exp) ||
+	       xferk_import(x, *conn, &tok, remote);
+}
+
+int main(void)
+{
+	uint64_t conn, mr_src, remote, op;
+	long long pinned = t_stat("pinned_pages");
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	struct xferk *x;
+	uint8_t *src, *dst;
+	int i, ret;
+
+	if (xferk_open(&x))
+		return T_SKIP;
+	src = t_map(LEN);
+	dst = t_map(LEN + SLACK);
+	if (setup(x, src, dst, &conn, &mr_src, &remote))
+		return T_FAIL;
+	f = (struct xferk_frag) { .mr = mr_src, .len = LEN, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	ret = xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
+	T_EXPECT(ret == 0, "submit: %s", strerror(-ret));
+	sh("rdma link delete rxe0");
+
+	ret = xferk_wait(x, op, xferk_now_ns() + 120000000000ULL,
+			 XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.physical_complete, "wait: %d", ret);
+	T_EXPECT(s.state == XFERK_STATE_FAILED, "state %s",
+		 xferk_state_name(s.state));
+	T_EXPECT(s.first_error == -ENODEV || s.first_error == -ECANCELED ||
+		 s.first_error == -ECONNRESET || s.first_error == -EREMOTEIO,
+		 "first_error %d", s.first_error);
+	T_EXPECT(s.transferred_bytes < LEN && s.in_flight_bytes == 0,
+		 "transferred %llu in flight %llu",
+		 (unsigned long long)s.transferred_bytes,
+		 (unsigned long long)s.in_flight_bytes);
+	for (i = 0; i < 100 && t_stat("peers_connected") > 0; i++)
+		usleep(50000);
+	T_EXPECT(t_stat("peers_connected") == 0, "peers_connected %lld",
+		 t_stat("peers_connected"));
+	xferk_close(x);
+	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
+		 t_stat("pinned_pages"), pinned);
+
+	/* The device comes back; so do connections. */
+	if (sh("rdma link add rxe0 type rxe netdev dummy0"))
+		return T_FAIL;
+	T_EXPECT(xferk_open(&x) == 0, "reopen");
+	ret = setup(x, src, dst, &conn, &mr_src, &remote);
+	T_EXPECT(ret == 0, "setup after re-add: %d", ret);
+	t_fill(src, 4096, 9);
+	f = (struct xferk_frag) { .mr = mr_src, .len = 4096, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	ret = ret ? ret : t_run(x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(dst, 4096, 9) < 0,
+		 "write after re-add: %d", ret);
+	xferk_close(x);
+	return t_result();
+}
