@@ -24,6 +24,7 @@
  * rnr_retry 7), so every posted work request completes in bounded time
  * while the device works.
  */
+#include <linux/delay.h>
 #include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/random.h>
@@ -42,7 +43,6 @@
 #define XFERK_RETRY_COUNT	6
 #define XFERK_RNR_RETRY		6	/* 7 would mean forever */
 #define XFERK_CHUNK_MAX_BYTES	SZ_1M
-#define XFERK_DRAIN_TIMEOUT	(30 * HZ)
 
 struct xferk_cm_req {
 	__be32 magic;
@@ -69,6 +69,18 @@ struct xferk_cm_rej {
 DEFINE_MUTEX(xferk_conns_lock);	/* xferk_conns and each conn's node */
 LIST_HEAD(xferk_conns);
 static struct rdma_cm_id *xferk_listener;
+
+static unsigned int xferk_flush_timeout_ms = 5000;
+module_param_named(flush_timeout_ms, xferk_flush_timeout_ms, uint, 0644);
+MODULE_PARM_DESC(flush_timeout_ms,
+		 "Teardown: how long to wait for posted work requests to flush before the QP is destroyed (default 5000)");
+
+/* Fault injection (debugfs xferk/fault/), each "the next N": see fault-injection.md. */
+atomic_t xferk_fault_swallow = ATOMIC_INIT(0);
+atomic_t xferk_fault_delay = ATOMIC_INIT(0);
+u32 xferk_fault_delay_ms = 100;
+atomic_t xferk_fault_fail_post = ATOMIC_INIT(0);
+atomic_t xferk_fault_fail_qp = ATOMIC_INIT(0);
 static struct workqueue_struct *xferk_conn_wq;
 static atomic_t xferk_next_conn_id = ATOMIC_INIT(0);
 
@@ -163,8 +175,12 @@ static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 	       !list_empty(&c->pending)) {
 		ch = list_first_entry(&c->pending, struct xferk_chunk, node);
 		list_del(&ch->node);
-		ch->error = xferk_chunk_cancelled(ch) ? -ECANCELED :
-			    c->transport->post(c, ch);
+		if (xferk_chunk_cancelled(ch))
+			ch->error = -ECANCELED;
+		else if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
+			ch->error = -EIO;
+		else
+			ch->error = c->transport->post(c, ch);
 		if (ch->error) {
 			list_add_tail(&ch->node, failed);
 			continue;
@@ -219,6 +235,8 @@ void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 	}
 	mutex_unlock(&c->lock);
 	complete_failed(&failed);
+	if (atomic_dec_if_positive(&xferk_fault_fail_qp) >= 0)
+		xferk_conn_down(c, -EIO);
 }
 
 /**
@@ -236,6 +254,11 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 {
 	LIST_HEAD(failed);
 
+	/* A swallowed completion: the work request never reports. */
+	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
+		return;
+	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
+		msleep(READ_ONCE(xferk_fault_delay_ms));
 	mutex_lock(&c->lock);
 	if (!ch->posted) {
 		mutex_unlock(&c->lock);
@@ -255,6 +278,41 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	complete_failed(&failed);
 }
 
+/* Cancel: the op's chunks still waiting for a send slot are dropped. */
+void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
+{
+	struct xferk_chunk *ch, *tmp;
+	LIST_HEAD(failed);
+
+	mutex_lock(&c->lock);
+	list_for_each_entry_safe(ch, tmp, &c->pending, node) {
+		if (ch->op == op) {
+			ch->error = -ECANCELED;
+			list_move_tail(&ch->node, &failed);
+		}
+	}
+	mutex_unlock(&c->lock);
+	complete_failed(&failed);
+}
+
+/*
+ * Cancel escalation: if the op still has work requests posted here, the
+ * connection goes to the error state, which flushes them (and every other
+ * op's on it).
+ */
+void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op)
+{
+	struct xferk_chunk *ch;
+	bool posted = false;
+
+	mutex_lock(&c->lock);
+	list_for_each_entry(ch, &c->posted, node)
+		posted |= ch->op == op;
+	mutex_unlock(&c->lock);
+	if (posted)
+		xferk_conn_down(c, -ECANCELED);
+}
+
 static void conn_teardown(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(work, struct xferk_conn,
@@ -272,7 +330,7 @@ static void conn_teardown(struct work_struct *work)
 	/* 2.-3. Flush what was posted and wait for it, bounded. */
 	c->transport->disconnect(c);
 	if (!wait_event_timeout(c->idle, READ_ONCE(c->outstanding) == 0,
-				XFERK_DRAIN_TIMEOUT))
+				msecs_to_jiffies(xferk_flush_timeout_ms)))
 		pr_warn("xferk: conn %u: %u work requests did not flush; destroying the QP\n",
 			c->id, READ_ONCE(c->outstanding));
 

@@ -7,8 +7,10 @@
  *   config   version, features, listener address
  *   ops      live ops: handle owner pid, state, bytes, age
  *   peers    connections: state, side, QP number, outstanding chunks
- *   fault/connect_version  non-zero: the protocol version our connect
- *            requests claim (tests the handshake's version check)
+ *   quarantine  what the kernel holds because a device may still touch
+ *            it: deregistered regions still pinned, orphaned and
+ *            QUARANTINED ops (owner pid, bytes, age, reason)
+ *   fault/   fault injection, Documentation/fault-injection.md
  */
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
@@ -51,6 +53,41 @@ static int ops_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(ops);
 
+static int quarantine_show(struct seq_file *m, void *unused)
+{
+	ktime_t now = ktime_get();
+	struct xferk_op_snapshot s;
+	struct xferk_region *r;
+	struct xferk_op *op;
+	unsigned long flags;
+
+	seq_puts(m, "kind pid bytes age_ms reason\n");
+	spin_lock(&xferk_regions_lock);
+	list_for_each_entry(r, &xferk_regions, node)
+		if (r->deregistered)
+			seq_printf(m, "region %d %lu %lld deregistered-in-use\n",
+				   r->owner, r->npages << PAGE_SHIFT,
+				   ktime_ms_delta(now, r->deregistered_at));
+	spin_unlock(&xferk_regions_lock);
+	spin_lock(&xferk_ops_lock);
+	list_for_each_entry(op, &xferk_ops, node) {
+		spin_lock_irqsave(&op->lock, flags);
+		xferk_life_snapshot(&op->life, &s);
+		spin_unlock_irqrestore(&op->lock, flags);
+		if (s.physical_complete)
+			continue;
+		if (s.state == XFERK_STATE_QUARANTINED || op->orphaned)
+			seq_printf(m, "op %d %llu %lld %s\n", op->owner,
+				   s.in_flight_bytes,
+				   ktime_ms_delta(now, op->life.submit_time),
+				   s.state == XFERK_STATE_QUARANTINED ?
+				   "quarantined" : "orphaned-by-exit");
+	}
+	spin_unlock(&xferk_ops_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(quarantine);
+
 static const char *const conn_states[] = {
 	[XFERK_CONN_CONNECTING] = "connecting",
 	[XFERK_CONN_UP] = "up",
@@ -87,9 +124,18 @@ void xferk_debugfs_init(void)
 	debugfs_create_file("ops", 0444, xferk_debugfs_root, NULL, &ops_fops);
 	debugfs_create_file("peers", 0444, xferk_debugfs_root, NULL,
 			    &peers_fops);
+	debugfs_create_file("quarantine", 0444, xferk_debugfs_root, NULL,
+			    &quarantine_fops);
 	fault = debugfs_create_dir("fault", xferk_debugfs_root);
 	debugfs_create_u16("connect_version", 0600, fault,
 			   &xferk_fault_connect_version);
+	debugfs_create_atomic_t("swallow_completions", 0600, fault,
+				&xferk_fault_swallow);
+	debugfs_create_atomic_t("delay_completions", 0600, fault,
+				&xferk_fault_delay);
+	debugfs_create_u32("delay_ms", 0600, fault, &xferk_fault_delay_ms);
+	debugfs_create_atomic_t("fail_post", 0600, fault, &xferk_fault_fail_post);
+	debugfs_create_atomic_t("fail_qp", 0600, fault, &xferk_fault_fail_qp);
 }
 
 void xferk_debugfs_exit(void)

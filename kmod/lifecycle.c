@@ -12,7 +12,8 @@
  * SUCCEEDED, FAILED and DRAINED are final and imply that no work request
  * can touch the op's memory. SUBMITTED -> FAILED and -> SUCCEEDED happen
  * when every chunk became terminal without the op ever being posted
- * (e.g. the connection died first).
+ * (e.g. the connection died first). A cancelled op that becomes physically
+ * complete is DRAINED, whatever state of the drain it was in.
  */
 #include <linux/bug.h>
 #include <linux/kernel.h>
@@ -163,9 +164,83 @@ unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
 	if (!xferk_state_is_settled(l->state))
 		ret |= life_set_state(l, l->first_error ? XFERK_STATE_FAILED :
 					 XFERK_STATE_SUCCEEDED);
+	else if (xferk_life_cancelling(l))
+		ret |= life_set_state(l, XFERK_STATE_DRAINED);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_life_chunk_done);
+
+/* A cancel was accepted and the op is not DRAINED yet. */
+bool xferk_life_cancelling(const struct xferk_life *l)
+{
+	return l->state == XFERK_STATE_CANCEL_REQUESTED ||
+	       l->state == XFERK_STATE_DRAINING ||
+	       l->state == XFERK_STATE_QUARANTINED;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_cancelling);
+
+/**
+ * xferk_life_cancel() - the caller (or a policy) cancels the op
+ * @l: the op
+ *
+ * A live or TIMED_OUT op becomes CANCEL_REQUESTED (first error ECANCELED
+ * unless it had one); DRAINED at once if it is already physically
+ * complete. An op that is final or already cancelling only counts the
+ * request: cancel is idempotent.
+ *
+ * Return: XFERK_LIFE_* bits.
+ */
+unsigned int xferk_life_cancel(struct xferk_life *l)
+{
+	unsigned int ret;
+
+	l->cancel_requests++;
+	if (l->state != XFERK_STATE_SUBMITTED &&
+	    l->state != XFERK_STATE_IN_PROGRESS &&
+	    l->state != XFERK_STATE_TIMED_OUT)
+		return 0;
+	life_fail(l, -ECANCELED);
+	ret = life_set_state(l, XFERK_STATE_CANCEL_REQUESTED);
+	if (xferk_life_physical(l))
+		ret |= life_set_state(l, XFERK_STATE_DRAINED);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_cancel);
+
+/**
+ * xferk_life_drain_start() - a drain of a cancelled op begins
+ * @l: the op, CANCEL_REQUESTED or QUARANTINED (a retry)
+ *
+ * Return: XFERK_LIFE_* bits; 0 if the op is not waiting for a drain.
+ */
+unsigned int xferk_life_drain_start(struct xferk_life *l)
+{
+	if (l->state != XFERK_STATE_CANCEL_REQUESTED &&
+	    l->state != XFERK_STATE_QUARANTINED)
+		return 0;
+	l->drain_attempts++;
+	return life_set_state(l, XFERK_STATE_DRAINING);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_drain_start);
+
+/**
+ * xferk_life_drain_expired() - a drain's deadline passed
+ * @l: the op
+ *
+ * A DRAINING op whose work requests are still not all terminal is
+ * QUARANTINED: its memory stays pinned, buffer_reusable stays false, and
+ * it becomes DRAINED when the last one is (completion, flush, QP destroyed).
+ *
+ * Return: XFERK_LIFE_* bits.
+ */
+unsigned int xferk_life_drain_expired(struct xferk_life *l)
+{
+	if (l->state != XFERK_STATE_DRAINING || xferk_life_physical(l))
+		return 0;
+	l->quarantine_events++;
+	return life_set_state(l, XFERK_STATE_QUARANTINED);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_drain_expired);
 
 /**
  * xferk_life_deadline() - the op's deadline expired
@@ -205,6 +280,8 @@ void xferk_life_snapshot(const struct xferk_life *l,
 		.drain_attempts = l->drain_attempts,
 		.quarantine_events = l->quarantine_events,
 		.late_completions = l->late_completions,
+		.quarantined_bytes = l->state == XFERK_STATE_QUARANTINED ?
+				     l->in_flight_bytes : 0,
 		.physical_complete = physical,
 		.buffer_reusable = physical,
 		.submit_to_physical_ns = physical ?

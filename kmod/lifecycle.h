@@ -76,6 +76,10 @@ unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
 				   bool posted, int error, bool frag_done,
 				   ktime_t now);
 unsigned int xferk_life_deadline(struct xferk_life *l);
+bool xferk_life_cancelling(const struct xferk_life *l);
+unsigned int xferk_life_cancel(struct xferk_life *l);
+unsigned int xferk_life_drain_start(struct xferk_life *l);
+unsigned int xferk_life_drain_expired(struct xferk_life *l);
 bool xferk_life_physical(const struct xferk_life *l);
 void xferk_life_snapshot(const struct xferk_life *l,
 			 struct xferk_op_snapshot *snap);

@@ -136,10 +136,12 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 
 /*
  * Drops what a handle held. Ops that are not physically complete stay
- * owned by the kernel until they are; regions stay pinned while ops use
- * them; a null peer dies with its handle (it is never shared).
+ * owned by the kernel until they are; when the file is closing (process
+ * exit) they are also cancelled and drained in the background. Regions
+ * stay pinned while ops use them; a null peer dies with its handle (it is
+ * never shared).
  */
-static void drop_object(struct xferk_hobj *ho)
+static void drop_object(struct xferk_hobj *ho, bool closing)
 {
 	struct xferk_conn_ref *cr;
 	struct xferk_op *op;
@@ -163,8 +165,8 @@ static void drop_object(struct xferk_hobj *ho)
 		break;
 	case XFERK_H_OP:
 		op = container_of(ho, struct xferk_op, hobj);
-		if (!xferk_life_physical(&op->life))
-			atomic64_inc(&xferk_stats.ops_orphaned);
+		if (closing)
+			xferk_op_orphan(op);
 		xferk_op_put(op);
 		break;
 	}
@@ -181,7 +183,7 @@ int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind)
 	mutex_unlock(&xf->lock);
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
-	drop_object(ho);
+	drop_object(ho, false);
 	return 0;
 }
 
@@ -209,7 +211,7 @@ static int xferk_release(struct inode *inode, struct file *file)
 	struct xferk_hobj *ho;
 
 	while ((ho = xferk_handle_pop(&xf->handles)))
-		drop_object(ho);
+		drop_object(ho, true);
 	xferk_handles_destroy(&xf->handles);
 	kfree(xf);
 	return 0;
@@ -251,9 +253,12 @@ static int __init xferk_init(void)
 		pr_err("xferk: invalid listen_addr '%s'\n", xferk_listen_addr);
 		return -EINVAL;
 	}
-	ret = xferk_null_module_init();
+	ret = xferk_op_module_init();
 	if (ret)
 		return ret;
+	ret = xferk_null_module_init();
+	if (ret)
+		goto err_op;
 	ret = xferk_conn_module_init();
 	if (ret)
 		goto err_null;
@@ -270,6 +275,8 @@ err_debugfs:
 	xferk_conn_module_exit();
 err_null:
 	xferk_null_module_exit();
+err_op:
+	xferk_op_module_exit();
 	return ret;
 }
 
@@ -279,6 +286,7 @@ static void __exit xferk_exit(void)
 	xferk_debugfs_exit();
 	xferk_conn_module_exit();
 	xferk_null_module_exit();
+	xferk_op_module_exit();
 	WARN_ON(atomic64_read(&xferk_stats.pinned_pages));
 	pr_info("xferk: unloaded\n");
 }

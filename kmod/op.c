@@ -18,6 +18,7 @@
  * op->life and nothing else; it is never held while calling out.
  */
 #include <linux/hrtimer.h>
+#include <linux/module.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -26,6 +27,12 @@
 
 DEFINE_SPINLOCK(xferk_ops_lock);	/* xferk_ops */
 LIST_HEAD(xferk_ops);
+static struct workqueue_struct *xferk_op_wq;
+
+unsigned int xferk_exit_drain_ms = 5000;
+module_param_named(exit_drain_ms, xferk_exit_drain_ms, uint, 0644);
+MODULE_PARM_DESC(exit_drain_ms,
+		 "Drain budget for ops of a closed file or exited process (default 5000)");
 
 static void op_release(struct kref *ref)
 {
@@ -76,6 +83,8 @@ static void op_apply(struct xferk_op *op, unsigned int what)
 	if (what & XFERK_LIFE_PHYSICAL) {
 		hrtimer_cancel(&op->timer);
 		op_count_outcome(op, READ_ONCE(op->life.state));
+		if (op->orphaned)
+			atomic64_inc(&xferk_stats.ops_drained_after_exit);
 		for (i = 0; i < op->nr_chunks; i++) {
 			xferk_region_put(op->chunks[i].region);
 			xferk_remote_put(op->chunks[i].remote);
@@ -100,10 +109,16 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	unsigned long flags;
 	unsigned int what;
 
+	u32 late;
+
 	spin_lock_irqsave(&op->lock, flags);
+	late = op->life.late_completions;
 	what = xferk_life_chunk_done(&op->life, ch->len, ch->sent, error,
 				     ch->last_in_frag, ktime_get());
+	late = op->life.late_completions - late;
 	spin_unlock_irqrestore(&op->lock, flags);
+	if (late)
+		atomic64_inc(&xferk_stats.late_completions);
 	op_apply(op, what);
 }
 
@@ -136,6 +151,28 @@ bool xferk_chunk_cancelled(struct xferk_chunk *ch)
 	return cancelled;
 }
 
+/*
+ * Runs a cancel-and-drain in the background: the deadline policy and the
+ * exit path queue it with a reference and op->drain_deadline set.
+ */
+static void op_cancel_work(struct work_struct *work)
+{
+	struct xferk_op *op = container_of(work, struct xferk_op, cancel_work);
+
+	xferk_op_cancel_drain(op, op->drain_deadline);
+	xferk_op_put(op);
+}
+
+/* Queues the background cancel unless one is queued already. */
+static void op_queue_cancel(struct xferk_op *op, ktime_t drain_deadline)
+{
+	if (test_and_set_bit(XFERK_OP_CANCEL_QUEUED, &op->flags))
+		return;
+	op->drain_deadline = drain_deadline;
+	kref_get(&op->ref);
+	queue_work(xferk_op_wq, &op->cancel_work);
+}
+
 static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 {
 	struct xferk_op *op = container_of(t, struct xferk_op, timer);
@@ -145,10 +182,17 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	spin_lock_irqsave(&op->lock, flags);
 	what = xferk_life_deadline(&op->life);
 	spin_unlock_irqrestore(&op->lock, flags);
-	/* Never XFERK_LIFE_PHYSICAL: waking is all that may happen in hardirq. */
+	/*
+	 * Never XFERK_LIFE_PHYSICAL: waking and queueing work is all that may
+	 * happen in hardirq. The op holds its physical reference while the
+	 * timer can run (op_apply() cancels the timer before dropping it).
+	 */
 	if (what & XFERK_LIFE_WAKE) {
 		atomic64_inc(&xferk_stats.ops_timed_out);
 		wake_up_all(&op->wq);
+		if (op->submit_flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE)
+			op_queue_cancel(op, ktime_add_ns(op->deadline,
+							 op->drain_budget_ns));
 	}
 	return HRTIMER_NORESTART;
 }
@@ -236,7 +280,8 @@ int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	ktime_t deadline;
 	int ret;
 
-	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+	if ((a->flags & ~XFERK_SUBMIT_CANCEL_ON_DEADLINE) || a->reserved ||
+	    (!(a->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && a->drain_budget_ns))
 		return -EINVAL;
 	if (!a->nr_frags)
 		return -EINVAL;
@@ -283,8 +328,11 @@ int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	kref_init(&op->ref);
 	spin_lock_init(&op->lock);
 	init_waitqueue_head(&op->wq);
+	INIT_WORK(&op->cancel_work, op_cancel_work);
 	op->owner = task_tgid_nr(current);
 	op->user_data = a->user_data;
+	op->submit_flags = a->flags;
+	op->drain_budget_ns = a->drain_budget_ns;
 	op->deadline = deadline;
 	op->nr_chunks = nr_chunks;
 	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
@@ -416,4 +464,137 @@ int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	op_snapshot(op, &a->snap);
 	xferk_op_put(op);
 	return 0;
+}
+
+/*
+ * On each connection the op's chunks use: drop its unposted chunks, or
+ * (@force) fail the connection if it still has some of them posted.
+ */
+static void op_cancel_on_conns(struct xferk_op *op, bool force)
+{
+	struct xferk_conn *prev = NULL;
+	u32 i;
+
+	for (i = 0; i < op->nr_chunks; i++) {
+		struct xferk_conn *c = op->chunks[i].remote->conn;
+
+		if (c == prev)
+			continue;
+		if (force)
+			xferk_conn_fail_op(c, op);
+		else
+			xferk_conn_drop_op(c, op);
+		prev = c;
+	}
+}
+
+static bool op_physical(struct xferk_op *op)
+{
+	unsigned long flags;
+	bool done;
+
+	spin_lock_irqsave(&op->lock, flags);
+	done = xferk_life_physical(&op->life);
+	spin_unlock_irqrestore(&op->lock, flags);
+	return done;
+}
+
+/* Sleeps until the op is physically complete or @until; true if it is. */
+static bool op_wait_physical(struct xferk_op *op, ktime_t until)
+{
+	ktime_t left = ktime_sub(until, ktime_get());
+
+	if (left > 0)
+		wait_event_hrtimeout(op->wq, op_physical(op), left);
+	return op_physical(op);
+}
+
+/**
+ * xferk_op_cancel_drain() - cancel an op and drain it, bounded
+ * @op: the op (the caller holds a reference)
+ * @drain_deadline: absolute bound
+ *
+ * Unposted chunks are dropped at once. Posted ones get the first half of
+ * the remaining budget to complete by themselves; then every connection
+ * that still has one of them posted is forced into the error state (the
+ * device flushes its work requests; other ops on it fail too). An op that
+ * is still not physically complete at @drain_deadline is QUARANTINED and
+ * becomes DRAINED when its last work request is terminal.
+ *
+ * Return: 0 if the op is physically complete (DRAINED, or it was final
+ * already), -ETIMEDOUT if it is QUARANTINED.
+ */
+int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
+{
+	unsigned long flags;
+	unsigned int what;
+	ktime_t now = ktime_get();
+
+	spin_lock_irqsave(&op->lock, flags);
+	what = xferk_life_cancel(&op->life);
+	what |= xferk_life_drain_start(&op->life);
+	spin_unlock_irqrestore(&op->lock, flags);
+	if (what & XFERK_LIFE_WAKE)
+		wake_up_all(&op->wq);
+	if (what)
+		atomic64_inc(&xferk_stats.drains);
+	atomic64_inc(&xferk_stats.cancel_requests);
+	if (op_physical(op))
+		return 0;
+
+	op_cancel_on_conns(op, false);
+	if (drain_deadline > now &&
+	    op_wait_physical(op, ktime_add(now, ktime_sub(drain_deadline, now) / 2)))
+		return 0;
+	op_cancel_on_conns(op, true);
+	if (op_wait_physical(op, drain_deadline))
+		return 0;
+
+	spin_lock_irqsave(&op->lock, flags);
+	what = xferk_life_drain_expired(&op->life);
+	spin_unlock_irqrestore(&op->lock, flags);
+	if (what) {
+		atomic64_inc(&xferk_stats.drain_timeouts);
+		atomic64_inc(&xferk_stats.quarantine_events);
+		wake_up_all(&op->wq);
+	}
+	return op_physical(op) ? 0 : -ETIMEDOUT;
+}
+
+/* Closing file: cancel and drain what is still in flight, in the background. */
+void xferk_op_orphan(struct xferk_op *op)
+{
+	if (op_physical(op))
+		return;
+	op->orphaned = true;
+	atomic64_inc(&xferk_stats.ops_orphaned);
+	op_queue_cancel(op, ktime_add_ms(ktime_get(), xferk_exit_drain_ms));
+}
+
+int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_cancel *a = &arg->cancel;
+	struct xferk_op *op;
+	int ret;
+
+	if (a->flags)
+		return -EINVAL;
+	op = op_get(xf, a->op);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	ret = xferk_op_cancel_drain(op, xferk_deadline_from_user(a->drain_deadline_ns));
+	op_snapshot(op, &a->snap);
+	xferk_op_put(op);
+	return ret;
+}
+
+int xferk_op_module_init(void)
+{
+	xferk_op_wq = alloc_workqueue("xferk_op", WQ_UNBOUND, 0);
+	return xferk_op_wq ? 0 : -ENOMEM;
+}
+
+void xferk_op_module_exit(void)
+{
+	destroy_workqueue(xferk_op_wq);
 }

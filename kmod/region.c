@@ -18,6 +18,12 @@
 
 #define PIN_BATCH	(PAGE_SIZE / sizeof(struct page *))
 
+DEFINE_SPINLOCK(xferk_regions_lock);	/* xferk_regions */
+LIST_HEAD(xferk_regions);
+
+/* sysfs quarantine_limit_bytes: 0 means no limit. */
+u64 xferk_quarantine_limit_bytes;
+
 static void region_unpin(struct xferk_region *r)
 {
 	unpin_user_pages_dirty_lock(r->pages, r->npages, r->writable);
@@ -34,7 +40,8 @@ static void region_unpin(struct xferk_region *r)
  * Return: the region with one reference, or ERR_PTR: -EINVAL (bad access
  * or len 0), -EOVERFLOW (addr + len wraps), -ENOMEM (RLIMIT_MEMLOCK or
  * memory), -EFAULT (unmapped, or read-only memory the NIC would write),
- * -EOPNOTSUPP (memory that cannot be pinned long-term, e.g. fsdax), -EINTR.
+ * -EOPNOTSUPP (memory that cannot be pinned long-term, e.g. fsdax), -EINTR,
+ * -EDQUOT (the quarantine holds quarantine_limit_bytes or more).
  */
 struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 {
@@ -51,6 +58,12 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 	npages = (PAGE_ALIGN(addr + len) >> PAGE_SHIFT) - first;
 	if (npages > INT_MAX)
 		return ERR_PTR(-ENOMEM);
+	if (READ_ONCE(xferk_quarantine_limit_bytes) &&
+	    atomic64_read(&xferk_stats.quarantined_pages) * PAGE_SIZE >=
+	    READ_ONCE(xferk_quarantine_limit_bytes)) {
+		atomic64_inc(&xferk_stats.quarantine_limit_rejects);
+		return ERR_PTR(-EDQUOT);
+	}
 
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
@@ -103,6 +116,9 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 	}
 	atomic64_add(npages, &xferk_stats.pinned_pages);
 	atomic64_inc(&xferk_stats.regions);
+	spin_lock(&xferk_regions_lock);
+	list_add_tail(&r->node, &xferk_regions);
+	spin_unlock(&xferk_regions_lock);
 	return r;
 
 err_unpin:
@@ -120,6 +136,9 @@ static void region_release(struct kref *ref)
 	struct xferk_region *r = container_of(ref, struct xferk_region, ref);
 
 	WARN_ON(!list_empty(&r->exports));
+	spin_lock(&xferk_regions_lock);
+	list_del(&r->node);
+	spin_unlock(&xferk_regions_lock);
 	if (r->deregistered)
 		atomic64_sub(r->npages, &xferk_stats.quarantined_pages);
 	region_unpin(r);
@@ -153,6 +172,7 @@ void xferk_region_get(struct xferk_region *r)
 void xferk_region_deregister(struct xferk_region *r)
 {
 	xferk_region_revoke_exports(r);
+	r->deregistered_at = ktime_get();
 	r->deregistered = true;
 	atomic64_add(r->npages, &xferk_stats.quarantined_pages);
 	xferk_region_put(r);

@@ -22,9 +22,31 @@ static ssize_t features_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(features);
 
+static ssize_t quarantine_limit_bytes_show(struct device *dev,
+					   struct device_attribute *attr,
+					   char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", READ_ONCE(xferk_quarantine_limit_bytes));
+}
+
+static ssize_t quarantine_limit_bytes_store(struct device *dev,
+					    struct device_attribute *attr,
+					    const char *buf, size_t len)
+{
+	u64 v;
+	int ret = kstrtou64(buf, 0, &v);
+
+	if (ret)
+		return ret;
+	WRITE_ONCE(xferk_quarantine_limit_bytes, v);
+	return len;
+}
+static DEVICE_ATTR_RW(quarantine_limit_bytes);
+
 static struct attribute *xferk_dev_attrs[] = {
 	&dev_attr_abi_version.attr,
 	&dev_attr_features.attr,
+	&dev_attr_quarantine_limit_bytes.attr,
 	NULL,
 };
 
@@ -55,6 +77,13 @@ XFERK_STAT_ATTR(quarantined_pages);
 XFERK_STAT_ATTR(regions);
 XFERK_STAT_ATTR(peers_connected);
 XFERK_STAT_ATTR(exports);
+XFERK_STAT_ATTR(cancel_requests);
+XFERK_STAT_ATTR(drains);
+XFERK_STAT_ATTR(drain_timeouts);
+XFERK_STAT_ATTR(quarantine_events);
+XFERK_STAT_ATTR(late_completions);
+XFERK_STAT_ATTR(ops_drained_after_exit);
+XFERK_STAT_ATTR(quarantine_limit_rejects);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -70,6 +99,13 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_regions.attr,
 	&dev_attr_peers_connected.attr,
 	&dev_attr_exports.attr,
+	&dev_attr_cancel_requests.attr,
+	&dev_attr_drains.attr,
+	&dev_attr_drain_timeouts.attr,
+	&dev_attr_quarantine_events.attr,
+	&dev_attr_late_completions.attr,
+	&dev_attr_ops_drained_after_exit.attr,
+	&dev_attr_quarantine_limit_rejects.attr,
 	NULL,
 };
 

@@ -56,6 +56,8 @@ static const struct xferk_ioctl_desc xferk_ioctls[] = {
 	XFERK_IOCTL(XFERK_IOC_QUERY, xferk_ioctl_query,
 		    struct xferk_ioc_query, snap, false),
 	XFERK_IOCTL_DROP(XFERK_IOC_RELEASE, XFERK_H_OP),
+	XFERK_IOCTL(XFERK_IOC_CANCEL, xferk_ioctl_cancel,
+		    struct xferk_ioc_cancel, snap, true),
 };
 
 /**

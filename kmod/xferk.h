@@ -46,7 +46,7 @@
 
 /* Features this build implements; reported by XFERK_IOC_INFO and sysfs. */
 #define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
-			 XFERK_FEAT_NULL_PEER)
+			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL)
 
 /**
  * struct xferk_file - state of one open file of /dev/xferk
@@ -89,6 +89,7 @@ union xferk_ioc_arg {
 	struct xferk_ioc_submit submit;
 	struct xferk_ioc_wait wait;
 	struct xferk_ioc_query query;
+	struct xferk_ioc_cancel cancel;
 };
 
 /**
@@ -130,6 +131,13 @@ struct xferk_stats {
 	atomic64_t regions;
 	atomic64_t peers_connected;
 	atomic64_t exports;
+	atomic64_t cancel_requests;
+	atomic64_t drains;
+	atomic64_t drain_timeouts;
+	atomic64_t quarantine_events;
+	atomic64_t late_completions;
+	atomic64_t ops_drained_after_exit;
+	atomic64_t quarantine_limit_rejects;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -151,6 +159,8 @@ extern struct xferk_stats xferk_stats;
  * @owner: tgid of the registering process
  * @lock: protects @exports
  * @exports: exports of this region (struct xferk_export.region_node)
+ * @node: in xferk_regions (xferk_regions_lock), for the quarantine table
+ * @deregistered_at: when the handle went
  */
 struct xferk_region {
 	struct xferk_hobj hobj;
@@ -166,7 +176,13 @@ struct xferk_region {
 	pid_t owner;
 	struct mutex lock;	/* protects exports */
 	struct list_head exports;
+	struct list_head node;
+	ktime_t deregistered_at;
 };
+
+extern spinlock_t xferk_regions_lock;
+extern struct list_head xferk_regions;
+extern u64 xferk_quarantine_limit_bytes;
 
 struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access);
 void xferk_region_get(struct xferk_region *r);
@@ -183,6 +199,7 @@ enum xferk_conn_state {
 
 struct xferk_conn;
 struct xferk_chunk;
+struct xferk_op;
 struct xferk_export;
 
 /**
@@ -301,6 +318,8 @@ void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch);
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
+void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
+void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op);
 
 struct xferk_conn *xferk_conn_find_cookie(u64 cookie, bool active);
 int xferk_null_module_init(void);
@@ -428,6 +447,12 @@ struct xferk_chunk {
  * @timer: fires at @deadline
  * @owner: tgid of the submitter
  * @user_data: as given at submit
+ * @submit_flags: XFERK_SUBMIT_*
+ * @drain_budget_ns: drain budget of the deadline policy
+ * @flags: XFERK_OP_* bits
+ * @orphaned: its file was closed before it was physically complete
+ * @drain_deadline: bound of the queued background cancel
+ * @cancel_work: background cancel-and-drain (deadline policy, exit)
  * @nr_chunks: chunks in @chunks
  * @chunks: the op's chunks
  */
@@ -442,9 +467,18 @@ struct xferk_op {
 	struct hrtimer timer;
 	pid_t owner;
 	u64 user_data;
+	u32 submit_flags;
+	u64 drain_budget_ns;
+	unsigned long flags;
+	bool orphaned;
+	ktime_t drain_deadline;
+	struct work_struct cancel_work;
 	u32 nr_chunks;
 	struct xferk_chunk *chunks;
 };
+
+/* struct xferk_op.flags */
+#define XFERK_OP_CANCEL_QUEUED	0	/* cancel_work holds a reference */
 
 extern spinlock_t xferk_ops_lock;
 extern struct list_head xferk_ops;
@@ -452,6 +486,12 @@ extern struct list_head xferk_ops;
 int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline);
+void xferk_op_orphan(struct xferk_op *op);
+int xferk_op_module_init(void);
+void xferk_op_module_exit(void);
+extern unsigned int xferk_exit_drain_ms;
 void xferk_chunk_complete(struct xferk_chunk *ch, int error);
 bool xferk_chunk_cancelled(struct xferk_chunk *ch);
 void xferk_chunk_posted(struct xferk_chunk *ch);
@@ -464,8 +504,13 @@ int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind)
 /* sysfs.c */
 extern const struct attribute_group *xferk_dev_groups[];
 
-/* debugfs.c */
+/* debugfs.c, conn.c: fault injection (Documentation/fault-injection.md) */
 extern u16 xferk_fault_connect_version;
+extern atomic_t xferk_fault_swallow;
+extern atomic_t xferk_fault_delay;
+extern u32 xferk_fault_delay_ms;
+extern atomic_t xferk_fault_fail_post;
+extern atomic_t xferk_fault_fail_qp;
 void xferk_debugfs_init(void);
 void xferk_debugfs_exit(void);
 

@@ -236,23 +236,86 @@ XFERK_EXPORT int xferk_token_parse(const char *text, struct xferk_token *token)
 	return 0;
 }
 
-XFERK_EXPORT int xferk_submit(struct xferk *x, const struct xferk_frag *frags,
-			      uint32_t nr_frags, uint64_t deadline_ns,
-			      uint64_t user_data, uint64_t *op)
+XFERK_EXPORT int xferk_submit_ex(struct xferk *x, const struct xferk_frag *frags,
+				 uint32_t nr_frags, uint64_t deadline_ns,
+				 const struct xferk_submit_opts *opts,
+				 uint64_t *op)
 {
 	struct xferk_ioc_submit a = {
 		.size = sizeof(a),
+		.flags = opts->flags,
 		.frags = (uintptr_t)frags,
 		.nr_frags = nr_frags,
 		.frag_size = sizeof(*frags),
 		.deadline_ns = deadline_ns,
-		.user_data = user_data,
+		.user_data = opts->user_data,
+		.drain_budget_ns = opts->drain_budget_ns,
 	};
 	int ret = xferk_ioctl(x->fd, XFERK_IOC_SUBMIT, &a);
 
 	if (!ret)
 		*op = a.op;
 	return ret;
+}
+
+XFERK_EXPORT int xferk_submit(struct xferk *x, const struct xferk_frag *frags,
+			      uint32_t nr_frags, uint64_t deadline_ns,
+			      uint64_t user_data, uint64_t *op)
+{
+	struct xferk_submit_opts opts = { .user_data = user_data };
+
+	return xferk_submit_ex(x, frags, nr_frags, deadline_ns, &opts, op);
+}
+
+XFERK_EXPORT int xferk_cancel_drain(struct xferk *x, uint64_t op,
+				    uint64_t drain_deadline_ns,
+				    struct xferk_op_snapshot *snap)
+{
+	struct xferk_ioc_cancel a = {
+		.size = sizeof(a),
+		.op = op,
+		.drain_deadline_ns = drain_deadline_ns,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_CANCEL, &a);
+
+	/* The snapshot is valid with -ETIMEDOUT (QUARANTINED) too. */
+	if ((!ret || ret == -ETIMEDOUT) && snap)
+		*snap = a.snap;
+	return ret;
+}
+
+/*
+ * Submit, wait; on anything but success cancel and drain the rest. Never
+ * returns while a fragment can still touch the buffers, unless it says so
+ * with XFERK_COMPLETION_UNKNOWN.
+ */
+XFERK_EXPORT int xferk_transfer_sync(struct xferk *x,
+				     const struct xferk_frag *frags,
+				     uint32_t nr_frags, uint64_t deadline_ns,
+				     uint64_t drain_budget_ns,
+				     struct xferk_op_snapshot *snap)
+{
+	struct xferk_op_snapshot s = { 0 };
+	uint64_t op, now;
+	int ret;
+
+	ret = xferk_submit(x, frags, nr_frags, deadline_ns, 0, &op);
+	if (ret)
+		return ret;	/* nothing was submitted */
+	ret = xferk_wait(x, op, deadline_ns, 0, &s);
+	if (ret || s.state != XFERK_STATE_SUCCEEDED) {
+		now = xferk_now_ns();
+		xferk_cancel_drain(x, op, (deadline_ns > now ? deadline_ns : now) +
+				   drain_budget_ns, &s);
+	}
+	xferk_release(x, op);
+	if (snap)
+		*snap = s;
+	if (!s.buffer_reusable)
+		return XFERK_COMPLETION_UNKNOWN;
+	if (s.state == XFERK_STATE_SUCCEEDED)
+		return 0;
+	return s.first_error ? s.first_error : -EIO;
 }
 
 XFERK_EXPORT int xferk_wait(struct xferk *x, uint64_t op, uint64_t deadline_ns,

@@ -54,9 +54,32 @@ int xferk_token_format(const struct xferk_token *token, char *buf,
 		       size_t len);
 int xferk_token_parse(const char *text, struct xferk_token *token);
 
+/*
+ * xferk_transfer_sync(): the transfer may still be running and can still
+ * touch the buffers; keep them alive and do not reuse them.
+ */
+#define XFERK_COMPLETION_UNKNOWN	1
+
+/* Options of xferk_submit_ex(). */
+struct xferk_submit_opts {
+	uint32_t flags;			/* XFERK_SUBMIT_* */
+	uint64_t drain_budget_ns;	/* with XFERK_SUBMIT_CANCEL_ON_DEADLINE */
+	uint64_t user_data;
+};
+
 int xferk_submit(struct xferk *x, const struct xferk_frag *frags,
 		 uint32_t nr_frags, uint64_t deadline_ns, uint64_t user_data,
 		 uint64_t *op);
+int xferk_submit_ex(struct xferk *x, const struct xferk_frag *frags,
+		    uint32_t nr_frags, uint64_t deadline_ns,
+		    const struct xferk_submit_opts *opts, uint64_t *op);
+int xferk_cancel_drain(struct xferk *x, uint64_t op,
+		       uint64_t drain_deadline_ns,
+		       struct xferk_op_snapshot *snap);
+int xferk_transfer_sync(struct xferk *x, const struct xferk_frag *frags,
+			uint32_t nr_frags, uint64_t deadline_ns,
+			uint64_t drain_budget_ns,
+			struct xferk_op_snapshot *snap);
 int xferk_wait(struct xferk *x, uint64_t op, uint64_t deadline_ns,
 	       uint32_t flags, struct xferk_op_snapshot *snap);
 int xferk_query(struct xferk *x, uint64_t op, struct xferk_op_snapshot *snap);

@@ -34,7 +34,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	1
+#define XFERK_ABI_VERSION	2
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -45,6 +45,7 @@
 #define XFERK_FEAT_INFO		(1ULL << 0)	/* XFERK_IOC_INFO and these rules */
 #define XFERK_FEAT_DATAPATH	(1ULL << 1)	/* regions, connections, ops */
 #define XFERK_FEAT_NULL_PEER	(1ULL << 2)	/* XFERK_CONNECT_NULL_PEER */
+#define XFERK_FEAT_CANCEL	(1ULL << 3)	/* XFERK_IOC_CANCEL, drain policy */
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -206,10 +207,13 @@ struct xferk_frag {
 	__u32 reserved;
 };
 
+/* XFERK_IOC_SUBMIT flags */
+#define XFERK_SUBMIT_CANCEL_ON_DEADLINE	(1U << 0)	/* then drain for drain_budget_ns */
+
 /**
  * struct xferk_ioc_submit - XFERK_IOC_SUBMIT: start an op
  * @size: sizeof as the caller knows it
- * @flags: must be 0
+ * @flags: XFERK_SUBMIT_*
  * @frags: user pointer to @nr_frags fragments
  * @nr_frags: 1 .. XFERK_MAX_FRAGS
  * @frag_size: sizeof(struct xferk_frag) as the caller knows it; the
@@ -218,6 +222,8 @@ struct xferk_frag {
  *	XFERK_DEADLINE_NONE; a deadline already past fails with ETIMEDOUT
  * @user_data: returned in snapshots, untouched by the kernel
  * @op: out: the op's handle
+ * @drain_budget_ns: with XFERK_SUBMIT_CANCEL_ON_DEADLINE: how long the
+ *	automatic cancel may drain after the deadline; must be 0 otherwise
  * @reserved: must be 0
  */
 struct xferk_ioc_submit {
@@ -229,7 +235,8 @@ struct xferk_ioc_submit {
 	__u64 deadline_ns;
 	__u64 user_data;
 	__u64 op;
-	__u64 reserved[2];
+	__u64 drain_budget_ns;
+	__u64 reserved;
 };
 
 /* Op states (Documentation/lifecycle.md) */
@@ -312,6 +319,28 @@ struct xferk_ioc_wait {
 };
 
 /**
+ * struct xferk_ioc_cancel - XFERK_IOC_CANCEL: cancel an op and drain it
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @op: op handle
+ * @drain_deadline_ns: absolute CLOCK_MONOTONIC bound for the drain
+ * @snap: out: the op afterwards (also with ETIMEDOUT: QUARANTINED)
+ *
+ * Fragments not yet posted are dropped at once; posted ones are waited
+ * for; if they are not all terminal shortly before the drain deadline,
+ * the op's connections are forced to the error state so the device
+ * flushes them. Returns 0 when the op is DRAINED (or was already final),
+ * ETIMEDOUT when it is QUARANTINED at the drain deadline.
+ */
+struct xferk_ioc_cancel {
+	__u32 size;
+	__u32 flags;
+	__u64 op;
+	__u64 drain_deadline_ns;
+	struct xferk_op_snapshot snap;
+};
+
+/**
  * struct xferk_ioc_query - XFERK_IOC_QUERY: an op's snapshot
  * @size: sizeof as the caller knows it
  * @flags: must be 0
@@ -356,5 +385,6 @@ struct xferk_ioc_info {
 #define XFERK_IOC_WAIT		_IOWR(XFERK_IOC_MAGIC, 0x0a, struct xferk_ioc_wait)
 #define XFERK_IOC_QUERY		_IOWR(XFERK_IOC_MAGIC, 0x0b, struct xferk_ioc_query)
 #define XFERK_IOC_RELEASE	_IOWR(XFERK_IOC_MAGIC, 0x0c, struct xferk_ioc_handle)
+#define XFERK_IOC_CANCEL	_IOWR(XFERK_IOC_MAGIC, 0x0d, struct xferk_ioc_cancel)
 
 #endif /* _UAPI_XFERK_H */

@@ -198,6 +198,150 @@ static void life_exactly_once_all_orders(struct kunit *test)
 	}
 }
 
+static void life_cancel_and_drain(struct kunit *test)
+{
+	struct xferk_life l;
+	struct xferk_op_snapshot s;
+
+	xferk_life_init(&l, 200, 1, 2, 0);
+	xferk_life_posted(&l, 100);
+	KUNIT_EXPECT_EQ(test, xferk_life_cancel(&l), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(CANCEL_REQUESTED));
+	KUNIT_EXPECT_EQ(test, l.first_error, -ECANCELED);
+	/* Twice: counted, nothing else. */
+	KUNIT_EXPECT_EQ(test, xferk_life_cancel(&l), 0U);
+	KUNIT_EXPECT_EQ(test, l.cancel_requests, 2U);
+	KUNIT_EXPECT_EQ(test, xferk_life_drain_start(&l), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(DRAINING));
+	/* The unposted chunk is dropped, the posted one does not come. */
+	xferk_life_chunk_done(&l, 100, false, -ECANCELED, false, 1);
+	KUNIT_EXPECT_EQ(test, xferk_life_drain_expired(&l), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(QUARANTINED));
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.quarantined_bytes, 100ULL);
+	KUNIT_EXPECT_EQ(test, s.buffer_reusable, 0U);
+	KUNIT_EXPECT_EQ(test, s.quarantine_events, 1U);
+	/* A retry drains again; the late completion finishes it. */
+	KUNIT_EXPECT_EQ(test, xferk_life_drain_start(&l), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.drain_attempts, 2U);
+	xferk_life_drain_expired(&l);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, true, 0, true, 2),
+			XFERK_LIFE_WAKE | XFERK_LIFE_PHYSICAL);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(DRAINED));
+	KUNIT_EXPECT_EQ(test, l.first_error, -ECANCELED);
+	KUNIT_EXPECT_EQ(test, l.late_completions, 1U);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.buffer_reusable, 1U);
+	KUNIT_EXPECT_EQ(test, s.quarantined_bytes, 0ULL);
+	/* Draining a DRAINED op or cancelling it again does nothing. */
+	KUNIT_EXPECT_EQ(test, xferk_life_drain_start(&l), 0U);
+	KUNIT_EXPECT_EQ(test, xferk_life_cancel(&l), 0U);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(DRAINED));
+}
+
+static void life_cancel_final_is_noop(struct kunit *test)
+{
+	struct xferk_life l;
+
+	xferk_life_init(&l, 1, 1, 1, 0);
+	xferk_life_posted(&l, 1);
+	xferk_life_chunk_done(&l, 1, true, 0, true, 1);
+	KUNIT_EXPECT_EQ(test, xferk_life_cancel(&l), 0U);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(SUCCEEDED));
+	KUNIT_EXPECT_EQ(test, l.first_error, 0);
+	KUNIT_EXPECT_EQ(test, l.cancel_requests, 1U);
+}
+
+/* Cancel after a timeout keeps ETIMEDOUT; physically complete: DRAINED. */
+static void life_cancel_after_timeout(struct kunit *test)
+{
+	struct xferk_life l;
+
+	xferk_life_init(&l, 1, 1, 1, 0);
+	xferk_life_posted(&l, 1);
+	xferk_life_deadline(&l);
+	xferk_life_chunk_done(&l, 1, true, 0, true, 1);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(TIMED_OUT));
+	KUNIT_EXPECT_EQ(test, xferk_life_cancel(&l), XFERK_LIFE_WAKE);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(DRAINED));
+	KUNIT_EXPECT_EQ(test, l.first_error, -ETIMEDOUT);
+}
+
+/*
+ * Four racing events (cancel, deadline, chunk A, chunk B) in all 24
+ * orders: physical completion exactly once; DRAINED iff the cancel came
+ * while the op was not final; else TIMED_OUT iff the deadline came before
+ * the last chunk; the first failure is the first of cancel and deadline.
+ */
+static void life_exactly_once_with_cancel(struct kunit *test)
+{
+	int perm[4] = { 0, 1, 2, 3 }, n, i, j;
+
+	for (n = 0; n < 24; n++) {
+		struct xferk_life l;
+		int physical = 0, chunks = 0, first_err = 0;
+		bool cancel_live = false, deadline_live = false;
+		int k = n, avail[4] = { 0, 1, 2, 3 }, left = 4;
+
+		/* The n-th permutation (factorial number system). */
+		for (i = 0; i < 4; i++) {
+			int f = 1, idx;
+
+			for (j = 1; j < left; j++)
+				f *= j;
+			idx = k / f;
+			k %= f;
+			perm[i] = avail[idx];
+			for (j = idx; j < left - 1; j++)
+				avail[j] = avail[j + 1];
+			left--;
+		}
+		xferk_life_init(&l, 2, 2, 2, 0);
+		xferk_life_posted(&l, 1);
+		xferk_life_posted(&l, 1);
+		for (i = 0; i < 4; i++) {
+			unsigned int r = 0;
+
+			switch (perm[i]) {
+			case 0:
+				if (chunks < 2) {
+					cancel_live = true;
+					first_err = first_err ?: -ECANCELED;
+				} else if (deadline_live) {
+					cancel_live = true;	/* TIMED_OUT -> DRAINED */
+				}
+				r = xferk_life_cancel(&l);
+				if (l.state == ST(CANCEL_REQUESTED))
+					r |= xferk_life_drain_start(&l);
+				break;
+			case 1:
+				if (chunks < 2 && !cancel_live) {
+					deadline_live = true;
+					first_err = first_err ?: -ETIMEDOUT;
+				}
+				r = xferk_life_deadline(&l);
+				break;
+			default:
+				r = xferk_life_chunk_done(&l, 1, true, 0, true, i);
+				chunks++;
+				break;
+			}
+			physical += !!(r & XFERK_LIFE_PHYSICAL);
+		}
+		KUNIT_EXPECT_EQ_MSG(test, physical, 1, "perm %d%d%d%d", perm[0],
+				    perm[1], perm[2], perm[3]);
+		KUNIT_EXPECT_EQ_MSG(test, l.state,
+				    cancel_live ? (u32)ST(DRAINED) :
+				    deadline_live ? (u32)ST(TIMED_OUT) :
+						    (u32)ST(SUCCEEDED),
+				    "perm %d%d%d%d", perm[0], perm[1], perm[2],
+				    perm[3]);
+		KUNIT_EXPECT_EQ_MSG(test, l.first_error, first_err,
+				    "perm %d%d%d%d", perm[0], perm[1], perm[2],
+				    perm[3]);
+	}
+}
+
 static void life_deadline_math(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, xferk_deadline_from_user(0), (ktime_t)0);
@@ -219,6 +363,10 @@ static struct kunit_case lifecycle_cases[] = {
 	KUNIT_CASE(life_timeout_then_late_success),
 	KUNIT_CASE(life_error_then_deadline),
 	KUNIT_CASE(life_exactly_once_all_orders),
+	KUNIT_CASE(life_cancel_and_drain),
+	KUNIT_CASE(life_cancel_final_is_noop),
+	KUNIT_CASE(life_cancel_after_timeout),
+	KUNIT_CASE(life_exactly_once_with_cancel),
 	KUNIT_CASE(life_deadline_math),
 	{}
 };

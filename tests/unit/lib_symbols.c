@@ -14,6 +14,7 @@ static const char *const api[] = {
 	"xferk_unexport", "xferk_import", "xferk_unimport",
 	"xferk_token_format", "xferk_token_parse", "xferk_submit", "xferk_wait",
 	"xferk_query", "xferk_release", "xferk_now_ns", "xferk_state_name",
+	"xferk_submit_ex", "xferk_cancel_drain", "xferk_transfer_sync",
 };
 
 int main(int argc, char **argv)

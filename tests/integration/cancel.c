@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Cancel and drain: queued fragments dropped at once, posted ones drained;
+ * cancel of a finished op and a second cancel change nothing; a drain that
+ * cannot finish in time quarantines the op until the device is done; the
+ * cancel-on-deadline policy; the quarantine limit. Uses the null peer for
+ * deterministic timing (no data moves).
+ */
+#include <unistd.h>
+
+#include "test.h"
+
+#define MS	1000000ULL
+
+static struct xferk *x;
+static uint64_t mr;
+
+static uint64_t null_remote(uint64_t delay_ns, uint64_t *conn)
+{
+	struct xferk_token tok;
+	uint64_t exp, remote = 0;
+
+	T_EXPECT(xferk_connect_null(x, delay_ns, conn) == 0 &&
+		 xferk_export(x, *conn, mr, 0, 2 << 20, XFERK_ACCESS_REMOTE_WRITE,
+			      &tok, &exp) == 0 &&
+		 xferk_import(x, *conn, &tok, &remote) == 0, "null peer");
+	return remote;
+}
+
+/* 300 fragments on a slow peer: 128 posted (its send slots), 172 queued. */
+static void cancel_queued_and_posted(void)
+{
+	static struct xferk_frag f[300];
+	struct xferk_op_snapshot s;
+	uint64_t conn, remote = null_remote(500 * MS, &conn), op, t0;
+	int i, ret;
+
+	for (i = 0; i < 300; i++)
+		f[i] = (struct xferk_frag) { .mr = mr, .offset = i * 4096ULL,
+					     .len = 4096, .remote = remote,
+					     .remote_offset = i * 4096ULL,
+					     .opcode = XFERK_OP_WRITE };
+	T_EXPECT(xferk_submit(x, f, 300, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
+	t0 = xferk_now_ns();
+	ret = xferk_cancel_drain(x, op, t0 + 5000 * MS, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED,
+		 "cancel: %d %s", ret, xferk_state_name(s.state));
+	T_EXPECT(s.first_error == -ECANCELED && s.buffer_reusable &&
+		 s.physical_complete && s.cancel_requests == 1 &&
+		 s.drain_attempts == 1, "snapshot: err %d", s.first_error);
+	T_EXPECT(s.transferred_bytes == 128 * 4096ULL && s.late_completions == 128 &&
+		 s.completed_fragments == 300, "posted ones drained: %llu bytes, %u late",
+		 (unsigned long long)s.transferred_bytes, s.late_completions);
+	/* Twice: idempotent. */
+	ret = xferk_cancel_drain(x, op, xferk_now_ns() + 1000 * MS, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED &&
+		 s.cancel_requests == 2 && s.drain_attempts == 1, "second cancel");
+	xferk_release(x, op);
+	xferk_disconnect(x, conn);
+}
+
+static void cancel_finished_is_noop(uint64_t remote)
+{
+	struct xferk_frag f = { .mr = mr, .len = 100, .remote = remote,
+				.opcode = XFERK_OP_WRITE };
+	struct xferk_op_snapshot s;
+	uint64_t op;
+
+	T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED, "run");
+	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0 &&
+		 xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s) == 0,
+		 "run 2");
+	T_EXPECT(xferk_cancel_drain(x, op, 0, &s) == 0 &&
+		 s.state == XFERK_STATE_SUCCEEDED && s.first_error == 0 &&
+		 s.cancel_requests == 1, "cancel after success: %s",
+		 xferk_state_name(s.state));
+	xferk_release(x, op);
+}
+
+/* The drain budget ends before the device is done: QUARANTINED, then DRAINED. */
+static void quarantine_then_drained(void)
+{
+	struct xferk_op_snapshot s;
+	uint64_t conn, remote = null_remote(1500 * MS, &conn), op;
+	struct xferk_frag f = { .mr = mr, .len = 8192, .remote = remote,
+				.opcode = XFERK_OP_WRITE };
+	long long qevents = t_stat("quarantine_events");
+	int ret;
+
+	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
+	ret = xferk_cancel_drain(x, op, xferk_now_ns() + 200 * MS, &s);
+	T_EXPECT_ERR(ret, ETIMEDOUT);
+	T_EXPECT(s.state == XFERK_STATE_QUARANTINED && !s.buffer_reusable &&
+		 s.quarantined_bytes == 8192 && s.quarantine_events == 1,
+		 "quarantined: %s reusable %u bytes %llu", xferk_state_name(s.state),
+		 s.buffer_reusable, (unsigned long long)s.quarantined_bytes);
+	T_EXPECT(t_stat("quarantine_events") == qevents + 1, "quarantine_events");
+	ret = xferk_wait(x, op, xferk_now_ns() + 20000 * MS, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
+		 s.first_error == -ECANCELED && s.late_completions == 1,
+		 "later: %d %s err %d late %u", ret, xferk_state_name(s.state),
+		 s.first_error, s.late_completions);
+	xferk_release(x, op);
+	xferk_disconnect(x, conn);
+}
+
+static void cancel_on_deadline_policy(void)
+{
+	struct xferk_submit_opts opts = {
+		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
+		.drain_budget_ns = 5000 * MS,
+	};
+	struct xferk_op_snapshot s;
+	uint64_t conn, remote = null_remote(800 * MS, &conn), op;
+	struct xferk_frag f = { .mr = mr, .len = 4096, .remote = remote,
+				.opcode = XFERK_OP_WRITE };
+	int ret;
+
+	ret = xferk_submit_ex(x, &f, 1, xferk_now_ns() + 100 * MS, &opts, &op);
+	T_EXPECT(ret == 0, "submit: %d", ret);
+	ret = xferk_wait(x, op, xferk_now_ns() + 20000 * MS, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED &&
+		 s.first_error == -ETIMEDOUT && s.deadline_timeouts == 1 &&
+		 s.cancel_requests == 1, "policy: %s err %d",
+		 xferk_state_name(s.state), s.first_error);
+	xferk_release(x, op);
+	opts.flags = 0;	/* a budget without the policy is invalid */
+	T_EXPECT_ERR(xferk_submit_ex(x, &f, 1, XFERK_DEADLINE_NONE, &opts, &op), EINVAL);
+	xferk_disconnect(x, conn);
+}
+
+static int write_file(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(val, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* At the quarantine limit new registrations fail with EDQUOT. */
+static void quarantine_limit(void)
+{
+	const char *limit = "/sys/class/misc/xferk/quarantine_limit_bytes";
+	uint8_t *b = t_map(1 << 16);
+	uint64_t conn, exp, remote, m, op, m2;
+	struct xferk_token tok;
+	struct xferk_frag f;
+
+	T_EXPECT(xferk_mr_reg(x, b, 1 << 16, XFERK_ACCESS_ALL, &m) == 0, "reg");
+	T_EXPECT(xferk_connect_null(x, 800 * MS, &conn) == 0 &&
+		 xferk_export(x, conn, m, 0, 1 << 16, XFERK_ACCESS_REMOTE_WRITE,
+			      &tok, &exp) == 0 &&
+		 xferk_import(x, conn, &tok, &remote) == 0, "peer");
+	f = (struct xferk_frag) { .mr = m, .len = 1 << 16, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
+	T_EXPECT(write_file(limit, "4096") == 0, "set limit");
+	T_EXPECT(xferk_unexport(x, exp) == 0 && xferk_mr_dereg(x, m) == 0, "dereg");
+	T_EXPECT(t_stat("quarantined_pages") == 16, "quarantined_pages %lld",
+		 t_stat("quarantined_pages"));
+	T_EXPECT_ERR(xferk_mr_reg(x, b, 4096, XFERK_ACCESS_LOCAL_SRC, &m2), EDQUOT);
+	T_EXPECT(xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, NULL) == 0,
+		 "wait");
+	T_EXPECT(t_stat("quarantined_pages") == 0, "quarantined_pages after");
+	T_EXPECT(xferk_mr_reg(x, b, 4096, XFERK_ACCESS_LOCAL_SRC, &m2) == 0 &&
+		 xferk_mr_dereg(x, m2) == 0, "reg after the quarantine emptied");
+	T_EXPECT(write_file(limit, "0") == 0, "clear limit");
+	xferk_release(x, op);
+	xferk_disconnect(x, conn);
+	munmap(b, 1 << 16);
+}
+
+int main(void)
+{
+	uint8_t *buf;
+	uint64_t conn, fast;
+
+	if (xferk_open(&x))
+		return T_SKIP;
+	buf = t_map(2 << 20);
+	T_EXPECT(xferk_mr_reg(x, buf, 2 << 20, XFERK_ACCESS_ALL, &mr) == 0, "reg");
+	fast = null_remote(0, &conn);
+	cancel_queued_and_posted();
+	cancel_finished_is_noop(fast);
+	quarantine_then_drained();
+	cancel_on_deadline_policy();
+	quarantine_limit();
+	xferk_close(x);
+	T_EXPECT(t_stat("pinned_pages") == 0, "pinned_pages %lld",
+		 t_stat("pinned_pages"));
+	return t_result();
+}
