@@ -165,8 +165,11 @@ static void drop_object(struct xferk_hobj *ho, bool closing)
 		break;
 	case XFERK_H_OP:
 		op = container_of(ho, struct xferk_op, hobj);
-		if (closing)
-			xferk_op_orphan(op);
+		if (!xferk_life_physical(&op->life)) {
+			atomic64_inc(&xferk_stats.ops_orphaned);
+			if (closing)
+				xferk_op_orphan(op);
+		}
 		xferk_op_put(op);
 		break;
 	}

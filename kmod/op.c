@@ -567,7 +567,6 @@ void xferk_op_orphan(struct xferk_op *op)
 	if (op_physical(op))
 		return;
 	op->orphaned = true;
-	atomic64_inc(&xferk_stats.ops_orphaned);
 	op_queue_cancel(op, ktime_add_ms(ktime_get(), xferk_exit_drain_ms));
 }
 
