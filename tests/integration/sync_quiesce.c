@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sync-quiesce experiment (Mooncake's sync batch fix): a batch of a
+ * 4 KiB WRITE that the target rejects (its key was revoked) and a 64 MiB
+ * valid WRITE, on two connections. Right after the call returns, the
+ * caller writes new data into the source, as it would when reusing it.
+ * Over the rounds, count rounds in which the destination received data
+ * written after the return:
+ *   naive wrapper: two ops, return at the first failure (the old bug);
+ *   xferk_transfer_sync(): must be 0.
+ * Both rows are printed; the naive row must show the bug, or the
+ * experiment could not detect it.
+ */
+#include <unistd.h>
+
+#include "test.h"
+
+#define MS	1000000ULL
+#define POISON	0xababababababababULL
+
+static struct xferk *x;
+static uint64_t len, conn_a, remote_big, src_mr;
+static uint8_t *src, *dst, *small;
+
+/* A remote range on a fresh second connection whose key is revoked. */
+static uint64_t rejecting_remote(void)
+{
+	uint64_t conn_b, mr, exp, remote;
+	struct xferk_token tok;
+
+	if (xferk_connect(x, "10.99.0.2", 0, 10000, &conn_b) ||
+	    xferk_mr_reg(x, small, 4096, XFERK_ACCESS_REMOTE_WRITE, &mr) ||
+	    xferk_export(x, conn_b, mr, 0, 4096, XFERK_ACCESS_REMOTE_WRITE, &tok,
+			 &exp) ||
+	    xferk_import(x, conn_b, &tok, &remote) || xferk_unexport(x, exp) ||
+	    xferk_mr_dereg(x, mr))
+		return 0;
+	xferk_disconnect(x, conn_b);
+	return remote;
+}
+
+/* Did any 8-byte word of the destination get the post-return poison? */
+static int poisoned(void)
+{
+	const uint64_t *w = (const uint64_t *)dst;
+	uint64_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i] == POISON)
+			return 1;
+	return 0;
+}
+
+static void batch(struct xferk_frag f[2], uint64_t bad)
+{
+	f[0] = (struct xferk_frag) { .mr = src_mr, .len = 4096, .remote = bad,
+				     .opcode = XFERK_OP_WRITE };
+	f[1] = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote_big,
+				     .opcode = XFERK_OP_WRITE };
+}
+
+/* One round; returns 1 if post-return data reached the destination. */
+static int round_trip(int naive)
+{
+	uint64_t bad = rejecting_remote(), op_bad, op_big, deadline;
+	struct xferk_op_snapshot s;
+	struct xferk_frag f[2];
+	int ret;
+
+	T_EXPECT(bad != 0, "rejecting remote");
+	if (!bad)
+		return 0;
+	memset(dst, 0, len);
+	memset(src, 0x11, len);
+	batch(f, bad);
+	deadline = xferk_now_ns() + 120000 * MS;
+	if (naive) {
+		/* Free on first failure: return as soon as the small one fails. */
+		T_EXPECT(xferk_submit(x, &f[0], 1, deadline, 0, &op_bad) == 0 &&
+			 xferk_submit(x, &f[1], 1, deadline, 0, &op_big) == 0,
+			 "naive submit");
+		xferk_wait(x, op_bad, deadline, 0, &s);
+		T_EXPECT(s.state == XFERK_STATE_FAILED, "naive: %s",
+			 xferk_state_name(s.state));
+	} else {
+		ret = xferk_transfer_sync(x, f, 2, deadline, 10000 * MS, &s);
+		T_EXPECT(ret < 0 && ret != XFERK_COMPLETION_UNKNOWN,
+			 "transfer_sync: %d", ret);
+	}
+	/* The caller reuses the source right after the return. */
+	memset(src, 0xab, len);
+	if (naive) {
+		xferk_wait(x, op_big, deadline, XFERK_WAIT_PHYSICAL, NULL);
+		xferk_release(x, op_big);
+		xferk_release(x, op_bad);
+	}
+	xferk_unimport(x, bad);
+	return poisoned();
+}
+
+int main(void)
+{
+	int slow = getenv("XFERK_KERNEL") && !strcmp(getenv("XFERK_KERNEL"), "debug");
+	int rounds = slow ? 3 : 50, i, naive_hits = 0, sync_hits = 0;
+	uint64_t exp, dst_mr;
+	struct xferk_token tok;
+
+	len = slow ? 8ULL << 20 : 64ULL << 20;
+	if (xferk_open(&x))
+		return T_SKIP;
+	src = t_map(len);
+	dst = t_map(len + 4096);
+	small = t_map(4096);
+	if (xferk_connect(x, t_peer(), 0, 10000, &conn_a) ||
+	    xferk_mr_reg(x, src, len, XFERK_ACCESS_LOCAL_SRC, &src_mr) ||
+	    xferk_mr_reg(x, dst, len + 4096, XFERK_ACCESS_REMOTE_WRITE, &dst_mr) ||
+	    xferk_export(x, conn_a, dst_mr, 0, len + 4096, XFERK_ACCESS_REMOTE_WRITE,
+			 &tok, &exp) ||
+	    xferk_import(x, conn_a, &tok, &remote_big))
+		return T_FAIL;
+	for (i = 0; i < rounds; i++) {
+		naive_hits += round_trip(1);
+		sync_hits += round_trip(0);
+	}
+	printf("%-42s %s\n", "wrapper (4 KiB rejected + valid WRITE)",
+	       "rounds with post-return data at the destination");
+	printf("%-42s %d/%d\n", "naive: return at first failure", naive_hits, rounds);
+	printf("%-42s %d/%d\n", "xferk_transfer_sync()", sync_hits, rounds);
+	T_EXPECT(sync_hits == 0, "transfer_sync let post-return data through");
+	T_EXPECT(naive_hits > 0, "the experiment did not detect the naive bug");
+	xferk_close(x);
+	return t_result();
+}
