@@ -77,7 +77,7 @@ $(B)/tests/integration/%: tests/integration/%.c tests/integration/test.h $(LIB_A
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread
 
-$(B)/tests/unit/%: tests/unit/%.c $(LIB_SO) $(LIBHDRS)
+$(B)/tests/unit/%: tests/unit/%.c tests/kunit/uapi_layout.h $(LIB_SO) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< -L$(B)/lib -Wl,-rpath,$(CURDIR)/$(B)/lib -lxferk -ldl
 

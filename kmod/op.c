@@ -530,13 +530,15 @@ int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
 	unsigned int what;
 	ktime_t now = ktime_get();
 
+	unsigned int drain;
+
 	spin_lock_irqsave(&op->lock, flags);
 	what = xferk_life_cancel(&op->life);
-	what |= xferk_life_drain_start(&op->life);
+	drain = xferk_life_drain_start(&op->life);
 	spin_unlock_irqrestore(&op->lock, flags);
-	if (what & XFERK_LIFE_WAKE)
+	if ((what | drain) & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
-	if (what)
+	if (drain)
 		atomic64_inc(&xferk_stats.drains);
 	atomic64_inc(&xferk_stats.cancel_requests);
 	if (op_physical(op))

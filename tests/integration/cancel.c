@@ -129,17 +129,6 @@ static void cancel_on_deadline_policy(void)
 	xferk_disconnect(x, conn);
 }
 
-static int write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fputs(val, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 /* At the quarantine limit new registrations fail with EDQUOT. */
 static void quarantine_limit(void)
 {
@@ -157,7 +146,7 @@ static void quarantine_limit(void)
 	f = (struct xferk_frag) { .mr = m, .len = 1 << 16, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
 	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
-	T_EXPECT(write_file(limit, "4096") == 0, "set limit");
+	T_EXPECT(t_write_file(limit, "4096") == 0, "set limit");
 	T_EXPECT(xferk_unexport(x, exp) == 0 && xferk_mr_dereg(x, m) == 0, "dereg");
 	T_EXPECT(t_stat("quarantined_pages") == 16, "quarantined_pages %lld",
 		 t_stat("quarantined_pages"));
@@ -167,7 +156,7 @@ static void quarantine_limit(void)
 	T_EXPECT(t_stat("quarantined_pages") == 0, "quarantined_pages after");
 	T_EXPECT(xferk_mr_reg(x, b, 4096, XFERK_ACCESS_LOCAL_SRC, &m2) == 0 &&
 		 xferk_mr_dereg(x, m2) == 0, "reg after the quarantine emptied");
-	T_EXPECT(write_file(limit, "0") == 0, "clear limit");
+	T_EXPECT(t_write_file(limit, "0") == 0, "clear limit");
 	xferk_release(x, op);
 	xferk_disconnect(x, conn);
 	munmap(b, 1 << 16);

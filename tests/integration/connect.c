@@ -13,17 +13,6 @@
 
 #define FAULT_VERSION	"/sys/kernel/debug/xferk/fault/connect_version"
 
-static int write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fputs(val, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 int main(void)
 {
 	struct xferk_ioc_connect raw = { .size = sizeof(raw) };
@@ -58,11 +47,11 @@ int main(void)
 		 "second process: status %d", WEXITSTATUS(status));
 
 	/* A peer that refuses our protocol version: a clear errno. */
-	T_EXPECT(write_file(FAULT_VERSION, "99") == 0, "set fault: %s",
+	T_EXPECT(t_write_file(FAULT_VERSION, "99") == 0, "set fault: %s",
 		 strerror(errno));
 	ret = xferk_connect(x, "10.99.0.2", 0, 10000, &conn);
 	T_EXPECT_ERR(ret, EPROTONOSUPPORT);
-	T_EXPECT(write_file(FAULT_VERSION, "0") == 0, "clear fault");
+	T_EXPECT(t_write_file(FAULT_VERSION, "0") == 0, "clear fault");
 	T_EXPECT(t_stat("peers_connected") == peers, "refused connection counted");
 
 	/* The same address works once the versions agree. */

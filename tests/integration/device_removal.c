@@ -20,19 +20,12 @@ static int sh(const char *cmd)
 	return ret;
 }
 
-/* Connect, export, import; 0 on success. */
 static int setup(struct xferk *x, uint8_t *src, uint8_t *dst, uint64_t *conn,
 		 uint64_t *mr_src, uint64_t *remote)
 {
-	struct xferk_token tok;
-	uint64_t mr_dst, exp;
+	uint64_t mr_dst;
 
-	return xferk_connect(x, t_peer(), 0, 10000, conn) ||
-	       xferk_mr_reg(x, src, LEN, XFERK_ACCESS_LOCAL_SRC, mr_src) ||
-	       xferk_mr_reg(x, dst, LEN + SLACK, XFERK_ACCESS_REMOTE_WRITE, &mr_dst) ||
-	       xferk_export(x, *conn, mr_dst, 0, LEN + SLACK,
-			    XFERK_ACCESS_REMOTE_WRITE, &tok, &exp) ||
-	       xferk_import(x, *conn, &tok, remote);
+	return t_setup(x, src, LEN, dst, LEN + SLACK, conn, mr_src, &mr_dst, remote);
 }
 
 int main(void)

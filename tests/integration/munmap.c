@@ -10,10 +10,9 @@
 
 int main(void)
 {
-	uint64_t conn, src_mr, dst_mr, exp, remote, op;
+	uint64_t conn, src_mr, dst_mr, remote, op;
 	long long pinned = t_stat("pinned_pages");
 	struct xferk_op_snapshot s;
-	struct xferk_token tok;
 	struct xferk_frag f;
 	struct xferk *x;
 	uint8_t *src, *dst;
@@ -24,12 +23,7 @@ int main(void)
 	src = t_map(LEN);
 	dst = t_map(LEN + 4096);
 	t_fill(src, LEN, 31);
-	if (xferk_connect(x, t_peer(), 0, 10000, &conn) ||
-	    xferk_mr_reg(x, src, LEN, XFERK_ACCESS_LOCAL_SRC, &src_mr) ||
-	    xferk_mr_reg(x, dst, LEN + 4096, XFERK_ACCESS_REMOTE_WRITE, &dst_mr) ||
-	    xferk_export(x, conn, dst_mr, 0, LEN + 4096, XFERK_ACCESS_REMOTE_WRITE,
-			 &tok, &exp) ||
-	    xferk_import(x, conn, &tok, &remote))
+	if (t_setup(x, src, LEN, dst, LEN + 4096, &conn, &src_mr, &dst_mr, &remote))
 		return T_FAIL;
 	f = (struct xferk_frag) { .mr = src_mr, .len = LEN, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };

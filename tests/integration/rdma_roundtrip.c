@@ -83,34 +83,16 @@ int main(void)
 {
 	static const uint64_t sizes[] = { 1, 7, 4096, 4097, 65536 + 13,
 					  (1 << 20) + 5, BUF };
-	struct xferk_token tok;
-	uint64_t conn, exp;
+	uint64_t conn;
 	long long written;
 	size_t i;
-	int ret;
 
 	if (xferk_open(&x))
 		return T_SKIP;
-	ret = xferk_connect(x, t_peer(), 0, 10000, &conn);
-	T_EXPECT(ret == 0, "connect %s: %s", t_peer(), strerror(-ret));
-	if (ret)
-		return T_FAIL;
 	src = t_map(BUF + SLACK);
 	dst = t_map(BUF + SLACK);
-	ret = xferk_mr_reg(x, src, BUF + SLACK,
-			   XFERK_ACCESS_LOCAL_SRC | XFERK_ACCESS_LOCAL_DST, &mr_src);
-	T_EXPECT(ret == 0, "reg src: %s", strerror(-ret));
-	ret = xferk_mr_reg(x, dst, BUF + SLACK,
-			   XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE,
-			   &mr_dst);
-	T_EXPECT(ret == 0, "reg dst: %s", strerror(-ret));
-	ret = xferk_export(x, conn, mr_dst, 0, BUF + SLACK,
-			   XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE,
-			   &tok, &exp);
-	T_EXPECT(ret == 0, "export: %s", strerror(-ret));
-	ret = xferk_import(x, conn, &tok, &remote);
-	T_EXPECT(ret == 0, "import: %s", strerror(-ret));
-	if (t_failures)
+	if (t_setup(x, src, BUF + SLACK, dst, BUF + SLACK, &conn, &mr_src,
+		    &mr_dst, &remote))
 		return T_FAIL;
 
 	written = t_stat("bytes_written");
@@ -138,7 +120,6 @@ int main(void)
 	}
 
 	T_EXPECT(xferk_unimport(x, remote) == 0, "unimport");
-	T_EXPECT(xferk_unexport(x, exp) == 0, "unexport");
 	T_EXPECT(xferk_mr_dereg(x, mr_src) == 0 && xferk_mr_dereg(x, mr_dst) == 0,
 		 "dereg");
 	T_EXPECT(xferk_disconnect(x, conn) == 0, "disconnect");

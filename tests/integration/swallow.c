@@ -15,23 +15,11 @@
 #define FAULT		"/sys/kernel/debug/xferk/fault/"
 #define FLUSH_TIMEOUT	"/sys/module/xferk/parameters/flush_timeout_ms"
 
-static int write_file(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int ok;
-
-	if (!f)
-		return -1;
-	ok = fputs(val, f) >= 0;
-	return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 int main(void)
 {
 	long long pinned = t_stat("pinned_pages"), late = t_stat("late_completions");
-	uint64_t conn, src_mr, dst_mr, exp, remote, op;
+	uint64_t conn, src_mr, dst_mr, remote, op;
 	struct xferk_op_snapshot s;
-	struct xferk_token tok;
 	struct xferk_frag f;
 	struct xferk *x;
 	uint8_t *src, *dst;
@@ -41,15 +29,10 @@ int main(void)
 		return T_SKIP;
 	src = t_map(1 << 20);
 	dst = t_map(1 << 20);
-	if (xferk_connect(x, t_peer(), 0, 10000, &conn) ||
-	    xferk_mr_reg(x, src, 1 << 20, XFERK_ACCESS_LOCAL_SRC, &src_mr) ||
-	    xferk_mr_reg(x, dst, 1 << 20, XFERK_ACCESS_REMOTE_WRITE, &dst_mr) ||
-	    xferk_export(x, conn, dst_mr, 0, 1 << 20, XFERK_ACCESS_REMOTE_WRITE,
-			 &tok, &exp) ||
-	    xferk_import(x, conn, &tok, &remote))
+	if (t_setup(x, src, 1 << 20, dst, 1 << 20, &conn, &src_mr, &dst_mr, &remote))
 		return T_FAIL;
-	T_EXPECT(write_file(FLUSH_TIMEOUT, "1000") == 0, "flush timeout");
-	T_EXPECT(write_file(FAULT "swallow_completions", "1") == 0, "fault");
+	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "1000") == 0, "flush timeout");
+	T_EXPECT(t_write_file(FAULT "swallow_completions", "1") == 0, "fault");
 
 	f = (struct xferk_frag) { .mr = src_mr, .len = 4096, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
@@ -73,6 +56,6 @@ int main(void)
 	xferk_close(x);
 	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
 		 t_stat("pinned_pages"), pinned);
-	T_EXPECT(write_file(FLUSH_TIMEOUT, "5000") == 0, "restore flush timeout");
+	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "5000") == 0, "restore flush timeout");
 	return t_result();
 }

@@ -102,8 +102,7 @@ int main(void)
 {
 	int slow = getenv("XFERK_KERNEL") && !strcmp(getenv("XFERK_KERNEL"), "debug");
 	int rounds = slow ? 3 : 50, i, naive_hits = 0, sync_hits = 0;
-	uint64_t exp, dst_mr;
-	struct xferk_token tok;
+	uint64_t dst_mr;
 
 	len = slow ? 8ULL << 20 : 64ULL << 20;
 	if (xferk_open(&x))
@@ -111,12 +110,8 @@ int main(void)
 	src = t_map(len);
 	dst = t_map(len + 4096);
 	small = t_map(4096);
-	if (xferk_connect(x, t_peer(), 0, 10000, &conn_a) ||
-	    xferk_mr_reg(x, src, len, XFERK_ACCESS_LOCAL_SRC, &src_mr) ||
-	    xferk_mr_reg(x, dst, len + 4096, XFERK_ACCESS_REMOTE_WRITE, &dst_mr) ||
-	    xferk_export(x, conn_a, dst_mr, 0, len + 4096, XFERK_ACCESS_REMOTE_WRITE,
-			 &tok, &exp) ||
-	    xferk_import(x, conn_a, &tok, &remote_big))
+	if (t_setup(x, src, len, dst, len + 4096, &conn_a, &src_mr, &dst_mr,
+		    &remote_big))
 		return T_FAIL;
 	for (i = 0; i < rounds; i++) {
 		naive_hits += round_trip(1);

@@ -112,6 +112,47 @@ static inline long long t_stat(const char *name)
 	return v;
 }
 
+/* Writes @val to a sysfs/debugfs file; 0 or -1 with errno. */
+static inline int t_write_file(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fputs(val, f) >= 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/*
+ * The usual loopback setup: connect to t_peer(), register @src as a local
+ * source and destination and @dst as a remote-readable and -writable
+ * range, export all of @dst and import it. 0 or a negative errno.
+ */
+static inline int t_setup(struct xferk *x, void *src, uint64_t src_len,
+			  void *dst, uint64_t dst_len, uint64_t *conn,
+			  uint64_t *src_mr, uint64_t *dst_mr, uint64_t *remote)
+{
+	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	struct xferk_token tok;
+	uint64_t exp;
+	int ret;
+
+	ret = xferk_connect(x, t_peer(), 0, 10000, conn);
+	if (!ret)
+		ret = xferk_mr_reg(x, src, src_len, XFERK_ACCESS_LOCAL_SRC |
+				   XFERK_ACCESS_LOCAL_DST, src_mr);
+	if (!ret)
+		ret = xferk_mr_reg(x, dst, dst_len, rw, dst_mr);
+	if (!ret)
+		ret = xferk_export(x, *conn, *dst_mr, 0, dst_len, rw, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(x, *conn, &tok, remote);
+	if (ret)
+		fprintf(stderr, "setup: %s\n", strerror(-ret));
+	return ret;
+}
+
 /* Submits and waits; returns the final state, or a negative errno. */
 static inline int t_run(struct xferk *x, const struct xferk_frag *f,
 			uint32_t n, struct xferk_op_snapshot *snap)

@@ -7,30 +7,17 @@
 #include <linux/module.h>
 
 #include "../../kmod/xferk.h"
+#include "uapi_layout.h"
 
-struct layout_case {
-	const char *field;
-	size_t offset;
-	size_t expected;
-};
-
-/* The same table as tests/unit/uapi_layout.c checks in userspace. */
-static void uapi_info_layout(struct kunit *test)
+/* The same table tests/unit/uapi_layout.c checks in userspace. */
+static void uapi_layout(struct kunit *test)
 {
-	static const struct layout_case cases[] = {
-		{ "size", offsetof(struct xferk_ioc_info, size), 0 },
-		{ "flags", offsetof(struct xferk_ioc_info, flags), 4 },
-		{ "abi_version", offsetof(struct xferk_ioc_info, abi_version), 8 },
-		{ "reserved0", offsetof(struct xferk_ioc_info, reserved0), 12 },
-		{ "features", offsetof(struct xferk_ioc_info, features), 16 },
-		{ "reserved", offsetof(struct xferk_ioc_info, reserved), 24 },
-		{ "sizeof", sizeof(struct xferk_ioc_info), 56 },
-	};
+	const struct layout_case *cases = xferk_layout_cases;
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(cases); i++)
-		KUNIT_EXPECT_EQ_MSG(test, cases[i].offset, cases[i].expected,
-				    "field %s", cases[i].field);
+	for (i = 0; i < ARRAY_SIZE(xferk_layout_cases); i++)
+		KUNIT_EXPECT_EQ_MSG(test, cases[i].actual, cases[i].expected,
+				    "%s", cases[i].what);
 }
 
 static void uapi_lookup_known(struct kunit *test)
@@ -87,7 +74,7 @@ static void uapi_size_check(struct kunit *test)
 	};
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(cases); i++)
+	for (i = 0; i < ARRAY_SIZE(xferk_layout_cases); i++)
 		KUNIT_EXPECT_EQ_MSG(test, xferk_arg_size_check(cases[i].usize,
 							       cases[i].min_size),
 				    cases[i].expected, "usize %u", cases[i].usize);
@@ -124,7 +111,7 @@ static void uapi_info_handler(struct kunit *test)
 }
 
 static struct kunit_case xferk_uapi_cases[] = {
-	KUNIT_CASE(uapi_info_layout),
+	KUNIT_CASE(uapi_layout),
 	KUNIT_CASE(uapi_lookup_known),
 	KUNIT_CASE(uapi_lookup_ignores_size_bits),
 	KUNIT_CASE(uapi_lookup_unknown),

@@ -7,33 +7,21 @@
 #include <stdio.h>
 
 #include "xferk.h"
-
-struct layout_case {
-	const char *field;
-	size_t offset;
-	size_t expected;
-};
+#include "../kunit/uapi_layout.h"
 
 int main(void)
 {
-	static const struct layout_case cases[] = {
-		{ "size", offsetof(struct xferk_ioc_info, size), 0 },
-		{ "flags", offsetof(struct xferk_ioc_info, flags), 4 },
-		{ "abi_version", offsetof(struct xferk_ioc_info, abi_version), 8 },
-		{ "reserved0", offsetof(struct xferk_ioc_info, reserved0), 12 },
-		{ "features", offsetof(struct xferk_ioc_info, features), 16 },
-		{ "reserved", offsetof(struct xferk_ioc_info, reserved), 24 },
-		{ "sizeof", sizeof(struct xferk_ioc_info), 56 },
-	};
+	const struct layout_case *cases = xferk_layout_cases;
 	int fail = 0;
 	size_t i;
 
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		if (cases[i].offset != cases[i].expected) {
-			fprintf(stderr, "FAIL %s at %zu, want %zu\n", cases[i].field,
-				cases[i].offset, cases[i].expected);
+	for (i = 0; i < sizeof(xferk_layout_cases) / sizeof(cases[0]); i++) {
+		if (cases[i].actual != cases[i].expected) {
+			fprintf(stderr, "FAIL %s is %zu, want %zu\n", cases[i].what,
+				cases[i].actual, cases[i].expected);
 			fail = 1;
 		}
 	}
+	printf("%zu layout facts checked\n", i);
 	return fail;
 }
