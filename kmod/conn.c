@@ -225,6 +225,8 @@ void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 {
 	LIST_HEAD(failed);
 
+	if (atomic_dec_if_positive(&xferk_fault_fail_qp) >= 0)
+		xferk_conn_down(c, -EIO);
 	mutex_lock(&c->lock);
 	if (c->state == XFERK_CONN_DOWN) {
 		ch->error = c->error ?: -ENOTCONN;
@@ -235,8 +237,6 @@ void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 	}
 	mutex_unlock(&c->lock);
 	complete_failed(&failed);
-	if (atomic_dec_if_positive(&xferk_fault_fail_qp) >= 0)
-		xferk_conn_down(c, -EIO);
 }
 
 /**
@@ -278,6 +278,21 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	complete_failed(&failed);
 }
 
+/*
+ * The other end of @c on this host (loopback), or NULL; with
+ * xferk_conns_lock held.
+ */
+static struct xferk_conn *conn_local_sibling(struct xferk_conn *c)
+{
+	struct xferk_conn *s;
+
+	lockdep_assert_held(&xferk_conns_lock);
+	list_for_each_entry(s, &xferk_conns, node)
+		if (s != c && s->cookie == c->cookie && s->active != c->active)
+			return s;
+	return NULL;
+}
+
 /* Cancel: the op's chunks still waiting for a send slot are dropped. */
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
 {
@@ -317,8 +332,20 @@ static void conn_teardown(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(work, struct xferk_conn,
 					    teardown_work);
+	struct xferk_conn *sibling;
 	struct xferk_chunk *ch, *tmp;
 	LIST_HEAD(chunks);
+
+	/* 0. On loopback, the other end goes down with this one. */
+	mutex_lock(&xferk_conns_lock);
+	sibling = conn_local_sibling(c);
+	if (sibling)
+		xferk_conn_get(sibling);
+	mutex_unlock(&xferk_conns_lock);
+	if (sibling) {
+		xferk_conn_down(sibling, c->error);
+		xferk_conn_put(sibling);
+	}
 
 	/* 1. Stop posting. */
 	mutex_lock(&c->lock);
@@ -702,15 +729,22 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 				      ev->param.conn.responder_resources);
 	param.responder_resources = min_t(u8, param.responder_resources,
 					  ev->param.conn.initiator_depth);
-	ret = rdma_accept(id, &param);
-	if (ret)
-		goto err;
+	/*
+	 * Listed before the accept goes out: the initiator may import a
+	 * token for this end as soon as it sees ESTABLISHED.
+	 */
 	c->cm_id = id;
 	id->context = c;
 	mutex_lock(&xferk_conns_lock);
 	list_add_tail(&c->node, &xferk_conns);
 	mutex_unlock(&xferk_conns_lock);
-	return 0;
+	ret = rdma_accept(id, &param);
+	if (!ret)
+		return 0;
+	mutex_lock(&xferk_conns_lock);
+	list_del(&c->node);
+	mutex_unlock(&xferk_conns_lock);
+	id->context = NULL;
 
 err:
 	/* The CM destroys @id when we return non-zero: free the rest here. */
@@ -763,6 +797,17 @@ static bool same_host(const struct sockaddr_storage *a,
 			       &((struct sockaddr_in6 *)b)->sin6_addr);
 }
 
+/* Up or coming up, and (loopback) its other end is not going down. */
+static bool conn_usable(struct xferk_conn *c)
+{
+	struct xferk_conn *sibling;
+
+	if (READ_ONCE(c->state) == XFERK_CONN_DOWN)
+		return false;
+	sibling = conn_local_sibling(c);
+	return !sibling || READ_ONCE(sibling->state) != XFERK_CONN_DOWN;
+}
+
 /* A live RDMA connection to @peer's host, preferring one we initiated. */
 static struct xferk_conn *conn_find_peer(const struct sockaddr_storage *peer)
 {
@@ -771,8 +816,7 @@ static struct xferk_conn *conn_find_peer(const struct sockaddr_storage *peer)
 	lockdep_assert_held(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		if (c->transport != &xferk_rdma_transport ||
-		    READ_ONCE(c->state) == XFERK_CONN_DOWN ||
-		    !same_host(&c->peer, peer))
+		    !same_host(&c->peer, peer) || !conn_usable(c))
 			continue;
 		if (!found || (c->active && !found->active))
 			found = c;
@@ -783,19 +827,34 @@ static struct xferk_conn *conn_find_peer(const struct sockaddr_storage *peer)
 }
 
 /**
- * xferk_conn_find_cookie() - the connection end with a cookie and side
- * @cookie: the connection's cookie
- * @active: which end
+ * xferk_conn_find_importer() - the end that posts to a token's exporter
+ * @via: the connection handle the importer gave
+ * @cookie: the token's connection cookie
+ * @exporter_active: the side of the exporting end
  *
- * Return: the connection with a reference, or NULL.
+ * That is the live local end of the token's connection opposite the
+ * exporter's (a null peer is both ends, and must be @via itself). A token
+ * exported to another host names no such end: only the two ends of a
+ * connection know its cookie. Addresses are not compared: a host may reach
+ * its peer from another of its addresses than the peer sees.
+ *
+ * Return: the end with a reference, or NULL.
  */
-struct xferk_conn *xferk_conn_find_cookie(u64 cookie, bool active)
+struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via, u64 cookie,
+					    bool exporter_active)
 {
 	struct xferk_conn *c, *found = NULL;
 
+	if (via->transport == &xferk_null_transport) {
+		if (via->cookie != cookie)
+			return NULL;
+		xferk_conn_get(via);
+		return via;
+	}
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
-		if (c->cookie == cookie && c->active == active &&
+		if (c->transport == &xferk_rdma_transport && c->cookie == cookie &&
+		    c->active != exporter_active &&
 		    READ_ONCE(c->state) != XFERK_CONN_DOWN) {
 			found = c;
 			xferk_conn_get(found);

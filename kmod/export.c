@@ -10,9 +10,10 @@
  * posted.
  *
  * Token wire format (little endian, XFERK_TOKEN_SIZE bytes): struct
- * xferk_token below. The importer posts from the end of the connection
- * opposite the exporter's: on two hosts that is its own end; on one host
- * (loopback) it is the other end of the same connection.
+ * xferk_token below. The importer posts from its end of the token's
+ * connection, found by the cookie: on two hosts that is the importing
+ * host's end, whichever side initiated; on one host (loopback) it is the
+ * end opposite the exporter's. Any handle to the same peer host names it.
  */
 #include <linux/slab.h>
 #include <linux/sched/mm.h>
@@ -225,20 +226,6 @@ void xferk_remote_put(struct xferk_remote *rm)
 	kref_put(&rm->ref, remote_release);
 }
 
-/*
- * The end that posts to the token's exporter: the end of the same
- * connection opposite the exporter's (ours on two hosts; the other local
- * end on loopback). The null peer is both ends.
- */
-static struct xferk_conn *import_poster(struct xferk_conn *c, bool exp_active)
-{
-	if (c->transport == &xferk_null_transport || c->active != exp_active) {
-		xferk_conn_get(c);
-		return c;
-	}
-	return xferk_conn_find_cookie(c->cookie, !exp_active);
-}
-
 int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	struct xferk_ioc_import *a = &arg->import;
@@ -274,14 +261,11 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		goto err;
 	}
 	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
-	/* A token exported to another peer never names this connection. */
-	if (le64_to_cpu(tok.cookie) != c->cookie) {
-		ret = -EACCES;
-		goto err;
-	}
-	rm->conn = import_poster(c, le16_to_cpu(tok.exporter_active));
+	/* A token exported to another host names no end here. */
+	rm->conn = xferk_conn_find_importer(c, le64_to_cpu(tok.cookie),
+					    le16_to_cpu(tok.exporter_active));
 	if (!rm->conn) {
-		ret = -ENOTCONN;
+		ret = -EACCES;
 		goto err;
 	}
 	ret = xferk_handle_add(&xf->handles, &rm->hobj, XFERK_H_REMOTE);

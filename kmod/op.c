@@ -37,8 +37,11 @@ MODULE_PARM_DESC(exit_drain_ms,
 static void op_release(struct kref *ref)
 {
 	struct xferk_op *op = container_of(ref, struct xferk_op, ref);
+	u32 i;
 
 	hrtimer_cancel(&op->timer);
+	for (i = 0; i < op->nr_chunks; i++)
+		xferk_remote_put(op->chunks[i].remote);
 	spin_lock(&xferk_ops_lock);
 	list_del(&op->node);
 	spin_unlock(&xferk_ops_lock);
@@ -75,6 +78,8 @@ static void op_count_outcome(struct xferk_op *op, u32 state)
  * The op is physically complete: nothing of it can touch memory any more.
  * Its pages are released before waiters wake, so a caller that waited for
  * physical completion sees them gone; the physical reference goes last.
+ * The remotes (and through them the connections) stay referenced until
+ * the op itself goes: a drain may still be walking the op's connections.
  */
 static void op_apply(struct xferk_op *op, unsigned int what)
 {
@@ -85,10 +90,8 @@ static void op_apply(struct xferk_op *op, unsigned int what)
 		op_count_outcome(op, READ_ONCE(op->life.state));
 		if (op->orphaned)
 			atomic64_inc(&xferk_stats.ops_drained_after_exit);
-		for (i = 0; i < op->nr_chunks; i++) {
+		for (i = 0; i < op->nr_chunks; i++)
 			xferk_region_put(op->chunks[i].region);
-			xferk_remote_put(op->chunks[i].remote);
-		}
 	}
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);

@@ -321,7 +321,8 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op);
 
-struct xferk_conn *xferk_conn_find_cookie(u64 cookie, bool active);
+struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via, u64 cookie,
+					    bool exporter_active);
 int xferk_null_module_init(void);
 void xferk_null_module_exit(void);
 

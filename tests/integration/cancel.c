@@ -95,6 +95,8 @@ static void quarantine_then_drained(void)
 		 "quarantined: %s reusable %u bytes %llu", xferk_state_name(s.state),
 		 s.buffer_reusable, (unsigned long long)s.quarantined_bytes);
 	T_EXPECT(t_stat("quarantine_events") == qevents + 1, "quarantine_events");
+	T_EXPECT(t_file_has("/sys/kernel/debug/xferk/quarantine", " quarantined"),
+		 "not in the quarantine registry");
 	ret = xferk_wait(x, op, xferk_now_ns() + 20000 * MS, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
 		 s.first_error == -ECANCELED && s.late_completions == 1,
@@ -162,6 +164,36 @@ static void quarantine_limit(void)
 	munmap(b, 1 << 16);
 }
 
+/* Over rxe: cancel right after submitting 64 MiB; queued chunks never go out. */
+static void cancel_rdma_posted(void)
+{
+	const uint64_t len = 64ULL << 20;
+	uint64_t conn, src_mr, dst_mr, remote, op;
+	uint8_t *src = t_map(len), *dst = t_map(len + 4096);
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	int ret;
+
+	if (t_setup(x, src, len, dst, len + 4096, &conn, &src_mr, &dst_mr, &remote)) {
+		T_EXPECT(0, "rdma setup");
+		return;
+	}
+	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
+	ret = xferk_cancel_drain(x, op, xferk_now_ns() + 30000 * MS, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
+		 s.in_flight_bytes == 0 && s.transferred_bytes < len,
+		 "rdma cancel: %d %s, %llu of %llu bytes", ret,
+		 xferk_state_name(s.state), (unsigned long long)s.transferred_bytes,
+		 (unsigned long long)len);
+	xferk_release(x, op);
+	xferk_mr_dereg(x, src_mr);
+	xferk_mr_dereg(x, dst_mr);
+	munmap(src, len);
+	munmap(dst, len + 4096);
+}
+
 int main(void)
 {
 	uint8_t *buf;
@@ -177,6 +209,7 @@ int main(void)
 	quarantine_then_drained();
 	cancel_on_deadline_policy();
 	quarantine_limit();
+	cancel_rdma_posted();
 	xferk_close(x);
 	T_EXPECT(t_stat("pinned_pages") == 0, "pinned_pages %lld",
 		 t_stat("pinned_pages"));

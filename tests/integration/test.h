@@ -124,6 +124,21 @@ static inline int t_write_file(const char *path, const char *val)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+/* Does a (debugfs) file contain @needle? */
+static inline int t_file_has(const char *path, const char *needle)
+{
+	char line[512];
+	int found = 0;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
 /*
  * The usual loopback setup: connect to t_peer(), register @src as a local
  * source and destination and @dst as a remote-readable and -writable

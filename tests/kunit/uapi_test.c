@@ -74,7 +74,7 @@ static void uapi_size_check(struct kunit *test)
 	};
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(xferk_layout_cases); i++)
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
 		KUNIT_EXPECT_EQ_MSG(test, xferk_arg_size_check(cases[i].usize,
 							       cases[i].min_size),
 				    cases[i].expected, "usize %u", cases[i].usize);

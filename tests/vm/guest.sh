@@ -28,10 +28,14 @@ run_test() {
 	echo "== $name" >/dev/ttyS0
 	if declare -F "$1" >/dev/null; then
 		"$@" >/tmp/out 2>&1
+		rc=$?
 	else
+		# Shortly before the timeout, log every blocked task's stack.
+		(sleep $((TEST_TIMEOUT - 5)) && echo w >/proc/sysrq-trigger) &
 		timeout -k 5 "$TEST_TIMEOUT" "$@" >/tmp/out 2>&1
+		rc=$?
+		kill $! 2>/dev/null
 	fi
-	rc=$?
 	block output "$name" </tmp/out
 	result "$name" "$rc"
 	return $rc
