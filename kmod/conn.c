@@ -128,17 +128,6 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t)
 	c->max_chunk_bytes = XFERK_CHUNK_MAX_BYTES;
 }
 
-static void conn_set_up(struct xferk_conn *c)
-{
-	mutex_lock(&c->lock);
-	if (c->state == XFERK_CONN_CONNECTING) {
-		c->state = XFERK_CONN_UP;
-		atomic64_inc(&xferk_stats.peers_connected);
-	}
-	mutex_unlock(&c->lock);
-	complete_all(&c->established);
-}
-
 /**
  * xferk_conn_down() - take a connection down (any context that may sleep)
  * @c: the connection
@@ -210,6 +199,25 @@ static void fail_all(struct list_head *chunks, int error)
 
 	list_for_each_entry(ch, chunks, node)
 		ch->error = error;
+}
+
+/*
+ * The connection is established. Chunks may already wait for it: an
+ * importer can queue on the accepting end before its ESTABLISHED event.
+ */
+static void conn_set_up(struct xferk_conn *c)
+{
+	LIST_HEAD(failed);
+
+	mutex_lock(&c->lock);
+	if (c->state == XFERK_CONN_CONNECTING) {
+		c->state = XFERK_CONN_UP;
+		atomic64_inc(&xferk_stats.peers_connected);
+		conn_kick_locked(c, &failed);
+	}
+	mutex_unlock(&c->lock);
+	complete_all(&c->established);
+	complete_failed(&failed);
 }
 
 /**

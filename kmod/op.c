@@ -10,9 +10,10 @@
  * References: the op's handle holds one, and "not yet physically complete"
  * holds one; each chunk holds a region and a remote reference. When the
  * last chunk becomes terminal (xferk_life_chunk_done() says so exactly
- * once), the chunks' references are dropped, which unpins pages whose
- * regions are gone, and then the physical reference. An op whose handle
- * was released before that is owned by the kernel until then.
+ * once), the chunks' region references are dropped, which unpins pages
+ * whose regions are gone, and then the physical reference. The remote
+ * references go with the op. An op whose handle was released before it
+ * was physically complete is owned by the kernel until then.
  *
  * Locking: op->lock (irq-safe: the deadline hrtimer takes it) guards
  * op->life and nothing else; it is never held while calling out.
@@ -111,7 +112,6 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
 	unsigned int what;
-
 	u32 late;
 
 	spin_lock_irqsave(&op->lock, flags);

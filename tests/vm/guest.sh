@@ -21,6 +21,18 @@ block() {
 	echo "XFERK-END" >&3
 }
 
+# The stacks of tasks in D state and of test NAME's processes, to the console.
+dump_blocked() {
+	local p state comm
+	for p in /proc/[0-9]*; do
+		state=$(awk '{ print $3 }' "$p/stat" 2>/dev/null)
+		comm=$(cat "$p/comm" 2>/dev/null)
+		[ "$state" = D ] || [ "$comm" = "$(basename "$1")" ] || continue
+		echo "blocked: ${p#/proc/} $comm state $state"
+		cat "$p/stack" 2>/dev/null
+	done >/dev/ttyS0
+}
+
 # Runs a command as test NAME; its output goes into an output block.
 run_test() {
 	local name=$1 rc
@@ -30,8 +42,8 @@ run_test() {
 		"$@" >/tmp/out 2>&1
 		rc=$?
 	else
-		# Shortly before the timeout, log every blocked task's stack.
-		(sleep $((TEST_TIMEOUT - 5)) && echo w >/proc/sysrq-trigger) &
+		# Shortly before the timeout, log the stacks of blocked tasks.
+		(sleep $((TEST_TIMEOUT - 5)) && dump_blocked "$name") &
 		timeout -k 5 "$TEST_TIMEOUT" "$@" >/tmp/out 2>&1
 		rc=$?
 		kill $! 2>/dev/null
