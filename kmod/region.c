@@ -139,9 +139,10 @@ static void region_release(struct kref *ref)
 	spin_lock(&xferk_regions_lock);
 	list_del(&r->node);
 	spin_unlock(&xferk_regions_lock);
+	region_unpin(r);
+	/* Last: a reader that sees the quarantine empty sees the pages unpinned. */
 	if (r->deregistered)
 		atomic64_sub(r->npages, &xferk_stats.quarantined_pages);
-	region_unpin(r);
 	mmdrop(r->mm);
 	kvfree(r->pages);
 	kfree(r);
