@@ -62,10 +62,12 @@ $(LIB_SO): $(B)/lib/libxferk.o libxferk/libxferk.map
 $(LIB_A): $(B)/lib/libxferk.o
 	$(AR) rcs $@ $<
 
+PC_SED	= sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	      -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
+
 $(LIB_PC): libxferk/xferk.pc.in Makefile
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(PC_SED) $< > $@
 
 # Tools and integration programs link the static archive: they run
 # unchanged inside the test VMs without a library path.
@@ -88,7 +90,7 @@ install: all
 	ln -sf libxferk.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libxferk.so.$(SOVERSION)
 	ln -sf libxferk.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libxferk.so
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
-	install -m 0644 $(LIB_PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(PC_SED) libxferk/xferk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/xferk.pc
 	install -m 0644 $(LIBHDRS) $(DESTDIR)$(INCLUDEDIR)/xferk/
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 
