@@ -58,16 +58,12 @@ void xferk_op_put(struct xferk_op *op)
 
 static void op_count_outcome(struct xferk_op *op, u32 state)
 {
-	u32 i;
-
 	switch (state) {
 	case XFERK_STATE_SUCCEEDED:
 		atomic64_inc(&xferk_stats.ops_succeeded);
-		for (i = 0; i < op->nr_chunks; i++)
-			atomic64_add(op->chunks[i].len,
-				     op->chunks[i].opcode == XFERK_OP_READ ?
-				     &xferk_stats.bytes_read :
-				     &xferk_stats.bytes_written);
+		atomic64_add(op->read_bytes, &xferk_stats.bytes_read);
+		atomic64_add(op->life.total_bytes - op->read_bytes,
+			     &xferk_stats.bytes_written);
 		break;
 	case XFERK_STATE_FAILED:
 		atomic64_inc(&xferk_stats.ops_failed);
@@ -318,6 +314,8 @@ int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		if (ret)
 			goto out_unlock;
 		total_bytes += frags[i].len;
+		if (frags[i].opcode == XFERK_OP_READ)
+			op->read_bytes += frags[i].len;
 		nr_chunks += xferk_chunk_count(regions[i]->addr + frags[i].offset,
 					       frags[i].len,
 					       remotes[i]->conn->max_chunk_pages,

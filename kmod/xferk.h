@@ -448,6 +448,7 @@ struct xferk_chunk {
  * @timer: fires at @deadline
  * @owner: tgid of the submitter
  * @user_data: as given at submit
+ * @read_bytes: bytes of its READ fragments (the rest are WRITEs)
  * @submit_flags: XFERK_SUBMIT_*
  * @drain_budget_ns: drain budget of the deadline policy
  * @flags: XFERK_OP_* bits
@@ -468,6 +469,7 @@ struct xferk_op {
 	struct hrtimer timer;
 	pid_t owner;
 	u64 user_data;
+	u64 read_bytes;
 	u32 submit_flags;
 	u64 drain_budget_ns;
 	unsigned long flags;

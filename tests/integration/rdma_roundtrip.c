@@ -84,7 +84,7 @@ int main(void)
 	static const uint64_t sizes[] = { 1, 7, 4096, 4097, 65536 + 13,
 					  (1 << 20) + 5, BUF };
 	uint64_t conn;
-	long long written;
+	long long written, read;
 	size_t i;
 
 	if (xferk_open(&x))
@@ -96,6 +96,7 @@ int main(void)
 		return T_FAIL;
 
 	written = t_stat("bytes_written");
+	read = t_stat("bytes_read");
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		uint64_t len = sizes[i];
 		uint64_t so = len == BUF ? 5 : 4095, doff = len == BUF ? 3 : 123;
@@ -106,6 +107,7 @@ int main(void)
 	}
 	many_fragments();
 	T_EXPECT(t_stat("bytes_written") > written, "bytes_written did not grow");
+	T_EXPECT(t_stat("bytes_read") > read, "bytes_read did not grow");
 
 	/* A fragment past the end of the export is refused before posting. */
 	{
