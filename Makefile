@@ -29,15 +29,17 @@ LIB_PC	:= $(B)/lib/xferk.pc
 TOOLS	:= $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 ITESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/integration/*.c))
 UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
-LIBHDRS	:= libxferk/libxferk.h uapi/xferk.h
+EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
+LIBHDRS	:= libxferk/libxferk.h libxferk/xferk_uring.h uapi/xferk.h
 
-.PHONY: all module lib tools tests install check demo lint clean help
+.PHONY: all module lib tools tests examples install check demo bench lint clean help
 
-all: module lib tools tests
+all: module lib tools tests examples
 
 help:
 	@echo 'make            module (against KDIR=$(KDIR)), library, tools, tests'
 	@echo 'make demo       boot Debian 6.1 in qemu, load xferk, show it working'
+	@echo 'make bench      the control-plane benchmark in qemu (stock kernel)'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
 	@echo 'make install    module, library, headers, pkg-config (PREFIX, DESTDIR)'
 
@@ -48,6 +50,7 @@ module:
 lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
 tools: $(TOOLS)
 tests: $(ITESTS) $(UTESTS)
+examples: $(EXAMPLES)
 
 $(B)/lib/libxferk.o: libxferk/libxferk.c $(LIBHDRS)
 	@mkdir -p $(@D)
@@ -73,11 +76,15 @@ $(LIB_PC): libxferk/xferk.pc.in Makefile
 # unchanged inside the test VMs without a library path.
 $(B)/bin/%: tools/%.c $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A)
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -luring -lm
+
+$(B)/examples/%: libxferk/examples/%.c $(LIB_A) $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -luring
 
 $(B)/tests/integration/%: tests/integration/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread -luring
 
 $(B)/tests/unit/%: tests/unit/%.c tests/kunit/uapi_layout.h $(LIB_SO) $(LIBHDRS)
 	@mkdir -p $(@D)
@@ -103,6 +110,9 @@ check:
 
 demo:
 	tests/vm/run demo stock
+
+bench:
+	tests/vm/run bench stock
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null

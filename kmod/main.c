@@ -175,19 +175,32 @@ static void drop_object(struct xferk_hobj *ho, bool closing)
 	}
 }
 
-int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind)
+/**
+ * xferk_drop_handle() - remove a handle from its file and drop its object
+ * @xf: the file
+ * @handle: the handle
+ * @kind: XFERK_H_* it must be
+ *
+ * Return: 0, or the lookup's error (EBADF, ESTALE, EINVAL).
+ */
+int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind)
 {
 	struct xferk_hobj *ho;
 
-	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
-		return -EINVAL;
 	mutex_lock(&xf->lock);
-	ho = xferk_handle_remove(&xf->handles, a->handle, kind);
+	ho = xferk_handle_remove(&xf->handles, handle, kind);
 	mutex_unlock(&xf->lock);
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
 	drop_object(ho, false);
 	return 0;
+}
+
+int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind)
+{
+	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	return xferk_drop_handle(xf, a->handle, kind);
 }
 
 static int xferk_open(struct inode *inode, struct file *file)
@@ -232,6 +245,7 @@ static const struct file_operations xferk_fops = {
 	.open		= xferk_open,
 	.release	= xferk_release,
 	.unlocked_ioctl	= xferk_unlocked_ioctl,
+	.uring_cmd	= xferk_uring_cmd,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
 };
@@ -286,6 +300,7 @@ err_op:
 static void __exit xferk_exit(void)
 {
 	misc_deregister(&xferk_misc);
+	xferk_uring_module_exit();
 	xferk_debugfs_exit();
 	xferk_conn_module_exit();
 	xferk_null_module_exit();

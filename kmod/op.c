@@ -92,8 +92,10 @@ static void op_apply(struct xferk_op *op, unsigned int what)
 	}
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
-	if (what & XFERK_LIFE_PHYSICAL)
+	if (what & XFERK_LIFE_PHYSICAL) {
+		xferk_uring_op_settled(op, READ_ONCE(op->life.state));
 		xferk_op_put(op);
+	}
 }
 
 /**
@@ -267,9 +269,19 @@ static void op_fill_chunks(struct xferk_op *op, u32 *next,
 	}
 }
 
-int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
+/**
+ * xferk_op_submit() - validate a batch, publish it as an op and start it
+ * @xf: the submitting file
+ * @a: the submit argument (kernel copy); @a->op is set on success
+ * @ucmd: the io_uring command to complete when the op settles, or NULL
+ *
+ * All or nothing: on error nothing was published.
+ *
+ * Return: 0, or a negative errno.
+ */
+int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
+		    struct io_uring_cmd *ucmd)
 {
-	struct xferk_ioc_submit *a = &arg->submit;
 	struct xferk_region **regions = NULL;
 	struct xferk_remote **remotes = NULL;
 	struct xferk_frag *frags;
@@ -279,7 +291,7 @@ int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	ktime_t deadline;
 	int ret;
 
-	if ((a->flags & ~XFERK_SUBMIT_CANCEL_ON_DEADLINE) || a->reserved ||
+	if ((a->flags & ~XFERK_SUBMIT_FLAGS) || a->reserved ||
 	    (!(a->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && a->drain_budget_ns))
 		return -EINVAL;
 	if (!a->nr_frags)
@@ -348,6 +360,8 @@ int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
 
 	/* Published: from here on the op only ends through its lifecycle. */
 	kref_get(&op->ref);	/* physical reference */
+	if (ucmd)
+		xferk_uring_park(op, ucmd, a->op);
 	atomic64_inc(&xferk_stats.ops_submitted);
 	atomic64_inc(&xferk_stats.ops_live);
 	spin_lock(&xferk_ops_lock);
@@ -374,6 +388,13 @@ out_free:
 	kvfree(regions);
 	kvfree(frags);
 	return ret;
+}
+
+int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	if (arg->submit.flags & XFERK_SUBMIT_AUTO_RELEASE)
+		return -EINVAL;		/* there is no completion to release at */
+	return xferk_op_submit(xf, &arg->submit, NULL);
 }
 
 /* Looks up an op and takes a reference, so the file lock can be dropped. */
@@ -560,6 +581,7 @@ int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
 		atomic64_inc(&xferk_stats.drain_timeouts);
 		atomic64_inc(&xferk_stats.quarantine_events);
 		wake_up_all(&op->wq);
+		xferk_uring_op_settled(op, XFERK_STATE_QUARANTINED);
 	}
 	return op_physical(op) ? 0 : -ETIMEDOUT;
 }

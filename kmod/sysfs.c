@@ -84,6 +84,9 @@ XFERK_STAT_ATTR(quarantine_events);
 XFERK_STAT_ATTR(late_completions);
 XFERK_STAT_ATTR(ops_drained_after_exit);
 XFERK_STAT_ATTR(quarantine_limit_rejects);
+XFERK_STAT_ATTR(uring_parked);
+XFERK_STAT_ATTR(uring_completed);
+XFERK_STAT_ATTR(uring_exit_cancels);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -106,6 +109,9 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_late_completions.attr,
 	&dev_attr_ops_drained_after_exit.attr,
 	&dev_attr_quarantine_limit_rejects.attr,
+	&dev_attr_uring_parked.attr,
+	&dev_attr_uring_completed.attr,
+	&dev_attr_uring_exit_cancels.attr,
 	NULL,
 };
 

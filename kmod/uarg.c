@@ -15,49 +15,55 @@
 
 #include "xferk.h"
 
-#define XFERK_IOCTL(_cmd, _handler, _struct, _first_last, _out_on_timeout) \
+#define XFERK_IOCTL(_cmd, _handler, _struct, _first_last, _flags)	\
 	[_IOC_NR(_cmd)] = {						\
 		.cmd = _cmd,						\
 		.min_size = offsetofend(_struct, _first_last),		\
 		.size = sizeof(_struct),				\
-		.out_on_timeout = _out_on_timeout,			\
+		.out_on_timeout = (_flags) & OUT_ON_TIMEOUT,		\
+		.nonblock = (_flags) & NONBLOCK,			\
 		.handler = _handler,					\
 	}
 
+/* Flags of the table entries. */
+#define OUT_ON_TIMEOUT	BIT(0)	/* output copied back with -ETIMEDOUT too */
+#define NONBLOCK	BIT(1)	/* never waits for the device or the network */
+
 /* Commands that take one handle of @_kind and drop it. */
-#define XFERK_IOCTL_DROP(_cmd, _kind)					\
+#define XFERK_IOCTL_DROP(_cmd, _kind, _flags)				\
 	[_IOC_NR(_cmd)] = {						\
 		.cmd = _cmd,						\
 		.min_size = offsetofend(struct xferk_ioc_handle, reserved), \
 		.size = sizeof(struct xferk_ioc_handle),		\
+		.nonblock = (_flags) & NONBLOCK,			\
 		.drop_kind = _kind,					\
 	}
 
 /* Indexed by _IOC_NR; _first_last is the last field of the first version. */
 static const struct xferk_ioctl_desc xferk_ioctls[] = {
 	XFERK_IOCTL(XFERK_IOC_INFO, xferk_ioctl_info, struct xferk_ioc_info,
-		    reserved, false),
+		    reserved, NONBLOCK),
 	XFERK_IOCTL(XFERK_IOC_MR_REG, xferk_ioctl_mr_reg,
-		    struct xferk_ioc_mr_reg, reserved, false),
-	XFERK_IOCTL_DROP(XFERK_IOC_MR_DEREG, XFERK_H_REGION),
+		    struct xferk_ioc_mr_reg, reserved, 0),
+	XFERK_IOCTL_DROP(XFERK_IOC_MR_DEREG, XFERK_H_REGION, 0),
 	XFERK_IOCTL(XFERK_IOC_CONNECT, xferk_ioctl_connect,
-		    struct xferk_ioc_connect, reserved, false),
-	XFERK_IOCTL_DROP(XFERK_IOC_DISCONNECT, XFERK_H_CONN),
+		    struct xferk_ioc_connect, reserved, 0),
+	XFERK_IOCTL_DROP(XFERK_IOC_DISCONNECT, XFERK_H_CONN, 0),
 	XFERK_IOCTL(XFERK_IOC_EXPORT, xferk_ioctl_export,
-		    struct xferk_ioc_export, reserved, false),
-	XFERK_IOCTL_DROP(XFERK_IOC_UNEXPORT, XFERK_H_EXPORT),
+		    struct xferk_ioc_export, reserved, 0),
+	XFERK_IOCTL_DROP(XFERK_IOC_UNEXPORT, XFERK_H_EXPORT, 0),
 	XFERK_IOCTL(XFERK_IOC_IMPORT, xferk_ioctl_import,
-		    struct xferk_ioc_import, reserved, false),
-	XFERK_IOCTL_DROP(XFERK_IOC_UNIMPORT, XFERK_H_REMOTE),
+		    struct xferk_ioc_import, reserved, 0),
+	XFERK_IOCTL_DROP(XFERK_IOC_UNIMPORT, XFERK_H_REMOTE, 0),
 	XFERK_IOCTL(XFERK_IOC_SUBMIT, xferk_ioctl_submit,
-		    struct xferk_ioc_submit, reserved, false),
+		    struct xferk_ioc_submit, reserved, NONBLOCK),
 	XFERK_IOCTL(XFERK_IOC_WAIT, xferk_ioctl_wait, struct xferk_ioc_wait,
-		    snap, true),
+		    snap, OUT_ON_TIMEOUT),
 	XFERK_IOCTL(XFERK_IOC_QUERY, xferk_ioctl_query,
-		    struct xferk_ioc_query, snap, false),
-	XFERK_IOCTL_DROP(XFERK_IOC_RELEASE, XFERK_H_OP),
+		    struct xferk_ioc_query, snap, NONBLOCK),
+	XFERK_IOCTL_DROP(XFERK_IOC_RELEASE, XFERK_H_OP, NONBLOCK),
 	XFERK_IOCTL(XFERK_IOC_CANCEL, xferk_ioctl_cancel,
-		    struct xferk_ioc_cancel, snap, true),
+		    struct xferk_ioc_cancel, snap, OUT_ON_TIMEOUT),
 };
 
 /**
@@ -114,6 +120,68 @@ bool xferk_is_zeroed(const void *p, size_t len)
 EXPORT_SYMBOL_IF_KUNIT(xferk_is_zeroed);
 
 /**
+ * xferk_arg_copy_in() - copy a command's argument struct from the caller
+ * @desc: the command's table entry
+ * @arg: the kernel copy
+ * @uarg: the caller's struct
+ * @usize: out: the size the caller claims
+ *
+ * Return: 0, or -EFAULT, -EINVAL, -E2BIG under the argument rules.
+ */
+int xferk_arg_copy_in(const struct xferk_ioctl_desc *desc,
+		      union xferk_ioc_arg *arg, void __user *uarg, u32 *usize)
+{
+	int ret;
+
+	if (get_user(*usize, (u32 __user *)uarg))
+		return -EFAULT;
+	ret = xferk_arg_size_check(*usize, desc->min_size);
+	if (ret)
+		return ret;
+	return copy_struct_from_user(arg, desc->size, uarg, *usize);
+}
+
+/**
+ * xferk_cmd_run() - run a command on the kernel copy of its argument
+ * @xf: the calling file
+ * @desc: the command's table entry
+ * @arg: the argument, copied in
+ *
+ * Return: the handler's result.
+ */
+int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
+		  union xferk_ioc_arg *arg)
+{
+	if (desc->drop_kind)
+		return xferk_ioctl_drop(xf, &arg->handle, desc->drop_kind);
+	return desc->handler(xf, arg);
+}
+
+/**
+ * xferk_arg_copy_out() - copy a command's result back
+ * @desc: the command's table entry
+ * @arg: the kernel copy
+ * @uarg: the caller's struct
+ * @usize: the size the caller claims
+ * @ret: the handler's result
+ *
+ * Copies back after success, and after -ETIMEDOUT for commands whose
+ * output is meaningful then.
+ *
+ * Return: @ret, or -EFAULT if the copy failed.
+ */
+int xferk_arg_copy_out(const struct xferk_ioctl_desc *desc,
+		       const union xferk_ioc_arg *arg, void __user *uarg,
+		       u32 usize, int ret)
+{
+	if (ret && !(ret == -ETIMEDOUT && desc->out_on_timeout))
+		return ret;
+	if (copy_to_user(uarg, arg, min_t(u32, usize, desc->size)))
+		return -EFAULT;
+	return ret;
+}
+
+/**
  * xferk_ioctl_dispatch() - run one ioctl command
  * @xf: the calling file
  * @cmd: command number
@@ -135,21 +203,9 @@ long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
 
 	if (!desc)
 		return -ENOTTY;
-	if (get_user(usize, (u32 __user *)uarg))
-		return -EFAULT;
-	ret = xferk_arg_size_check(usize, desc->min_size);
+	ret = xferk_arg_copy_in(desc, &arg, uarg, &usize);
 	if (ret)
 		return ret;
-	ret = copy_struct_from_user(&arg, desc->size, uarg, usize);
-	if (ret)
-		return ret;
-	if (desc->drop_kind)
-		ret = xferk_ioctl_drop(xf, &arg.handle, desc->drop_kind);
-	else
-		ret = desc->handler(xf, &arg);
-	if (ret && !(ret == -ETIMEDOUT && desc->out_on_timeout))
-		return ret;
-	if (copy_to_user(uarg, &arg, min_t(u32, usize, desc->size)))
-		return -EFAULT;
-	return ret;
+	ret = xferk_cmd_run(xf, desc, &arg);
+	return xferk_arg_copy_out(desc, &arg, uarg, usize, ret);
 }

@@ -13,6 +13,7 @@
  *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
  *   export.c     export tokens and remote handles
  *   op.c         submit, posting, completion, wait, query, release
+ *   uring.c      io_uring commands: parking, completion, exit monitor
  *   stats.c      counters; sysfs.c and debugfs.c present them
  *
  * Object ownership (Documentation/design.md has the full picture):
@@ -46,7 +47,11 @@
 
 /* Features this build implements; reported by XFERK_IOC_INFO and sysfs. */
 #define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
-			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL)
+			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL | \
+			 XFERK_FEAT_URING)
+
+#define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
+				 XFERK_SUBMIT_AUTO_RELEASE)
 
 /**
  * struct xferk_file - state of one open file of /dev/xferk
@@ -98,6 +103,8 @@ union xferk_ioc_arg {
  * @min_size: size of the struct's first version; smaller is -EINVAL
  * @size: size of the struct this kernel knows
  * @out_on_timeout: the output is copied back with -ETIMEDOUT too
+ * @nonblock: never waits for the device or the network, so io_uring
+ *	runs it inline (the others go to io_uring's worker threads)
  * @drop_kind: the command drops a handle of this kind (no @handler)
  * @handler: does the command on the kernel copy of the argument
  */
@@ -106,6 +113,7 @@ struct xferk_ioctl_desc {
 	u32 min_size;
 	u32 size;
 	bool out_on_timeout;
+	bool nonblock;
 	u8 drop_kind;
 	int (*handler)(struct xferk_file *xf, union xferk_ioc_arg *arg);
 };
@@ -113,6 +121,13 @@ struct xferk_ioctl_desc {
 const struct xferk_ioctl_desc *xferk_ioctl_lookup(unsigned int cmd);
 int xferk_arg_size_check(u32 usize, u32 min_size);
 bool xferk_is_zeroed(const void *p, size_t len);
+int xferk_arg_copy_in(const struct xferk_ioctl_desc *desc,
+		      union xferk_ioc_arg *arg, void __user *uarg, u32 *usize);
+int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
+		  union xferk_ioc_arg *arg);
+int xferk_arg_copy_out(const struct xferk_ioctl_desc *desc,
+		       const union xferk_ioc_arg *arg, void __user *uarg,
+		       u32 usize, int ret);
 long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
 			  void __user *uarg);
 
@@ -138,6 +153,9 @@ struct xferk_stats {
 	atomic64_t late_completions;
 	atomic64_t ops_drained_after_exit;
 	atomic64_t quarantine_limit_rejects;
+	atomic64_t uring_parked;
+	atomic64_t uring_completed;
+	atomic64_t uring_exit_cancels;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -199,6 +217,7 @@ enum xferk_conn_state {
 
 struct xferk_conn;
 struct xferk_chunk;
+struct io_uring_cmd;
 struct xferk_op;
 struct xferk_export;
 
@@ -455,6 +474,10 @@ struct xferk_chunk {
  * @orphaned: its file was closed before it was physically complete
  * @drain_deadline: bound of the queued background cancel
  * @cancel_work: background cancel-and-drain (deadline policy, exit)
+ * @ucmd: the parked io_uring SUBMIT command, or NULL; set before the op
+ *	is published, completed once (XFERK_OP_UCMD_CLAIMED) when it settles
+ * @ucmd_task: the task that issued @ucmd (ref until claimed)
+ * @parked_node: in xferk_parked (xferk_parked_lock) until claimed
  * @nr_chunks: chunks in @chunks
  * @chunks: the op's chunks
  */
@@ -476,16 +499,23 @@ struct xferk_op {
 	bool orphaned;
 	ktime_t drain_deadline;
 	struct work_struct cancel_work;
+	struct io_uring_cmd *ucmd;
+	struct task_struct *ucmd_task;
+	struct list_head parked_node;
 	u32 nr_chunks;
 	struct xferk_chunk *chunks;
 };
 
 /* struct xferk_op.flags */
 #define XFERK_OP_CANCEL_QUEUED	0	/* cancel_work holds a reference */
+#define XFERK_OP_UCMD_CLAIMED	1	/* whoever sets it completes ucmd */
+#define XFERK_OP_EXIT_CANCEL	2	/* ucmd_task exited: cancelled, -ECANCELED */
 
 extern spinlock_t xferk_ops_lock;
 extern struct list_head xferk_ops;
 
+int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
+		    struct io_uring_cmd *ucmd);
 int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
@@ -503,6 +533,14 @@ void xferk_op_put(struct xferk_op *op);
 int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind);
+int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind);
+
+/* uring.c */
+int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
+void xferk_uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
+		      u64 handle);
+void xferk_uring_op_settled(struct xferk_op *op, u32 state);
+void xferk_uring_module_exit(void);
 
 /* sysfs.c */
 extern const struct attribute_group *xferk_dev_groups[];

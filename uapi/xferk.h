@@ -34,7 +34,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	2
+#define XFERK_ABI_VERSION	3
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -46,6 +46,7 @@
 #define XFERK_FEAT_DATAPATH	(1ULL << 1)	/* regions, connections, ops */
 #define XFERK_FEAT_NULL_PEER	(1ULL << 2)	/* XFERK_CONNECT_NULL_PEER */
 #define XFERK_FEAT_CANCEL	(1ULL << 3)	/* XFERK_IOC_CANCEL, drain policy */
+#define XFERK_FEAT_URING	(1ULL << 4)	/* IORING_OP_URING_CMD, see below */
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -209,6 +210,7 @@ struct xferk_frag {
 
 /* XFERK_IOC_SUBMIT flags */
 #define XFERK_SUBMIT_CANCEL_ON_DEADLINE	(1U << 0)	/* then drain for drain_budget_ns */
+#define XFERK_SUBMIT_AUTO_RELEASE	(1U << 1)	/* io_uring only, see below */
 
 /**
  * struct xferk_ioc_submit - XFERK_IOC_SUBMIT: start an op
@@ -386,5 +388,55 @@ struct xferk_ioc_info {
 #define XFERK_IOC_QUERY		_IOWR(XFERK_IOC_MAGIC, 0x0b, struct xferk_ioc_query)
 #define XFERK_IOC_RELEASE	_IOWR(XFERK_IOC_MAGIC, 0x0c, struct xferk_ioc_handle)
 #define XFERK_IOC_CANCEL	_IOWR(XFERK_IOC_MAGIC, 0x0d, struct xferk_ioc_cancel)
+
+/*
+ * io_uring commands (XFERK_FEAT_URING)
+ *
+ * Every command above can be sent as IORING_OP_URING_CMD on an open
+ * /dev/xferk: sqe->cmd_op is the command's XFERK_IOC_* number and the
+ * first 16 bytes of sqe->cmd hold a struct xferk_uring_cmd pointing to the
+ * same argument struct the ioctl takes (the same rules apply). In a ring
+ * set up with IORING_SETUP_SQE128 the other 64 bytes of sqe->cmd must be
+ * zero. The kernel reads the payload and the argument struct once, when it
+ * issues the command. cqe->res is what the ioctl would return (0 or a
+ * negative errno); outputs go back into the argument struct as with the
+ * ioctl. WAIT, CANCEL and the commands that set things up run in
+ * io_uring's worker threads; INFO, QUERY and RELEASE run inline.
+ *
+ * XFERK_IOC_SUBMIT is asynchronous: the op's handle is written to
+ * xferk_ioc_submit.op before io_uring_enter() returns (unless the command
+ * was issued asynchronously: IOSQE_ASYNC, SQPOLL), the command stays
+ * parked, and its CQE posts once the op is settled:
+ *  - physically complete (buffer_reusable): cqe->res is the final state,
+ *    SUCCEEDED, FAILED, TIMED_OUT or DRAINED;
+ *  - or QUARANTINED at its drain deadline: cqe->res is
+ *    XFERK_STATE_QUARANTINED and the buffers are NOT reusable yet (an
+ *    XFERK_IOC_WAIT with XFERK_WAIT_PHYSICAL tells when they are);
+ *  - or cancelled because the submitting task exited: -ECANCELED, after
+ *    the op was cancelled and drained in the background.
+ * A negative cqe->res other than -ECANCELED means nothing was submitted.
+ * In a ring set up with IORING_SETUP_CQE32, big_cqe[0] holds the op handle.
+ * Through the ring a submit must have a deadline, and deadline plus
+ * drain_budget_ns must lie within XFERK_URING_MAX_PARK_NS of the submit
+ * (-EINVAL otherwise); XFERK_SUBMIT_CANCEL_ON_DEADLINE always applies. So
+ * every parked command completes on its own, also when the ring is closed.
+ * With XFERK_SUBMIT_AUTO_RELEASE the op handle is released when the CQE
+ * posts, except for a QUARANTINED op (the caller releases that one).
+ * XFERK_IOC_CANCEL through the ring takes a drain deadline within the
+ * same bound.
+ */
+#define XFERK_URING_MAX_PARK_NS	(60ULL * 1000000000ULL)
+
+/**
+ * struct xferk_uring_cmd - the payload of IORING_OP_URING_CMD (sqe->cmd)
+ * @arg: user pointer to the command's argument struct
+ * @flags: must be 0
+ * @reserved: must be 0
+ */
+struct xferk_uring_cmd {
+	__u64 arg;
+	__u32 flags;
+	__u32 reserved;
+};
 
 #endif /* _UAPI_XFERK_H */

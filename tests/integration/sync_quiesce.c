@@ -100,7 +100,7 @@ static int round_trip(int naive)
 
 int main(void)
 {
-	int slow = getenv("XFERK_KERNEL") && !strcmp(getenv("XFERK_KERNEL"), "debug");
+	int slow = t_debug_kernel();
 	int rounds = slow ? 3 : 50, i, naive_hits = 0, sync_hits = 0;
 	uint64_t dst_mr;
 

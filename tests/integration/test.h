@@ -44,8 +44,69 @@ static inline int t_result(void)
 
 #include <stdint.h>
 #include <sys/mman.h>
+#include <liburing.h>
 
 #include "libxferk.h"
+#include "xferk_uring.h"
+
+/* Running on the debug kernel (slow RDMA): the harness says so. */
+static inline int t_debug_kernel(void)
+{
+	const char *k = getenv("XFERK_KERNEL");
+
+	return k && !strcmp(k, "debug");
+}
+
+/* A ring with @entries SQEs and IORING_SETUP_* @flags; exits on failure. */
+static inline void t_ring(struct io_uring *ring, unsigned int entries,
+			  unsigned int cq_entries, unsigned int flags)
+{
+	struct io_uring_params p = { .flags = flags };
+	int ret;
+
+	if (cq_entries) {
+		p.flags |= IORING_SETUP_CQSIZE;
+		p.cq_entries = cq_entries;
+	}
+	ret = io_uring_queue_init_params(entries, ring, &p);
+	if (ret) {
+		fprintf(stderr, "io_uring_queue_init: %s\n", strerror(-ret));
+		exit(ret == -ENOSYS ? T_SKIP : T_FAIL);
+	}
+}
+
+/* An SQE, submitting what is queued if the ring is full. */
+static inline struct io_uring_sqe *t_sqe(struct io_uring *ring)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	if (!sqe) {
+		io_uring_submit(ring);
+		sqe = io_uring_get_sqe(ring);
+	}
+	if (!sqe) {
+		fprintf(stderr, "no SQE\n");
+		exit(T_FAIL);
+	}
+	return sqe;
+}
+
+/* The next CQE within @ms milliseconds: its res and user_data; -ETIME if none. */
+static inline int t_cqe(struct io_uring *ring, unsigned int ms, int *res,
+			uint64_t *user_data)
+{
+	struct __kernel_timespec ts = { .tv_sec = ms / 1000,
+					.tv_nsec = (ms % 1000) * 1000000LL };
+	struct io_uring_cqe *cqe;
+	int ret = io_uring_wait_cqe_timeout(ring, &cqe, &ts);
+
+	if (ret)
+		return ret;
+	*res = cqe->res;
+	*user_data = cqe->user_data;
+	io_uring_cqe_seen(ring, cqe);
+	return 0;
+}
 
 /* The soft-RoCE address the VM harness sets up (tests/vm/guest.sh). */
 static inline const char *t_peer(void)

@@ -139,6 +139,10 @@ demo() {
 	run_test demo/transfer demo_transfer
 }
 
+bench() {
+	run_test bench/ctrl "$XFERK_BUILD/bin/xferk-bench" ctrl
+}
+
 main() {
 	echo "guest: kernel $(uname -r), mode $XFERK_MODE" >/dev/ttyS0
 	run_test setup/rdma setup_rdma
@@ -147,9 +151,14 @@ main() {
 	if [ -e /dev/xferk ]; then
 		if [ "$XFERK_MODE" = demo ]; then
 			demo
+		elif [ "$XFERK_MODE" = bench ]; then
+			bench
 		else
 			[ -e "$XFERK_MODDIR/tests/kunit/xferk_test.ko" ] && run_kunit
 			run_integration
+			# shellcheck disable=SC2053
+			[[ xferk-bench == $XFERK_ONLY ]] &&
+				run_test bench/ctrl-quick "$XFERK_BUILD/bin/xferk-bench" ctrl --quick
 		fi
 		run_test module/unload rmmod xferk
 	fi

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * io_uring command API differences between the kernels xferk builds on.
+ *
+ *  - The driver-side declarations moved from <linux/io_uring.h> to
+ *    <linux/io_uring/cmd.h> (6.7), where the payload is reached through
+ *    io_uring_sqe_cmd(cmd->sqe) instead of cmd->cmd.
+ *  - io_uring_cmd_done() gained its issue_flags argument in 6.3 and in
+ *    later 6.1 stable releases (Debian 12's 6.1 has it). kmod/Kbuild
+ *    probes the header and defines XFERK_CMD_DONE_HAS_ISSUE_FLAGS.
+ */
+#ifndef XFERK_URING_COMPAT_H
+#define XFERK_URING_COMPAT_H
+
+#if __has_include(<linux/io_uring/cmd.h>)
+#include <linux/io_uring/cmd.h>
+#define xferk_uring_payload(cmd)	io_uring_sqe_cmd((cmd)->sqe)
+#else
+#include <linux/io_uring.h>
+#define xferk_uring_payload(cmd)	((cmd)->cmd)
+#endif
+
+#ifdef XFERK_CMD_DONE_HAS_ISSUE_FLAGS
+#define xferk_uring_cmd_done(cmd, ret, res2, issue_flags) \
+	io_uring_cmd_done(cmd, ret, res2, issue_flags)
+#else
+#define xferk_uring_cmd_done(cmd, ret, res2, issue_flags) \
+	io_uring_cmd_done(cmd, ret, res2)
+#endif
+
+#endif /* XFERK_URING_COMPAT_H */

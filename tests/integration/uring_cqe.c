@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Exactly one CQE per parked submit, over soft-RoCE:
+ *  - deadline: a work request whose completion is swallowed; the op times
+ *    out, is cancelled and drained, and is QUARANTINED at its drain
+ *    deadline: one CQE with res QUARANTINED (buffers not reusable). A WAIT
+ *    command then reports DRAINED once the teardown destroyed the QP, and
+ *    the submit posts nothing more.
+ *  - cancel: a CANCEL command on an op whose completion is delayed: one
+ *    CQE for the CANCEL (0, snapshot DRAINED) and one for the submit
+ *    (DRAINED).
+ *  - QUERY and RELEASE commands run inline; a second RELEASE is ESTALE.
+ */
+#include <unistd.h>
+
+#include "test.h"
+
+#define MS		1000000ULL
+#define FAULT		"/sys/kernel/debug/xferk/fault/"
+#define FLUSH_TIMEOUT	"/sys/module/xferk/parameters/flush_timeout_ms"
+
+static struct xferk_ioc_submit submit_one(struct io_uring *ring, int fd,
+					  struct xferk_frag *f, uint64_t deadline,
+					  uint64_t budget, uint64_t user_data)
+{
+	struct xferk_ioc_submit s = {
+		.size = sizeof(s), .frags = (uintptr_t)f, .nr_frags = 1,
+		.frag_size = sizeof(*f), .deadline_ns = deadline,
+		.drain_budget_ns = budget, .user_data = user_data,
+	};
+	struct io_uring_sqe *sqe = t_sqe(ring);
+
+	io_uring_prep_xferk_submit(sqe, fd, &s);
+	io_uring_sqe_set_data64(sqe, user_data);
+	T_EXPECT(io_uring_submit(ring) == 1, "submit");
+	T_EXPECT(s.op != 0, "op handle written back");
+	return s;
+}
+
+/* Sends one command and returns its CQE's res; -ETIME if none came. */
+static int run_cmd(struct io_uring *ring, int fd, unsigned int cmd_op,
+		   void *arg, uint64_t user_data, unsigned int ms)
+{
+	struct io_uring_sqe *sqe = t_sqe(ring);
+	uint64_t ud;
+	int res, ret;
+
+	io_uring_prep_xferk_cmd(sqe, fd, cmd_op, arg);
+	io_uring_sqe_set_data64(sqe, user_data);
+	io_uring_submit(ring);
+	ret = t_cqe(ring, ms, &res, &ud);
+	if (ret)
+		return ret;
+	T_EXPECT(ud == user_data, "CQE for %llu, want %llu",
+		 (unsigned long long)ud, (unsigned long long)user_data);
+	return res;
+}
+
+static void deadline_expiry(struct io_uring *ring, struct xferk *x,
+			    struct xferk_frag *f)
+{
+	long long pinned;
+	struct xferk_ioc_submit s;
+	struct xferk_ioc_wait w = { .size = sizeof(w), .flags = XFERK_WAIT_PHYSICAL };
+	uint64_t ud;
+	int res;
+
+	T_EXPECT(t_write_file(FAULT "swallow_completions", "1") == 0, "fault");
+	s = submit_one(ring, xferk_fd(x), f, xferk_now_ns() + 200 * MS,
+		       500 * MS, 1);
+	T_EXPECT(t_cqe(ring, 10000, &res, &ud) == 0 && ud == 1,
+		 "deadline CQE");
+	T_EXPECT(res == XFERK_STATE_QUARANTINED, "res %d (%s)", res,
+		 xferk_state_name(res));
+	/* Deregistered, but the quarantined op keeps the pages pinned. */
+	pinned = t_stat("pinned_pages");
+	T_EXPECT(xferk_mr_dereg(x, f->mr) == 0, "dereg");
+	T_EXPECT(t_stat("pinned_pages") == pinned, "unpinned while quarantined");
+
+	/* The teardown destroys the QP after flush_timeout_ms. */
+	w.op = s.op;
+	w.deadline_ns = xferk_now_ns() + 30000 * MS;
+	res = run_cmd(ring, xferk_fd(x), XFERK_IOC_WAIT, &w, 2, 35000);
+	T_EXPECT(res == 0 && w.snap.state == XFERK_STATE_DRAINED &&
+		 w.snap.buffer_reusable && w.snap.deadline_timeouts == 1,
+		 "WAIT: %d %s", res, xferk_state_name(w.snap.state));
+	T_EXPECT(t_stat("pinned_pages") < pinned, "drained pages still pinned");
+	T_EXPECT(t_cqe(ring, 300, &res, &ud) == -ETIME,
+		 "second CQE for %llu: %d", (unsigned long long)ud, res);
+	T_EXPECT(xferk_release(x, s.op) == 0, "release");
+}
+
+static void cancel(struct io_uring *ring, struct xferk *x, struct xferk_frag *f)
+{
+	struct xferk_ioc_cancel c = { .size = sizeof(c) };
+	struct xferk_ioc_query q = { .size = sizeof(q) };
+	struct xferk_ioc_handle h = { .size = sizeof(h) };
+	struct io_uring_sqe *sqe;
+	struct xferk_ioc_submit s;
+	int res, got = 0, i;
+	uint64_t ud;
+
+	T_EXPECT(t_write_file(FAULT "delay_ms", "800") == 0 &&
+		 t_write_file(FAULT "delay_completions", "1") == 0, "fault");
+	s = submit_one(ring, xferk_fd(x), f, xferk_now_ns() + 20000 * MS, 0, 3);
+	c.op = s.op;
+	c.drain_deadline_ns = xferk_now_ns() + 10000 * MS;
+	sqe = t_sqe(ring);
+	io_uring_prep_xferk_cancel(sqe, xferk_fd(x), &c);
+	io_uring_sqe_set_data64(sqe, 4);
+	io_uring_submit(ring);
+	for (i = 0; i < 2; i++) {
+		if (t_cqe(ring, 15000, &res, &ud))
+			break;
+		got |= ud == 3 ? 1 : 2;
+		if (ud == 3)
+			T_EXPECT(res == XFERK_STATE_DRAINED, "submit res %d", res);
+		else
+			T_EXPECT(res == 0 && c.snap.state == XFERK_STATE_DRAINED &&
+				 c.snap.cancel_requests == 1,
+				 "CANCEL: %d %s", res, xferk_state_name(c.snap.state));
+	}
+	T_EXPECT(got == 3, "CQEs seen: %#x", got);
+	T_EXPECT(t_cqe(ring, 300, &res, &ud) == -ETIME, "extra CQE %llu",
+		 (unsigned long long)ud);
+
+	q.op = s.op;
+	res = run_cmd(ring, xferk_fd(x), XFERK_IOC_QUERY, &q, 5, 5000);
+	T_EXPECT(res == 0 && q.snap.state == XFERK_STATE_DRAINED &&
+		 q.snap.user_data == 3, "QUERY: %d %s", res,
+		 xferk_state_name(q.snap.state));
+	h.handle = s.op;
+	T_EXPECT(run_cmd(ring, xferk_fd(x), XFERK_IOC_RELEASE, &h, 6, 5000) == 0,
+		 "RELEASE");
+	res = run_cmd(ring, xferk_fd(x), XFERK_IOC_RELEASE, &h, 7, 5000);
+	T_EXPECT_ERR(res, ESTALE);
+}
+
+int main(void)
+{
+	long long pinned = t_stat("pinned_pages"), live = t_stat("ops_live");
+	uint64_t conn, src_mr, dst_mr, remote;
+	struct io_uring ring;
+	struct xferk_frag f;
+	struct xferk *x;
+	uint8_t *src, *dst;
+
+	if (xferk_open(&x))
+		return T_SKIP;
+	src = t_map(1 << 20);
+	dst = t_map(1 << 20);
+	if (t_setup(x, src, 1 << 20, dst, 1 << 20, &conn, &src_mr, &dst_mr, &remote))
+		return T_FAIL;
+	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "1000") == 0, "flush timeout");
+	t_ring(&ring, 64, 0, 0);
+	f = (struct xferk_frag) { .mr = src_mr, .len = 4096, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	deadline_expiry(&ring, x, &f);
+
+	/* The drain took the connection down: a new one for the next op. */
+	xferk_close(x);
+	if (xferk_open(&x) ||
+	    t_setup(x, src, 1 << 20, dst, 1 << 20, &conn, &src_mr, &dst_mr, &remote))
+		return T_FAIL;
+	f.mr = src_mr;
+	f.remote = remote;
+	cancel(&ring, x, &f);
+
+	io_uring_queue_exit(&ring);
+	xferk_close(x);
+	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "5000") == 0, "restore flush timeout");
+	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
+		 t_stat("pinned_pages"), pinned);
+	T_EXPECT(t_stat("ops_live") == live, "ops_live");
+	return t_result();
+}

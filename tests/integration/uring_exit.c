@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Parked submits outlive their ring and their process safely, over
+ * soft-RoCE:
+ *  - ring closed: four ops whose completions are swallowed are parked when
+ *    the ring is closed and their region is deregistered. Until each op is
+ *    physically complete its pages stay pinned (checked on every poll);
+ *    all four complete through the deadline policy and the teardown.
+ *  - process killed: 60 children each park eight ops (every tenth child
+ *    one with a swallowed completion) and are killed with SIGKILL. No
+ *    exit hangs; the exit monitor cancels the ops of dead submitters; in
+ *    the end no op is live, no command parked and no page pinned.
+ * The harness then unloads the module.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define MS		1000000ULL
+#define FAULT		"/sys/kernel/debug/xferk/fault/"
+#define PARAM		"/sys/module/xferk/parameters/"
+#define KILLS		60
+#define OPS		8
+#define LEN		(64UL << 10)
+
+static void ring_closed(void)
+{
+	long long pinned0 = t_stat("pinned_pages");
+	long long completed = t_stat("uring_completed");
+	uint64_t conn, src_mr, dst_mr, remote;
+	struct xferk_ioc_submit s[4];
+	struct xferk_frag f[4];
+	struct io_uring ring;
+	uint8_t *src = t_map(LEN), *dst = t_map(LEN + 4096);
+	struct xferk *x;
+	long long pinned;
+	int i, physical = 0, early = 0;
+
+	if (xferk_open(&x) ||
+	    t_setup(x, src, LEN, dst, LEN + 4096, &conn, &src_mr, &dst_mr, &remote)) {
+		T_EXPECT(0, "setup");
+		return;
+	}
+	t_ring(&ring, 8, 0, 0);
+	T_EXPECT(t_write_file(FAULT "swallow_completions", "4") == 0, "fault");
+	for (i = 0; i < 4; i++) {
+		struct io_uring_sqe *sqe = t_sqe(&ring);
+
+		f[i] = (struct xferk_frag) { .mr = src_mr, .offset = i * 4096,
+					     .len = 4096, .remote = remote,
+					     .remote_offset = i * 4096,
+					     .opcode = XFERK_OP_WRITE };
+		s[i] = (struct xferk_ioc_submit) {
+			.size = sizeof(s[i]), .frags = (uintptr_t)&f[i],
+			.nr_frags = 1, .frag_size = sizeof(f[i]),
+			.deadline_ns = xferk_now_ns() + 300 * MS,
+			.drain_budget_ns = 300 * MS,
+		};
+		io_uring_prep_xferk_submit(sqe, xferk_fd(x), &s[i]);
+	}
+	T_EXPECT(io_uring_submit(&ring) == 4, "submit");
+	io_uring_queue_exit(&ring);
+	T_EXPECT(xferk_mr_dereg(x, src_mr) == 0, "dereg");
+	pinned = t_stat("pinned_pages");
+
+	/* Every 20 ms: an op not physically complete keeps its pages. */
+	for (i = 0; i < 1500 && physical < 4; i++) {
+		struct xferk_op_snapshot snap;
+		int j;
+
+		physical = 0;
+		for (j = 0; j < 4; j++) {
+			if (xferk_query(x, s[j].op, &snap))
+				continue;
+			physical += snap.physical_complete;
+			early += !snap.physical_complete &&
+				 t_stat("pinned_pages") < pinned;
+		}
+		usleep(20000);
+	}
+	T_EXPECT(physical == 4, "%d of 4 ops physically complete", physical);
+	T_EXPECT(!early, "pages unpinned before their op was complete");
+	for (i = 0; i < 100 && t_stat("uring_completed") < completed + 4; i++)
+		usleep(50000);
+	T_EXPECT(t_stat("uring_completed") == completed + 4,
+		 "parked commands completed: %lld",
+		 t_stat("uring_completed") - completed);
+	xferk_close(x);
+	T_EXPECT(t_stat("pinned_pages") == pinned0, "pinned_pages %lld, was %lld",
+		 t_stat("pinned_pages"), pinned0);
+}
+
+static void child(int ready, int stuck)
+{
+	uint64_t conn, mr, dst_mr, remote;
+	uint8_t *src = t_map(OPS * LEN), *dst = t_map(OPS * LEN + 4096);
+	struct xferk_ioc_submit s[OPS];
+	struct xferk_frag f[OPS];
+	struct io_uring ring;
+	struct xferk *x = NULL;
+	int i, ret = -1;
+
+	/* Another child's drain may take the shared connection down: retry. */
+	for (i = 0; i < 5 && ret; i++) {
+		if (x)
+			xferk_close(x);
+		ret = xferk_open(&x);
+		if (!ret)
+			ret = t_setup(x, src, OPS * LEN, dst, OPS * LEN + 4096,
+				      &conn, &mr, &dst_mr, &remote);
+		if (ret)
+			usleep(200000);
+	}
+	if (ret)
+		_exit(1);
+	t_ring(&ring, OPS, 0, 0);
+	if (stuck && t_write_file(FAULT "swallow_completions", "1"))
+		_exit(1);
+	for (i = 0; i < OPS; i++) {
+		struct io_uring_sqe *sqe = t_sqe(&ring);
+
+		f[i] = (struct xferk_frag) { .mr = mr, .offset = i * LEN,
+					     .len = LEN, .remote = remote,
+					     .remote_offset = i * LEN,
+					     .opcode = i % 2 };
+		s[i] = (struct xferk_ioc_submit) {
+			.size = sizeof(s[i]), .flags = XFERK_SUBMIT_AUTO_RELEASE,
+			.frags = (uintptr_t)&f[i], .nr_frags = 1,
+			.frag_size = sizeof(f[i]),
+			.deadline_ns = xferk_now_ns() + 30000 * MS,
+			.drain_budget_ns = 5000 * MS,
+		};
+		io_uring_prep_xferk_submit(sqe, xferk_fd(x), &s[i]);
+	}
+	if (io_uring_submit(&ring) != OPS || write(ready, "R", 1) != 1)
+		_exit(1);
+	pause();
+	_exit(0);
+}
+
+static void killed(void)
+{
+	long long pinned = t_stat("pinned_pages"), live = t_stat("ops_live");
+	long long exits = t_stat("uring_exit_cancels");
+	int i, started = 0;
+
+	T_EXPECT(t_write_file(PARAM "exit_drain_ms", "1000") == 0, "exit_drain_ms");
+	for (i = 0; i < KILLS; i++) {
+		int p[2], status;
+		pid_t pid;
+		char c;
+
+		if (pipe(p)) {
+			T_EXPECT(0, "pipe");
+			return;
+		}
+		pid = fork();
+		if (pid == 0) {
+			close(p[0]);
+			child(p[1], i % 10 == 0);
+		}
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1)
+			started++;
+		kill(pid, SIGKILL);
+		close(p[0]);
+		waitpid(pid, &status, 0);
+	}
+	T_EXPECT(started == KILLS, "%d of %d children parked their ops",
+		 started, KILLS);
+	for (i = 0; i < 600 && (t_stat("pinned_pages") != pinned ||
+				t_stat("ops_live") != live ||
+				t_stat("uring_parked")); i++)
+		usleep(100000);
+	T_EXPECT(t_stat("uring_parked") == 0, "uring_parked %lld",
+		 t_stat("uring_parked"));
+	T_EXPECT(t_stat("ops_live") == live, "ops_live %lld, was %lld",
+		 t_stat("ops_live"), live);
+	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
+		 t_stat("pinned_pages"), pinned);
+	/* At least the stuck ones were still parked when their task died. */
+	T_EXPECT(t_stat("uring_exit_cancels") - exits >= KILLS / 10,
+		 "exit cancels %lld", t_stat("uring_exit_cancels") - exits);
+	printf("%d kills; exit cancels: %lld\n", started,
+	       t_stat("uring_exit_cancels") - exits);
+	T_EXPECT(t_write_file(PARAM "exit_drain_ms", "5000") == 0, "exit_drain_ms");
+}
+
+int main(void)
+{
+	if (access(XFERK_DEVICE_PATH, F_OK))
+		return T_SKIP;
+	T_EXPECT(t_write_file(PARAM "flush_timeout_ms", "1000") == 0, "flush timeout");
+	ring_closed();
+	killed();
+	T_EXPECT(t_write_file(PARAM "flush_timeout_ms", "5000") == 0, "flush timeout");
+	return t_result();
+}
