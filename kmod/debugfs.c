@@ -36,17 +36,20 @@ static int ops_show(struct seq_file *m, void *unused)
 	struct xferk_op *op;
 	unsigned long flags;
 
-	seq_puts(m, "pid state first_error total_bytes in_flight_bytes done_frags/frags age_ms\n");
+	seq_puts(m, "pid state first_error total_bytes in_flight_bytes done_frags/frags age_ms via\n");
 	spin_lock(&xferk_ops_lock);
 	list_for_each_entry(op, &xferk_ops, node) {
 		spin_lock_irqsave(&op->lock, flags);
 		xferk_life_snapshot(&op->life, &s);
 		spin_unlock_irqrestore(&op->lock, flags);
-		seq_printf(m, "%d %s %d %llu %llu %u/%u %lld\n", op->owner,
+		seq_printf(m, "%d %s %d %llu %llu %u/%u %lld %s\n", op->owner,
 			   xferk_state_name(s.state), s.first_error,
 			   s.total_bytes, s.in_flight_bytes,
 			   s.completed_fragments, s.total_fragments,
-			   ktime_ms_delta(now, op->life.submit_time));
+			   ktime_ms_delta(now, op->life.submit_time),
+			   !op->ucmd ? "ioctl" :
+			   test_bit(XFERK_OP_UCMD_CLAIMED, &op->flags) ?
+			   "uring-done" : "uring-parked");
 	}
 	spin_unlock(&xferk_ops_lock);
 	return 0;

@@ -6,13 +6,14 @@
  *    <linux/io_uring/cmd.h> (6.7), where the payload is reached through
  *    io_uring_sqe_cmd(cmd->sqe) instead of cmd->cmd.
  *  - io_uring_cmd_done() gained its issue_flags argument in 6.3 and in
- *    later 6.1 stable releases (Debian 12's 6.1 has it). kmod/Kbuild
- *    probes the header and defines XFERK_CMD_DONE_HAS_ISSUE_FLAGS.
+ *    later 6.1 stable releases (Debian 12's 6.1 has it).
+ * kmod/Kbuild probes the target kernel's headers and defines
+ * XFERK_HAVE_IO_URING_CMD_H and XFERK_CMD_DONE_HAS_ISSUE_FLAGS.
  */
 #ifndef XFERK_URING_COMPAT_H
 #define XFERK_URING_COMPAT_H
 
-#if __has_include(<linux/io_uring/cmd.h>)
+#ifdef XFERK_HAVE_IO_URING_CMD_H
 #include <linux/io_uring/cmd.h>
 #define xferk_uring_payload(cmd)	io_uring_sqe_cmd((cmd)->sqe)
 #else

@@ -224,8 +224,9 @@ struct xferk_frag {
  *	XFERK_DEADLINE_NONE; a deadline already past fails with ETIMEDOUT
  * @user_data: returned in snapshots, untouched by the kernel
  * @op: out: the op's handle
- * @drain_budget_ns: with XFERK_SUBMIT_CANCEL_ON_DEADLINE: how long the
- *	automatic cancel may drain after the deadline; must be 0 otherwise
+ * @drain_budget_ns: with XFERK_SUBMIT_CANCEL_ON_DEADLINE (implied through
+ *	io_uring): how long the automatic cancel may drain after the
+ *	deadline; must be 0 otherwise
  * @reserved: must be 0
  */
 struct xferk_ioc_submit {

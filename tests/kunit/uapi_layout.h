@@ -47,6 +47,8 @@ static const struct layout_case xferk_layout_cases[] = {
 	{ "xferk_ioc_query.snap", offsetof(struct xferk_ioc_query, snap), 16 },
 	{ "xferk_ioc_cancel.snap", offsetof(struct xferk_ioc_cancel, snap), 24 },
 	{ "sizeof xferk_ioc_cancel", sizeof(struct xferk_ioc_cancel), 136 },
+	{ "xferk_uring_cmd.flags", offsetof(struct xferk_uring_cmd, flags), 8 },
+	{ "sizeof xferk_uring_cmd", sizeof(struct xferk_uring_cmd), 16 },
 };
 
 #endif

@@ -40,6 +40,33 @@ static void uapi_lookup_ignores_size_bits(struct kunit *test)
 			    xferk_ioctl_lookup(XFERK_IOC_INFO));
 }
 
+/*
+ * Through io_uring, only commands that never wait run inline: a WAIT or
+ * CANCEL there would block the submitting task.
+ */
+static void uapi_ring_inline_commands(struct kunit *test)
+{
+	static const unsigned int inline_cmds[] = {
+		XFERK_IOC_INFO, XFERK_IOC_SUBMIT, XFERK_IOC_QUERY,
+		XFERK_IOC_RELEASE,
+	};
+	unsigned int nr, i, inline_found = 0;
+
+	for (nr = 0; nr < 64; nr++) {
+		const struct xferk_ioctl_desc *desc =
+			xferk_ioctl_lookup(_IOWR(XFERK_IOC_MAGIC, nr, u64));
+		bool want = false;
+
+		if (!desc)
+			continue;
+		for (i = 0; i < ARRAY_SIZE(inline_cmds); i++)
+			want |= desc->cmd == inline_cmds[i];
+		KUNIT_EXPECT_EQ_MSG(test, desc->nonblock, want, "command %u", nr);
+		inline_found += desc->nonblock;
+	}
+	KUNIT_EXPECT_EQ(test, inline_found, (unsigned int)ARRAY_SIZE(inline_cmds));
+}
+
 static void uapi_lookup_unknown(struct kunit *test)
 {
 	unsigned int nr = _IOC_NR(XFERK_IOC_INFO);
@@ -115,6 +142,7 @@ static struct kunit_case xferk_uapi_cases[] = {
 	KUNIT_CASE(uapi_lookup_known),
 	KUNIT_CASE(uapi_lookup_ignores_size_bits),
 	KUNIT_CASE(uapi_lookup_unknown),
+	KUNIT_CASE(uapi_ring_inline_commands),
 	KUNIT_CASE(uapi_size_check),
 	KUNIT_CASE(uapi_is_zeroed),
 	KUNIT_CASE(uapi_info_handler),

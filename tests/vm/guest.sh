@@ -94,12 +94,14 @@ run_kunit() {
 	run_test kunit/unload rmmod xferk_test
 }
 
+# The integration programs, and the example programs (which check their work).
 run_integration() {
 	local t name
-	for t in "$TESTS"/*; do
+	for t in "$TESTS"/* "$XFERK_BUILD"/examples/*; do
 		name=$(basename "$t")
 		# shellcheck disable=SC2053
 		[[ $name == $XFERK_ONLY ]] || continue
+		[[ $t == */examples/* ]] && name=example/$name
 		run_test "$name" "$t"
 	done
 }
