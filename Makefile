@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # xferk: kernel module, library, tools and tests. `make help` lists targets.
 
-VERSION		:= 0.1.0
+VERSION		:= 0.2.0
 SOVERSION	:= 0
 
 # The kernel to build the module against: the running kernel's build dir,

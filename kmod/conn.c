@@ -37,7 +37,6 @@
 #define XFERK_CM_MAGIC		0x5846524bU	/* "XFRK" */
 #define XFERK_PROTO_VERSION	1
 #define XFERK_PROTO_CAPS	0ULL
-#define XFERK_QP_CTXS		128	/* chunks in flight per connection */
 #define XFERK_MAX_RD_ATOMIC	16
 #define XFERK_ACK_TIMEOUT	17	/* 4.096 us * 2^17 = 0.54 s per try */
 #define XFERK_RETRY_COUNT	6
@@ -97,6 +96,8 @@ static void conn_release(struct kref *ref)
 
 	WARN_ON(!list_empty(&c->pending) || !list_empty(&c->posted));
 	WARN_ON(!list_empty(&c->exports));
+	if (c->qdev)
+		xferk_qdev_put(c->qdev);
 	kfree(c);
 }
 
@@ -568,6 +569,9 @@ static int conn_rdma_create_qp(struct xferk_conn *c, struct rdma_cm_id *id)
 	struct ib_qp_init_attr init = {};
 	int ret;
 
+	c->qdev = xferk_qdev_get(dev);
+	if (!c->qdev)
+		return -ENOMEM;
 	c->pd = ib_alloc_pd(dev, 0);
 	if (IS_ERR(c->pd)) {
 		ret = PTR_ERR(c->pd);

@@ -116,6 +116,55 @@ static int peers_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(peers);
 
+static const char *const xferk_prio_names[XFERK_PRIO_COUNT] = {
+	[XFERK_PRIO_NORMAL] = "normal",
+	[XFERK_PRIO_CRITICAL] = "critical",
+	[XFERK_PRIO_BULK] = "bulk",
+	[XFERK_PRIO_INTERNAL] = "internal",
+};
+
+static const char *const xferk_qstate_names[] = {
+	[XFERK_Q_QUEUED] = "queued",
+	[XFERK_Q_DISPATCHING] = "dispatching",
+	[XFERK_Q_SUBMITTED] = "submitted",
+	[XFERK_Q_DONE] = "done",
+};
+
+/* Every device's queue: windows, classes, and the ops waiting in them. */
+static int queue_show(struct seq_file *m, void *unused)
+{
+	ktime_t now = ktime_get();
+	struct xferk_sched_item *it;
+	struct xferk_qdev *q;
+	int i;
+
+	seq_printf(m, "bypass %d\n", READ_ONCE(xferk_queue_bypass));
+	spin_lock(&xferk_queue_lock);
+	list_for_each_entry(q, &xferk_qdevs, node) {
+		seq_printf(m, "device %s inflight_bytes %llu inflight_chunks %u\n",
+			   q->name, q->sched.inflight_bytes,
+			   q->sched.inflight_chunks);
+		for (i = 0; i < XFERK_PRIO_COUNT; i++) {
+			struct xferk_sched_class *c = &q->sched.cls[i];
+
+			seq_printf(m, " class %s ops %u bytes %llu deficit %lld\n",
+				   xferk_prio_names[i], c->ops, c->bytes,
+				   c->deficit);
+			list_for_each_entry(it, &c->items, node)
+				seq_printf(m, "  pid %d %s undispatched %llu/%u inflight %llu/%u age_ms %lld\n",
+					   container_of(it, struct xferk_op, qitem)->owner,
+					   xferk_qstate_names[it->state],
+					   it->undispatched_bytes,
+					   it->undispatched_chunks,
+					   it->inflight_bytes, it->inflight_chunks,
+					   ktime_ms_delta(now, it->enqueued));
+		}
+	}
+	spin_unlock(&xferk_queue_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(queue);
+
 /* Failure to create debugfs entries is not an error (debugfs API rules). */
 void xferk_debugfs_init(void)
 {
@@ -127,6 +176,8 @@ void xferk_debugfs_init(void)
 	debugfs_create_file("ops", 0444, xferk_debugfs_root, NULL, &ops_fops);
 	debugfs_create_file("peers", 0444, xferk_debugfs_root, NULL,
 			    &peers_fops);
+	debugfs_create_file("queue", 0444, xferk_debugfs_root, NULL,
+			    &queue_fops);
 	debugfs_create_file("quarantine", 0444, xferk_debugfs_root, NULL,
 			    &quarantine_fops);
 	fault = debugfs_create_dir("fault", xferk_debugfs_root);

@@ -210,6 +210,11 @@ static int xferk_open(struct inode *inode, struct file *file)
 	xf = kzalloc(sizeof(*xf), GFP_KERNEL);
 	if (!xf)
 		return -ENOMEM;
+	xf->qacct = xferk_qacct_create();
+	if (!xf->qacct) {
+		kfree(xf);
+		return -ENOMEM;
+	}
 	xf->owner_tgid = task_tgid_nr(current);
 	mutex_init(&xf->lock);
 	xferk_handles_init(&xf->handles);
@@ -229,6 +234,7 @@ static int xferk_release(struct inode *inode, struct file *file)
 	while ((ho = xferk_handle_pop(&xf->handles)))
 		drop_object(ho, true);
 	xferk_handles_destroy(&xf->handles);
+	xferk_qacct_put(xf->qacct);
 	kfree(xf);
 	return 0;
 }

@@ -100,6 +100,11 @@ struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 
 	if (!c)
 		return ERR_PTR(-ENOMEM);
+	c->qdev = xferk_qdev_get(NULL);
+	if (!c->qdev) {
+		kfree(c);
+		return ERR_PTR(-ENOMEM);
+	}
 	xferk_conn_init(c, &xferk_null_transport);
 	INIT_DELAYED_WORK(&c->null_work, null_complete_due);
 	c->null_delay_ns = delay_ns;

@@ -43,6 +43,10 @@ static void op_release(struct kref *ref)
 	hrtimer_cancel(&op->timer);
 	for (i = 0; i < op->nr_chunks; i++)
 		xferk_remote_put(op->chunks[i].remote);
+	if (op->qdev) {
+		xferk_qdev_put(op->qdev);
+		xferk_qacct_put(op->qacct);
+	}
 	spin_lock(&xferk_ops_lock);
 	list_del(&op->node);
 	spin_unlock(&xferk_ops_lock);
@@ -112,6 +116,9 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	unsigned int what;
 	u32 late;
 
+	/* First, while this chunk still keeps the op physically alive. */
+	if (ch->dispatched)
+		xferk_queue_chunk_done(ch, error);
 	spin_lock_irqsave(&op->lock, flags);
 	late = op->life.late_completions;
 	what = xferk_life_chunk_done(&op->life, ch->len, ch->sent, error,
@@ -174,6 +181,15 @@ static void op_queue_cancel(struct xferk_op *op, ktime_t drain_deadline)
 	queue_work(xferk_op_wq, &op->cancel_work);
 }
 
+/* After the deadline: the op's undispatched chunks leave the queue unposted. */
+static void op_expire_work(struct work_struct *work)
+{
+	struct xferk_op *op = container_of(work, struct xferk_op, expire_work);
+
+	xferk_queue_drop(op);
+	xferk_op_put(op);
+}
+
 static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 {
 	struct xferk_op *op = container_of(t, struct xferk_op, timer);
@@ -191,6 +207,10 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	if (what & XFERK_LIFE_WAKE) {
 		atomic64_inc(&xferk_stats.ops_timed_out);
 		wake_up_all(&op->wq);
+		if (op->qdev) {
+			kref_get(&op->ref);
+			queue_work(xferk_op_wq, &op->expire_work);
+		}
 		if (op->submit_flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE)
 			op_queue_cancel(op, ktime_add_ns(op->deadline,
 							 op->drain_budget_ns));
@@ -291,9 +311,12 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	ktime_t deadline;
 	int ret;
 
-	if ((a->flags & ~XFERK_SUBMIT_FLAGS) || a->reserved ||
-	    (!(a->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && a->drain_budget_ns))
+	if ((a->flags & ~XFERK_SUBMIT_FLAGS) || a->reserved || a->reserved2 ||
+	    (!(a->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && a->drain_budget_ns) ||
+	    a->priority >= XFERK_PRIO_COUNT)
 		return -EINVAL;
+	if (a->priority == XFERK_PRIO_INTERNAL && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
 	if (!a->nr_frags)
 		return -EINVAL;
 	if (a->nr_frags > XFERK_MAX_FRAGS)
@@ -342,6 +365,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	spin_lock_init(&op->lock);
 	init_waitqueue_head(&op->wq);
 	INIT_WORK(&op->cancel_work, op_cancel_work);
+	INIT_WORK(&op->expire_work, op_expire_work);
 	op->owner = task_tgid_nr(current);
 	op->user_data = a->user_data;
 	op->submit_flags = a->flags;
@@ -350,34 +374,54 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	op->nr_chunks = nr_chunks;
 	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
 			ktime_get());
-	ret = xferk_handle_add(&xf->handles, &op->hobj, XFERK_H_OP);
-	if (ret)
-		goto out_unlock;
-	a->op = op->hobj.handle;
 	for (i = 0; i < a->nr_frags; i++)
 		op_fill_chunks(op, &next, &frags[i], regions[i], remotes[i]);
-	mutex_unlock(&xf->lock);
-
-	/* Published: from here on the op only ends through its lifecycle. */
+	ret = xferk_queue_admit(op, xf->qacct, a);
+	if (ret)
+		goto out_unfill;
+	ret = xferk_handle_add(&xf->handles, &op->hobj, XFERK_H_OP);
+	if (ret)
+		goto out_unadmit;
+	a->op = op->hobj.handle;
+	/*
+	 * Visible once the lock is dropped: another thread may cancel or
+	 * release it then. So it is complete before: the physical reference,
+	 * the timer, the parked command; and this function's own reference
+	 * keeps it until it is started.
+	 */
 	kref_get(&op->ref);	/* physical reference */
+	kref_get(&op->ref);	/* until started, below */
+	hrtimer_init(&op->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	op->timer.function = op_deadline_fired;
 	if (ucmd)
 		xferk_uring_park(op, ucmd, a->op);
-	atomic64_inc(&xferk_stats.ops_submitted);
-	atomic64_inc(&xferk_stats.ops_live);
 	spin_lock(&xferk_ops_lock);
 	list_add_tail(&op->node, &xferk_ops);
 	spin_unlock(&xferk_ops_lock);
-	hrtimer_init(&op->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
-	op->timer.function = op_deadline_fired;
+	atomic64_inc(&xferk_stats.ops_submitted);
+	atomic64_inc(&xferk_stats.ops_live);
+	mutex_unlock(&xf->lock);
+
 	if (deadline != KTIME_MAX)
 		hrtimer_start(&op->timer, deadline, HRTIMER_MODE_ABS);
-	/* Another thread may release the handle now: the op lives on. */
-	for (i = 0; i < nr_chunks; i++)
-		xferk_conn_queue(op->chunks[i].remote->conn, &op->chunks[i]);
+	if (op->qdev)
+		xferk_queue_start(op);
+	else
+		for (i = 0; i < nr_chunks; i++)
+			xferk_conn_queue(op->chunks[i].remote->conn,
+					 &op->chunks[i]);
+	xferk_op_put(op);
 	op = NULL;
 	ret = 0;
 	goto out_free;
 
+out_unadmit:
+	xferk_queue_unadmit(op);
+out_unfill:
+	for (i = 0; i < nr_chunks; i++) {
+		xferk_region_put(op->chunks[i].region);
+		xferk_remote_put(op->chunks[i].remote);
+	}
 out_unlock:
 	mutex_unlock(&xf->lock);
 	if (op)
@@ -497,6 +541,8 @@ static void op_cancel_on_conns(struct xferk_op *op, bool force)
 	struct xferk_conn *prev = NULL;
 	u32 i;
 
+	if (!force)
+		xferk_queue_drop(op);
 	for (i = 0; i < op->nr_chunks; i++) {
 		struct xferk_conn *c = op->chunks[i].remote->conn;
 

@@ -14,6 +14,8 @@
  *   export.c     export tokens and remote handles
  *   op.c         submit, posting, completion, wait, query, release
  *   uring.c      io_uring commands: parking, completion, exit monitor
+ *   sched.c      admission and scheduling model of the queue  (verbs-free)
+ *   queue.c      the host-wide admission queue per RDMA device
  *   stats.c      counters; sysfs.c and debugfs.c present them
  *
  * Object ownership (Documentation/design.md has the full picture):
@@ -44,11 +46,12 @@
 #include "handle.h"
 #include "lifecycle.h"
 #include "frag.h"
+#include "sched.h"
 
 /* Features this build implements; reported by XFERK_IOC_INFO and sysfs. */
 #define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
 			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL | \
-			 XFERK_FEAT_URING)
+			 XFERK_FEAT_URING | XFERK_FEAT_QUEUE)
 
 #define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
 				 XFERK_SUBMIT_AUTO_RELEASE)
@@ -58,6 +61,7 @@
  * @owner_tgid: thread group that opened the file, for tables and limits
  * @lock: serializes handle-table changes and lookups with taking references
  * @handles: the file's handles
+ * @qacct: what the file has admitted to the queues (ref)
  *
  * Owned by the file: allocated in ->open, freed in ->release after every
  * handle was dropped (ops still in flight live on, owned by the kernel).
@@ -66,6 +70,7 @@ struct xferk_file {
 	pid_t owner_tgid;
 	struct mutex lock;	/* handle table changes, lookup + get */
 	struct xferk_handles handles;
+	struct xferk_qacct *qacct;
 };
 
 /* main.c: module parameters (read-only after load) and command handlers */
@@ -209,6 +214,9 @@ void xferk_region_deregister(struct xferk_region *r);
 
 /* conn.c, nullpeer.c */
 
+/* Chunks (send work requests) in flight per connection; + 1 for a drain. */
+#define XFERK_QP_CTXS	128
+
 enum xferk_conn_state {
 	XFERK_CONN_CONNECTING,
 	XFERK_CONN_UP,
@@ -219,6 +227,7 @@ struct xferk_conn;
 struct xferk_chunk;
 struct io_uring_cmd;
 struct xferk_op;
+struct xferk_qdev;
 struct xferk_export;
 
 /**
@@ -274,6 +283,9 @@ struct xferk_transport {
  * @pd: protection domain of this connection alone (RDMA)
  * @cq: completion queue (RDMA)
  * @qp: RC queue pair (RDMA)
+ * @qdev: the admission queue of the connection's device (ref); NULL
+ *	until the device is known
+ * @sqp: the QP's dispatch window in that queue (xferk_queue_lock)
  * @null_delay_ns: delay before a chunk completes (null peer)
  * @null_work: completes due chunks (null peer)
  */
@@ -306,6 +318,9 @@ struct xferk_conn {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
+
+	struct xferk_qdev *qdev;
+	struct xferk_sched_qp sqp;
 
 	u64 null_delay_ns;
 	struct delayed_work null_work;
@@ -426,6 +441,9 @@ void xferk_remote_put(struct xferk_remote *rm);
  * @last_in_frag: the fragment's last chunk
  * @posted: handed to the device and not yet reclaimed (conn->lock)
  * @sent: was handed to the device at some point
+ * @dispatched: the admission queue let it go (charged to its windows
+ *	until it is terminal)
+ * @dispatched_at: when
  * @error: why an unposted chunk failed, for the completion path
  * @due: null peer: when to complete
  * @cqe: completion callback
@@ -446,6 +464,8 @@ struct xferk_chunk {
 	bool last_in_frag;
 	bool posted;
 	bool sent;
+	bool dispatched;
+	ktime_t dispatched_at;
 	int error;
 	ktime_t due;
 	struct ib_cqe cqe;
@@ -478,6 +498,11 @@ struct xferk_chunk {
  *	is published, completed once (XFERK_OP_UCMD_CLAIMED) when it settles
  * @ucmd_task: the task that issued @ucmd (ref until claimed)
  * @parked_node: in xferk_parked (xferk_parked_lock) until claimed
+ * @expire_work: at the deadline: takes the op off its queue
+ * @qdev: the queue the op was admitted to (ref), NULL when bypassed
+ * @qacct: the account it is charged to (ref), with @qdev
+ * @qitem: its entry in @qdev's scheduler (xferk_queue_lock)
+ * @dispatch_next: index of its next chunk to dispatch (xferk_queue_lock)
  * @nr_chunks: chunks in @chunks
  * @chunks: the op's chunks
  */
@@ -502,6 +527,11 @@ struct xferk_op {
 	struct io_uring_cmd *ucmd;
 	struct task_struct *ucmd_task;
 	struct list_head parked_node;
+	struct work_struct expire_work;
+	struct xferk_qdev *qdev;
+	struct xferk_qacct *qacct;
+	struct xferk_sched_item qitem;
+	u32 dispatch_next;
 	u32 nr_chunks;
 	struct xferk_chunk *chunks;
 };
@@ -541,6 +571,50 @@ void xferk_uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
 		      u64 handle);
 void xferk_uring_op_settled(struct xferk_op *op, u32 state);
 void xferk_uring_module_exit(void);
+
+/* queue.c */
+
+/**
+ * struct xferk_qdev - the admission queue of one RDMA device
+ * @node: in xferk_qdevs (xferk_queue_lock)
+ * @ref: connections on the device, ops admitted to it
+ * @dev: the device (a key only: never dereferenced), NULL for null peers
+ * @name: the device's name, for tables
+ * @sched: the scheduler state (xferk_queue_lock)
+ * @kicking: a context is dispatching (xferk_queue_lock)
+ * @rekick: it should look again before it stops (xferk_queue_lock)
+ */
+struct xferk_qdev {
+	struct list_head node;
+	struct kref ref;
+	const struct ib_device *dev;
+	char name[IB_DEVICE_NAME_MAX];
+	struct xferk_sched sched;
+	bool kicking;
+	bool rekick;
+};
+
+/* A file's queue account; the file and its admitted ops hold references. */
+struct xferk_qacct {
+	struct xferk_sched_account a;
+	struct kref ref;
+};
+
+extern spinlock_t xferk_queue_lock;
+extern struct list_head xferk_qdevs;
+extern struct xferk_sched_limits xferk_queue_limits;
+extern bool xferk_queue_bypass;
+
+struct xferk_qdev *xferk_qdev_get(struct ib_device *dev);
+void xferk_qdev_put(struct xferk_qdev *q);
+struct xferk_qacct *xferk_qacct_create(void);
+void xferk_qacct_put(struct xferk_qacct *a);
+int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
+		      const struct xferk_ioc_submit *a);
+void xferk_queue_unadmit(struct xferk_op *op);
+void xferk_queue_start(struct xferk_op *op);
+void xferk_queue_drop(struct xferk_op *op);
+void xferk_queue_chunk_done(struct xferk_chunk *ch, int error);
 
 /* sysfs.c */
 extern const struct attribute_group *xferk_dev_groups[];

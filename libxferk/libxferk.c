@@ -250,6 +250,9 @@ XFERK_EXPORT int xferk_submit_ex(struct xferk *x, const struct xferk_frag *frags
 		.deadline_ns = deadline_ns,
 		.user_data = opts->user_data,
 		.drain_budget_ns = opts->drain_budget_ns,
+		.priority = opts->priority,
+		.window_bytes = opts->window_bytes,
+		.window_chunks = opts->window_chunks,
 	};
 	int ret = xferk_ioctl(x->fd, XFERK_IOC_SUBMIT, &a);
 

@@ -60,11 +60,14 @@ int xferk_token_parse(const char *text, struct xferk_token *token);
  */
 #define XFERK_COMPLETION_UNKNOWN	1
 
-/* Options of xferk_submit_ex(). */
+/* Options of xferk_submit_ex(); zero means the default for each. */
 struct xferk_submit_opts {
 	uint32_t flags;			/* XFERK_SUBMIT_* */
 	uint64_t drain_budget_ns;	/* with XFERK_SUBMIT_CANCEL_ON_DEADLINE */
 	uint64_t user_data;
+	uint32_t priority;		/* XFERK_PRIO_* (0: normal) */
+	uint64_t window_bytes;		/* op window: bytes in flight */
+	uint32_t window_chunks;		/* op window: work requests in flight */
 };
 
 int xferk_submit(struct xferk *x, const struct xferk_frag *frags,

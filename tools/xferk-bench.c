@@ -3,6 +3,7 @@
  * xferk-bench: benchmarks of /dev/xferk.
  *
  *   xferk-bench ctrl [--quick] [--json FILE]
+ *   xferk-bench qos [--quick] [--json FILE] [--peer IP]
  *
  * ctrl: the control-plane cost of an op, on the scripted null peer (no
  * data moves; needs CAP_SYS_ADMIN). For 1, 16, 256 and 4096 fragments per
@@ -13,13 +14,23 @@
  *   nop        B IORING_OP_NOPs per io_uring_enter: the ring's floor
  * and prints the median and 95th percentile per op and per fragment, as a
  * table and as JSON (stdout, or FILE). Every op must succeed: exit 0, or 1
- * on any failure.
+ * on any failure. --quick is a smoke run of every path with few ops.
+ *
+ * qos: the admission queue over a real RDMA device (PEER, default
+ * 10.99.0.1: loopback over the test VM's soft-RoCE). The latency (median,
+ * p99) of a critical-class 64 KiB WRITE alone; then while bulk-class
+ * processes keep the device saturated (1 MiB WRITEs, BULK_DEPTH each in
+ * flight), with the queue and with queue_bypass; and the bulk throughput
+ * of 1, 2, 4 and 8 processes. Needs root (queue_bypass).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <liburing.h>
 
 #include "libxferk.h"
@@ -260,7 +271,7 @@ static int bench_ctrl(int quick, const char *json)
 	static const unsigned int frag_counts[] = { 1, 16, 256, 4096 };
 	static const unsigned int batches[] = { 1, 16, 64 };
 	static struct bench b;
-	unsigned int i, j, scale = quick ? 20 : 1;
+	unsigned int i, j, scale = quick ? 100 : 1;
 	FILE *f = stdout;
 
 	if (setup(&b))
@@ -271,12 +282,15 @@ static int bench_ctrl(int quick, const char *json)
 	for (j = 0; j < 3; j++)
 		if (measure(&b, M_NOP, 0, batches[j], 20000 / scale))
 			return 1;
-	for (i = 0; i < 4; i++) {
+	/* --quick: a smoke run (every path, few ops, at most 256 fragments). */
+	for (i = 0; i < (quick ? 3 : 4); i++) {
 		/* About the same number of fragments for every size. */
-		unsigned int ops = 256 * 1024 / (frag_counts[i] + 64) / scale + 64;
+		unsigned int ops = 256 * 1024 / (frag_counts[i] + 64) + 64;
 
 		if (ops < 8 * MAX_BATCH)
 			ops = 8 * MAX_BATCH;	/* at least 8 samples per batch */
+		if (quick)
+			ops = 2 * MAX_BATCH;
 
 		if (measure(&b, M_IOCTL, frag_counts[i], 1, ops))
 			return 1;
@@ -300,22 +314,290 @@ static int bench_ctrl(int quick, const char *json)
 	return 0;
 }
 
+/* qos: a loopback transfer setup of @len bytes: local source, remote range. */
+struct qos_end {
+	struct xferk *x;
+	uint64_t mr;
+	uint64_t remote;
+};
+
+static int qos_setup(struct qos_end *e, const char *peer, size_t len)
+{
+	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	/* One extra page: Documentation/testing.md (rxe). */
+	uint8_t *dst = mmap(NULL, len + 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	uint64_t conn, dst_mr, exp;
+	struct xferk_token tok;
+	int ret;
+
+	if (src == MAP_FAILED || dst == MAP_FAILED)
+		return -ENOMEM;
+	ret = xferk_open(&e->x);
+	if (!ret)
+		ret = xferk_connect(e->x, peer, 0, 10000, &conn);
+	if (!ret)
+		ret = xferk_mr_reg(e->x, src, len, XFERK_ACCESS_LOCAL_SRC, &e->mr);
+	if (!ret)
+		ret = xferk_mr_reg(e->x, dst, len + 4096,
+				   XFERK_ACCESS_REMOTE_WRITE, &dst_mr);
+	if (!ret)
+		ret = xferk_export(e->x, conn, dst_mr, 0, len + 4096,
+				   XFERK_ACCESS_REMOTE_WRITE, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(e->x, conn, &tok, &e->remote);
+	if (ret)
+		fprintf(stderr, "qos setup: %s\n", strerror(-ret));
+	return ret;
+}
+
+#define BULK_LEN	(1UL << 20)
+#define BULK_DEPTH	4
+#define MAX_WORKERS	8
+
+struct qos_shared {
+	volatile int stop;
+	volatile uint64_t bytes[MAX_WORKERS];
+};
+
+/* A bulk process: BULK_DEPTH 1 MiB WRITEs in flight until told to stop. */
+static void bulk_worker(const char *peer, struct qos_shared *sh, int id,
+			int ready)
+{
+	struct xferk_ioc_submit subs[BULK_DEPTH];
+	struct xferk_frag frags[BULK_DEPTH];
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	struct qos_end e;
+	int i, inflight = 0;
+
+	if (qos_setup(&e, peer, BULK_DEPTH * BULK_LEN) ||
+	    io_uring_queue_init(2 * BULK_DEPTH, &ring, 0))
+		_exit(1);
+	for (i = 0; i < BULK_DEPTH; i++)
+		frags[i] = (struct xferk_frag) {
+			.mr = e.mr, .offset = i * BULK_LEN, .len = BULK_LEN,
+			.remote = e.remote, .remote_offset = i * BULK_LEN,
+			.opcode = XFERK_OP_WRITE,
+		};
+	if (write(ready, "R", 1) != 1)
+		_exit(1);
+	for (i = 0; !sh->stop || inflight; ) {
+		while (!sh->stop && inflight < BULK_DEPTH) {
+			unsigned int slot = i++ % BULK_DEPTH;
+
+			subs[slot] = (struct xferk_ioc_submit) {
+				.size = sizeof(subs[slot]),
+				.flags = XFERK_SUBMIT_AUTO_RELEASE,
+				.frags = (uintptr_t)&frags[slot], .nr_frags = 1,
+				.frag_size = sizeof(frags[slot]),
+				.deadline_ns = xferk_now_ns() + 50 * SEC,
+				.priority = XFERK_PRIO_BULK,
+			};
+			io_uring_prep_xferk_submit(io_uring_get_sqe(&ring),
+						   xferk_fd(e.x), &subs[slot]);
+			inflight++;
+		}
+		if (io_uring_submit_and_wait(&ring, 1) < 0 ||
+		    io_uring_wait_cqe(&ring, &cqe))
+			_exit(1);
+		if (!xferk_cqe_succeeded(cqe))
+			_exit(1);
+		io_uring_cqe_seen(&ring, cqe);
+		inflight--;
+		sh->bytes[id] += BULK_LEN;
+	}
+	_exit(0);
+}
+
+static int start_workers(const char *peer, struct qos_shared *sh, int n,
+			 pid_t *pids)
+{
+	int i;
+
+	sh->stop = 0;
+	for (i = 0; i < n; i++) {
+		int p[2];
+		char c;
+
+		sh->bytes[i] = 0;
+		if (pipe(p))
+			return -errno;
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			close(p[0]);
+			bulk_worker(peer, sh, i, p[1]);
+		}
+		close(p[1]);
+		if (read(p[0], &c, 1) != 1)
+			return -EIO;
+		close(p[0]);
+	}
+	return 0;
+}
+
+static int stop_workers(struct qos_shared *sh, int n, pid_t *pids)
+{
+	int i, status, ret = 0;
+
+	sh->stop = 1;
+	for (i = 0; i < n; i++) {
+		waitpid(pids[i], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			ret = -EIO;
+	}
+	return ret;
+}
+
+/* @n critical 64 KiB WRITEs, one at a time: median and p99 in ns. */
+static int critical_latency(struct qos_end *e, unsigned int n, double *med,
+			    double *p99)
+{
+	struct xferk_submit_opts opts = { .priority = XFERK_PRIO_CRITICAL };
+	struct xferk_frag f = { .mr = e->mr, .len = 64 << 10,
+				.remote = e->remote, .opcode = XFERK_OP_WRITE };
+	double v[1024];
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct xferk_op_snapshot snap;
+		uint64_t op, t0 = xferk_now_ns();
+		int ret = xferk_submit_ex(e->x, &f, 1, XFERK_DEADLINE_NONE, &opts, &op);
+
+		if (!ret)
+			ret = xferk_wait(e->x, op, XFERK_DEADLINE_NONE,
+					 XFERK_WAIT_PHYSICAL, &snap);
+		if (!ret && snap.state != XFERK_STATE_SUCCEEDED)
+			ret = -EIO;
+		if (ret)
+			return ret;
+		v[i] = (double)(xferk_now_ns() - t0);
+		xferk_release(e->x, op);
+	}
+	qsort(v, n, sizeof(double), cmp_double);
+	*med = percentile(v, n, 0.5);
+	*p99 = percentile(v, n, 0.99);
+	return 0;
+}
+
+static int set_bypass(int on)
+{
+	FILE *f = fopen("/sys/module/xferk/parameters/queue_bypass", "w");
+	int ok;
+
+	if (!f)
+		return -errno;
+	ok = fprintf(f, "%d", on) > 0;
+	return fclose(f) == 0 && ok ? 0 : -EIO;
+}
+
+static int bench_qos(int quick, const char *json, const char *peer)
+{
+	static const char *const names[] = { "alone", "bulk, queue", "bulk, bypass" };
+	unsigned int samples = quick ? 10 : 50, i;
+	int workers = quick ? 2 : 4, secs = quick ? 1 : 3, ret;
+	double med[3], p99[3], mbs[4];
+	pid_t pids[MAX_WORKERS];
+	struct qos_shared *sh;
+	struct qos_end e;
+	FILE *f = stdout;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED || qos_setup(&e, peer, 64 << 10))
+		return 1;
+	ret = critical_latency(&e, samples, &med[0], &p99[0]);
+	for (i = 1; i < 3 && !ret; i++) {
+		ret = set_bypass(i == 2);
+		if (!ret)
+			ret = start_workers(peer, sh, workers, pids);
+		if (!ret) {
+			sleep(1);	/* saturate */
+			ret = critical_latency(&e, samples, &med[i], &p99[i]);
+		}
+		if (stop_workers(sh, workers, pids) && !ret)
+			ret = -EIO;
+	}
+	set_bypass(0);
+	for (i = 0; i < 4 && !ret; i++) {
+		int n = 1 << i, w;
+		uint64_t b0 = 0, b1 = 0, t0, t1;
+
+		ret = start_workers(peer, sh, n, pids);
+		if (!ret) {
+			usleep(500000);
+			for (w = 0; w < n; w++)
+				b0 += sh->bytes[w];
+			t0 = xferk_now_ns();
+			sleep(secs);
+			for (w = 0; w < n; w++)
+				b1 += sh->bytes[w];
+			t1 = xferk_now_ns();
+			mbs[i] = (double)(b1 - b0) * 1000 / (double)(t1 - t0);
+		}
+		if (stop_workers(sh, n, pids) && !ret)
+			ret = -EIO;
+	}
+	if (ret) {
+		fprintf(stderr, "qos: %s\n", strerror(-ret));
+		return 1;
+	}
+	printf("critical 64 KiB WRITE, %u samples; %d bulk processes x %d x 1 MiB in flight\n",
+	       samples, workers, BULK_DEPTH);
+	printf("%-14s %12s %12s %14s\n", "scenario", "median_us", "p99_us",
+	       "median/alone");
+	for (i = 0; i < 3; i++)
+		printf("%-14s %12.0f %12.0f %14.2f\n", names[i], med[i] / 1000,
+		       p99[i] / 1000, med[i] / med[0]);
+	printf("bypass/queue: median %.2f, p99 %.2f\n", med[2] / med[1],
+	       p99[2] / p99[1]);
+	printf("%-14s %12s\n", "processes", "bulk_MB/s");
+	for (i = 0; i < 4; i++)
+		printf("%-14d %12.1f\n", 1 << i, mbs[i]);
+	if (json) {
+		f = fopen(json, "w");
+		if (!f) {
+			perror(json);
+			return 1;
+		}
+	}
+	fprintf(f, "{\"benchmark\": \"qos\", \"samples\": %u, \"bulk_processes\": %d, \"latency\": [\n",
+		samples, workers);
+	for (i = 0; i < 3; i++)
+		fprintf(f, "  {\"scenario\": \"%s\", \"median_ns\": %.0f, \"p99_ns\": %.0f}%s\n",
+			names[i], med[i], p99[i], i < 2 ? "," : "");
+	fprintf(f, "], \"throughput\": [\n");
+	for (i = 0; i < 4; i++)
+		fprintf(f, "  {\"processes\": %d, \"mb_per_s\": %.1f}%s\n", 1 << i,
+			mbs[i], i < 3 ? "," : "");
+	fprintf(f, "]}\n");
+	if (f != stdout)
+		fclose(f);
+	xferk_close(e.x);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *json = NULL;
-	int i, quick = 0;
+	const char *json = NULL, *peer = "10.99.0.1";
+	int i, quick = 0, qos;
 
-	if (argc < 2 || strcmp(argv[1], "ctrl")) {
-		fprintf(stderr, "usage: %s ctrl [--quick] [--json FILE]\n", argv[0]);
+	if (argc < 2 || (strcmp(argv[1], "ctrl") && strcmp(argv[1], "qos"))) {
+		fprintf(stderr, "usage: %s ctrl|qos [--quick] [--json FILE] [--peer IP]\n",
+			argv[0]);
 		return 2;
 	}
+	qos = !strcmp(argv[1], "qos");
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			quick = 1;
 		else if (!strcmp(argv[i], "--json") && i + 1 < argc)
 			json = argv[++i];
+		else if (!strcmp(argv[i], "--peer") && i + 1 < argc)
+			peer = argv[++i];
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
-	return bench_ctrl(quick, json);
+	return qos ? bench_qos(quick, json, peer) : bench_ctrl(quick, json);
 }

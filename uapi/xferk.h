@@ -34,7 +34,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	3
+#define XFERK_ABI_VERSION	4
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -47,6 +47,7 @@
 #define XFERK_FEAT_NULL_PEER	(1ULL << 2)	/* XFERK_CONNECT_NULL_PEER */
 #define XFERK_FEAT_CANCEL	(1ULL << 3)	/* XFERK_IOC_CANCEL, drain policy */
 #define XFERK_FEAT_URING	(1ULL << 4)	/* IORING_OP_URING_CMD, see below */
+#define XFERK_FEAT_QUEUE	(1ULL << 5)	/* priority classes, op windows */
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -212,6 +213,18 @@ struct xferk_frag {
 #define XFERK_SUBMIT_CANCEL_ON_DEADLINE	(1U << 0)	/* then drain for drain_budget_ns */
 #define XFERK_SUBMIT_AUTO_RELEASE	(1U << 1)	/* io_uring only, see below */
 
+/*
+ * Priority classes of the host-wide admission queue (one per RDMA device).
+ * Critical work overtakes normal work, which overtakes bulk work, by the
+ * weights in /sys/class/misc/xferk/queue/; old work still progresses.
+ * The internal class has reserved credits and needs CAP_SYS_ADMIN.
+ */
+#define XFERK_PRIO_NORMAL	0
+#define XFERK_PRIO_CRITICAL	1
+#define XFERK_PRIO_BULK		2
+#define XFERK_PRIO_INTERNAL	3
+#define XFERK_PRIO_COUNT	4
+
 /**
  * struct xferk_ioc_submit - XFERK_IOC_SUBMIT: start an op
  * @size: sizeof as the caller knows it
@@ -227,7 +240,16 @@ struct xferk_frag {
  * @drain_budget_ns: with XFERK_SUBMIT_CANCEL_ON_DEADLINE (implied through
  *	io_uring): how long the automatic cancel may drain after the
  *	deadline; must be 0 otherwise
+ * @priority: XFERK_PRIO_* (XFERK_FEAT_QUEUE; 0 is normal)
  * @reserved: must be 0
+ * @window_bytes: most bytes of this op in flight at once; 0: the queue's
+ *	default (one work request may always be in flight)
+ * @window_chunks: most work requests of this op in flight at once; 0:
+ *	the queue's default
+ * @reserved2: must be 0
+ *
+ * With the admission queue, a submit that would exceed a hard limit of the
+ * queue or of the open file fails with EBUSY and publishes nothing.
  */
 struct xferk_ioc_submit {
 	__u32 size;
@@ -239,7 +261,11 @@ struct xferk_ioc_submit {
 	__u64 user_data;
 	__u64 op;
 	__u64 drain_budget_ns;
-	__u64 reserved;
+	__u32 priority;
+	__u32 reserved;
+	__u64 window_bytes;
+	__u32 window_chunks;
+	__u32 reserved2;
 };
 
 /* Op states (Documentation/lifecycle.md) */

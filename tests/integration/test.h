@@ -173,6 +173,23 @@ static inline long long t_stat(const char *name)
 	return v;
 }
 
+/* An admission queue value from /sys/class/misc/xferk/queue. */
+static inline long long t_queue_stat(const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/xferk/queue/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
 /* Writes @val to a sysfs/debugfs file; 0 or -1 with errno. */
 static inline int t_write_file(const char *path, const char *val)
 {

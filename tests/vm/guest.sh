@@ -37,7 +37,7 @@ dump_blocked() {
 run_test() {
 	local name=$1 rc
 	shift
-	echo "== $name" >/dev/ttyS0
+	echo "== $name (at $(cut -d' ' -f1 /proc/uptime) s)" >/dev/ttyS0
 	if declare -F "$1" >/dev/null; then
 		"$@" >/tmp/out 2>&1
 		rc=$?
@@ -143,6 +143,7 @@ demo() {
 
 bench() {
 	run_test bench/ctrl "$XFERK_BUILD/bin/xferk-bench" ctrl
+	run_test bench/qos "$XFERK_BUILD/bin/xferk-bench" qos
 }
 
 main() {
@@ -159,8 +160,12 @@ main() {
 			[ -e "$XFERK_MODDIR/tests/kunit/xferk_test.ko" ] && run_kunit
 			run_integration
 			# shellcheck disable=SC2053
-			[[ xferk-bench == $XFERK_ONLY ]] &&
+			if [[ xferk-bench == $XFERK_ONLY ]]; then
 				run_test bench/ctrl-quick "$XFERK_BUILD/bin/xferk-bench" ctrl --quick
+				# RDMA ~28 times slower on the debug kernel: stock only.
+				[ "$XFERK_KERNEL" = debug ] ||
+					run_test bench/qos-quick "$XFERK_BUILD/bin/xferk-bench" qos --quick
+			fi
 		fi
 		run_test module/unload rmmod xferk
 	fi

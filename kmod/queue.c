@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The host-wide admission queue: one struct xferk_qdev per RDMA device,
+ * and one shared by all null peers, between submit and the connections.
+ * The scheduling decisions are the verbs-free model of sched.c; this file
+ * connects it to ops, chunks and connections.
+ *
+ *   submit   xferk_queue_admit()   all or nothing, before the op is
+ *                                  published; -EBUSY publishes nothing
+ *            xferk_queue_start()   after publishing: on the class list
+ *   dispatch queue_kick()          picks chunks under xferk_queue_lock,
+ *                                  posts them (xferk_conn_queue()) after
+ *   complete xferk_queue_chunk_done()  frees the windows, kicks; an error
+ *                                  drops the op's undispatched chunks
+ *   cancel   xferk_queue_drop()    cancel, deadline, error: undispatched
+ *                                  chunks complete unposted (-ECANCELED)
+ *
+ * Only one context dispatches per device at a time (@kicking): a kick
+ * that finds another running asks it to go round once more (@rekick), so
+ * completions that run inside a post do not recurse.
+ *
+ * Locking: xferk_queue_lock (a spinlock; never held while calling out)
+ * guards every qdev's sched, the qdev list and every account. One lock for
+ * all devices keeps per-file accounts, which span devices, exact; hosts
+ * have few RDMA devices.
+ *
+ * Lifetime: a connection holds a reference to its qdev, an op one to the
+ * qdev it was admitted to and one to its file's account.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include "xferk.h"
+
+DEFINE_SPINLOCK(xferk_queue_lock);
+LIST_HEAD(xferk_qdevs);
+
+bool xferk_queue_bypass;
+module_param_named(queue_bypass, xferk_queue_bypass, bool, 0644);
+MODULE_PARM_DESC(queue_bypass,
+		 "Submit straight to the connections, bypassing the admission queue (default N)");
+
+/* The tunables, under xferk_queue_lock; sysfs.c validates every write. */
+struct xferk_sched_limits xferk_queue_limits = {
+	.weight = {
+		[XFERK_PRIO_NORMAL] = 4,
+		[XFERK_PRIO_CRITICAL] = 16,
+		[XFERK_PRIO_BULK] = 1,
+	},
+	.quantum_bytes = 64 << 10,
+	.aging_ns = 500 * NSEC_PER_MSEC,
+	.max_queued_ops = 65536,
+	.max_queued_bytes = 16ULL << 30,
+	.file_max_ops = 32768,
+	.file_max_bytes = 8ULL << 30,
+	.internal_reserved_ops = 256,
+	.qp_window = 16,
+	.internal_reserved_wrs = 4,
+	.dev_window_bytes = 4 << 20,
+	.op_window_bytes = 2 << 20,
+	.op_window_chunks = 16,
+	.lookahead = 32,
+};
+
+#define KICK_BATCH	16
+
+static void qdev_release(struct kref *ref)
+{
+	struct xferk_qdev *q = container_of(ref, struct xferk_qdev, ref);
+
+	WARN_ON(!xferk_sched_empty(&q->sched));
+	spin_lock(&xferk_queue_lock);
+	list_del(&q->node);
+	spin_unlock(&xferk_queue_lock);
+	kfree(q);
+}
+
+void xferk_qdev_put(struct xferk_qdev *q)
+{
+	kref_put(&q->ref, qdev_release);
+}
+
+/**
+ * xferk_qdev_get() - the queue of a device, created on first use
+ * @dev: the RDMA device, or NULL for the null peers' queue
+ *
+ * Return: the queue with a reference, or NULL without memory.
+ */
+struct xferk_qdev *xferk_qdev_get(struct ib_device *dev)
+{
+	struct xferk_qdev *q, *new = kzalloc(sizeof(*new), GFP_KERNEL);
+
+	spin_lock(&xferk_queue_lock);
+	list_for_each_entry(q, &xferk_qdevs, node) {
+		if (q->dev == dev && kref_get_unless_zero(&q->ref)) {
+			spin_unlock(&xferk_queue_lock);
+			kfree(new);
+			return q;
+		}
+	}
+	if (new) {
+		kref_init(&new->ref);
+		new->dev = dev;
+		strscpy(new->name, dev ? dev_name(&dev->dev) : "null",
+			sizeof(new->name));
+		xferk_sched_init(&new->sched, &xferk_queue_limits);
+		list_add_tail(&new->node, &xferk_qdevs);
+	}
+	spin_unlock(&xferk_queue_lock);
+	return new;
+}
+
+/* A file's account: the file and each of its admitted ops hold a ref. */
+struct xferk_qacct *xferk_qacct_create(void)
+{
+	struct xferk_qacct *a = kzalloc(sizeof(*a), GFP_KERNEL);
+
+	if (a)
+		kref_init(&a->ref);
+	return a;
+}
+
+static void qacct_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct xferk_qacct, ref));
+}
+
+void xferk_qacct_put(struct xferk_qacct *a)
+{
+	kref_put(&a->ref, qacct_release);
+}
+
+/* Tells the model about the chunk the op dispatches next. */
+static void set_next(struct xferk_op *op)
+{
+	struct xferk_chunk *ch = &op->chunks[op->dispatch_next];
+
+	op->qitem.next_len = ch->len;
+	op->qitem.next_qp = &ch->remote->conn->sqp;
+}
+
+/**
+ * xferk_queue_admit() - reserve the op's place in its device's queue
+ * @op: the op, chunks filled, not yet published
+ * @acct: the submitting file's account
+ * @a: the submit argument: priority and window
+ *
+ * Return: 0 (admitted, or the queue is bypassed: op->qdev stays NULL),
+ * -EXDEV if the op's chunks use connections on different devices, or
+ * -EBUSY if a hard limit would be exceeded.
+ */
+int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
+		      const struct xferk_ioc_submit *a)
+{
+	struct xferk_sched_item *it = &op->qitem;
+	struct xferk_qdev *q = op->chunks[0].remote->conn->qdev;
+	u32 i;
+	int ret;
+
+	for (i = 1; i < op->nr_chunks; i++)
+		if (op->chunks[i].remote->conn->qdev != q)
+			return -EXDEV;
+	if (READ_ONCE(xferk_queue_bypass) || !q)
+		return 0;
+
+	it->prio = a->priority;
+	it->bytes = op->life.total_bytes;
+	it->undispatched_chunks = op->nr_chunks;
+	set_next(op);
+	spin_lock(&xferk_queue_lock);
+	it->window_bytes = a->window_bytes ?: xferk_queue_limits.op_window_bytes;
+	it->window_chunks = a->window_chunks ?: xferk_queue_limits.op_window_chunks;
+	ret = xferk_sched_admit(&q->sched, it, &acct->a, ktime_get());
+	spin_unlock(&xferk_queue_lock);
+	if (ret)
+		return ret;
+	kref_get(&q->ref);
+	kref_get(&acct->ref);
+	op->qdev = q;
+	op->qacct = acct;
+	return 0;
+}
+
+/* Undoes xferk_queue_admit() of an op that was never published. */
+void xferk_queue_unadmit(struct xferk_op *op)
+{
+	if (!op->qdev)
+		return;
+	spin_lock(&xferk_queue_lock);
+	xferk_sched_cancel(&op->qdev->sched, &op->qitem);
+	spin_unlock(&xferk_queue_lock);
+	xferk_qdev_put(op->qdev);
+	xferk_qacct_put(op->qacct);
+	op->qdev = NULL;
+}
+
+/* Posts chunks while the model allows; one dispatcher per device. */
+static void queue_kick(struct xferk_qdev *q)
+{
+	struct xferk_chunk *batch[KICK_BATCH];
+	struct xferk_sched_item *it;
+	unsigned int n, i;
+
+	spin_lock(&xferk_queue_lock);
+	if (q->kicking) {
+		q->rekick = true;
+		spin_unlock(&xferk_queue_lock);
+		return;
+	}
+	q->kicking = true;
+	for (;;) {
+		q->rekick = false;
+		for (n = 0; n < KICK_BATCH; n++) {
+			struct xferk_op *op;
+
+			it = xferk_sched_next(&q->sched, ktime_get());
+			if (!it)
+				break;
+			op = container_of(it, struct xferk_op, qitem);
+			batch[n] = &op->chunks[op->dispatch_next++];
+			batch[n]->dispatched = true;
+			if (it->undispatched_chunks)
+				set_next(op);
+		}
+		if (!n && !q->rekick)
+			break;
+		spin_unlock(&xferk_queue_lock);
+		/* A dispatched chunk keeps its op (and this qdev) alive. */
+		for (i = 0; i < n; i++) {
+			batch[i]->dispatched_at = ktime_get();
+			xferk_conn_queue(batch[i]->remote->conn, batch[i]);
+		}
+		spin_lock(&xferk_queue_lock);
+	}
+	q->kicking = false;
+	spin_unlock(&xferk_queue_lock);
+}
+
+/* The op is published: its chunks may go. */
+void xferk_queue_start(struct xferk_op *op)
+{
+	struct xferk_sched_item *it = &op->qitem;
+	ktime_t now = ktime_get();
+
+	spin_lock(&xferk_queue_lock);
+	xferk_sched_start(&op->qdev->sched, it, now);
+	spin_unlock(&xferk_queue_lock);
+	queue_kick(op->qdev);
+}
+
+/**
+ * xferk_queue_drop() - take an op off its queue
+ * @op: the op (the caller holds a reference)
+ *
+ * The op's chunks that were not dispatched yet are completed unposted
+ * with -ECANCELED; the device never sees them. Safe to call repeatedly.
+ */
+void xferk_queue_drop(struct xferk_op *op)
+{
+	u32 from, dropped, i;
+
+	if (!op->qdev)
+		return;
+	spin_lock(&xferk_queue_lock);
+	dropped = xferk_sched_cancel(&op->qdev->sched, &op->qitem);
+	from = op->dispatch_next;
+	op->dispatch_next += dropped;
+	spin_unlock(&xferk_queue_lock);
+	for (i = from; i < from + dropped; i++)
+		xferk_chunk_complete(&op->chunks[i], -ECANCELED);
+}
+
+/**
+ * xferk_queue_chunk_done() - a dispatched chunk became terminal
+ * @ch: the chunk; it is not yet counted terminal in its op
+ * @error: its result
+ *
+ * Frees the windows it held and lets the next chunks go. After an error
+ * the op's remaining chunks are dropped: it cannot succeed any more.
+ */
+void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
+{
+	struct xferk_op *op = ch->op;
+	struct xferk_qdev *q = op->qdev;
+
+	spin_lock(&xferk_queue_lock);
+	xferk_sched_complete(&q->sched, &op->qitem, ch->len,
+			     &ch->remote->conn->sqp,
+			     ktime_sub(ktime_get(), ch->dispatched_at));
+	spin_unlock(&xferk_queue_lock);
+	if (error)
+		xferk_queue_drop(op);
+	queue_kick(q);
+}

@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The admission queue's scheduler model (see sched.h).
+ *
+ * Pick order, each pick dispatching one chunk:
+ *  1. the internal class, strictly first (it has reserved credits);
+ *  2. aging: the user item that made no progress for the longest time,
+ *     if that exceeds aging_ns;
+ *  3. byte-charged deficit round robin over the user classes: a class
+ *     earns quantum_bytes * weight per visit and spends a chunk's length
+ *     per dispatch; an empty class forgets its deficit.
+ * An item is eligible when its next chunk fits its op window, its QP's
+ * window and the device window (a lone chunk always fits an empty window).
+ * Aged dispatches are charged to their class too, so aging cannot raise a
+ * class's long-run share.
+ */
+#include <linux/kernel.h>
+#include <linux/log2.h>
+#include <kunit/visibility.h>
+
+#include "sched.h"
+
+#define USER_CLASSES	XFERK_PRIO_INTERNAL	/* classes 0 .. INTERNAL - 1 */
+
+void xferk_sched_init(struct xferk_sched *s, const struct xferk_sched_limits *lim)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->lim = lim;
+	for (i = 0; i < XFERK_PRIO_COUNT; i++)
+		INIT_LIST_HEAD(&s->cls[i].items);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_init);
+
+/* Histogram bucket of a duration: log2 of microseconds, clamped. */
+unsigned int xferk_hist_bucket(s64 ns)
+{
+	u64 us = ns > 0 ? (u64)ns / NSEC_PER_USEC : 0;
+
+	return us ? min_t(unsigned int, ilog2(us), XFERK_HIST_BUCKETS - 1) : 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_hist_bucket);
+
+static u32 user_queued_ops(const struct xferk_sched *s)
+{
+	u32 ops = 0;
+	int i;
+
+	for (i = 0; i < USER_CLASSES; i++)
+		ops += s->cls[i].ops;
+	return ops;
+}
+
+static u64 user_queued_bytes(const struct xferk_sched *s)
+{
+	u64 bytes = 0;
+	int i;
+
+	for (i = 0; i < USER_CLASSES; i++)
+		bytes += s->cls[i].bytes;
+	return bytes;
+}
+
+/* Which hard limit admitting @it would break, or -1. */
+static int admit_check(const struct xferk_sched *s,
+		       const struct xferk_sched_item *it,
+		       const struct xferk_sched_account *acct)
+{
+	const struct xferk_sched_limits *lim = s->lim;
+	u32 ops = user_queued_ops(s);
+
+	if (it->prio == XFERK_PRIO_INTERNAL) {
+		if (ops + s->cls[XFERK_PRIO_INTERNAL].ops + 1 >
+		    lim->max_queued_ops + lim->internal_reserved_ops)
+			return XFERK_REJECT_QUEUED_OPS;
+	} else {
+		if (ops + 1 > lim->max_queued_ops)
+			return XFERK_REJECT_QUEUED_OPS;
+		if (user_queued_bytes(s) + it->bytes > lim->max_queued_bytes)
+			return XFERK_REJECT_QUEUED_BYTES;
+	}
+	if (acct->ops + 1 > lim->file_max_ops)
+		return XFERK_REJECT_FILE_OPS;
+	if (acct->bytes + it->bytes > lim->file_max_bytes)
+		return XFERK_REJECT_FILE_BYTES;
+	return -1;
+}
+
+/**
+ * xferk_sched_admit() - admit an item, whole or not at all
+ * @s: the queue
+ * @it: the item: @prio, @bytes, @undispatched_*, @window_*, @next_* set
+ * @acct: the submitting file's account
+ * @now: the time
+ *
+ * The item is charged to the limits at once, but waits for
+ * xferk_sched_start() before it can be dispatched (its owner may still be
+ * publishing it).
+ *
+ * Return: 0 (the item is QUEUED) or -EBUSY, counted by reason, with
+ * nothing changed.
+ */
+int xferk_sched_admit(struct xferk_sched *s, struct xferk_sched_item *it,
+		      struct xferk_sched_account *acct, ktime_t now)
+{
+	struct xferk_sched_class *c = &s->cls[it->prio];
+	int reason = admit_check(s, it, acct);
+
+	if (reason >= 0) {
+		s->stats.rejects[reason]++;
+		return -EBUSY;
+	}
+	INIT_LIST_HEAD(&it->node);
+	it->acct = acct;
+	it->state = XFERK_Q_QUEUED;
+	it->undispatched_bytes = it->bytes;
+	it->inflight_bytes = 0;
+	it->inflight_chunks = 0;
+	it->enqueued = now;
+	it->progress = now;
+	c->ops++;
+	c->bytes += it->bytes;
+	acct->ops++;
+	acct->bytes += it->bytes;
+	s->stats.enqueued++;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_admit);
+
+/**
+ * xferk_sched_start() - let an admitted item be dispatched
+ * @s: the queue
+ * @it: the item, admitted; nothing happens if it was cancelled meanwhile
+ * @now: the time: its queue wait starts here
+ */
+void xferk_sched_start(struct xferk_sched *s, struct xferk_sched_item *it,
+		       ktime_t now)
+{
+	if (it->state != XFERK_Q_QUEUED)
+		return;
+	it->enqueued = now;
+	it->progress = now;
+	list_add_tail(&it->node, &s->cls[it->prio].items);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_start);
+
+static bool eligible(const struct xferk_sched *s,
+		     const struct xferk_sched_item *it)
+{
+	const struct xferk_sched_limits *lim = s->lim;
+	u32 qp_window = lim->qp_window;
+
+	if (it->prio == XFERK_PRIO_INTERNAL)
+		qp_window += lim->internal_reserved_wrs;
+	if (it->inflight_chunks &&
+	    (it->inflight_chunks >= it->window_chunks ||
+	     it->inflight_bytes + it->next_len > it->window_bytes))
+		return false;
+	if (it->next_qp->outstanding >= qp_window)
+		return false;
+	return !s->inflight_bytes ||
+	       s->inflight_bytes + it->next_len <= lim->dev_window_bytes;
+}
+
+/* The first eligible item of class @prio, within the lookahead. */
+static struct xferk_sched_item *first_eligible(const struct xferk_sched *s,
+					       int prio)
+{
+	struct xferk_sched_item *it;
+	u32 seen = 0;
+
+	list_for_each_entry(it, &s->cls[prio].items, node) {
+		if (eligible(s, it))
+			return it;
+		if (++seen >= s->lim->lookahead)
+			break;
+	}
+	return NULL;
+}
+
+/* The user item waiting longest since its last progress, if aged. */
+static struct xferk_sched_item *aged_item(const struct xferk_sched *s,
+					  ktime_t now)
+{
+	struct xferk_sched_item *best = NULL, *it;
+	int i;
+
+	for (i = 0; i < USER_CLASSES; i++) {
+		it = first_eligible(s, i);
+		if (it && ktime_sub(now, it->progress) > (s64)s->lim->aging_ns &&
+		    (!best || ktime_before(it->progress, best->progress)))
+			best = it;
+	}
+	return best;
+}
+
+/* Charges one chunk of @it as dispatched. */
+static void dispatch(struct xferk_sched *s, struct xferk_sched_item *it,
+		     ktime_t now)
+{
+	struct xferk_sched_class *c = &s->cls[it->prio];
+	u64 len = it->next_len;
+
+	if (it->state == XFERK_Q_QUEUED) {
+		s->stats.wait_hist[xferk_hist_bucket(ktime_sub(now, it->enqueued))]++;
+		it->state = XFERK_Q_DISPATCHING;
+	}
+	it->undispatched_bytes -= len;
+	it->undispatched_chunks--;
+	it->inflight_bytes += len;
+	it->inflight_chunks++;
+	it->next_qp->outstanding++;
+	it->progress = now;
+	c->bytes -= len;
+	s->inflight_bytes += len;
+	s->inflight_chunks++;
+	s->stats.dispatched++;
+	if (!it->undispatched_chunks) {
+		list_del_init(&it->node);
+		c->ops--;
+		it->state = XFERK_Q_SUBMITTED;
+	}
+}
+
+/**
+ * xferk_sched_next() - pick the next chunk to dispatch
+ * @s: the queue
+ * @now: the time
+ *
+ * Return: the item whose next chunk (@next_len, @next_qp) was just charged
+ * as dispatched, or NULL if nothing may go now. The caller hands that
+ * chunk to the device and, if the item has more, sets its next chunk.
+ */
+struct xferk_sched_item *xferk_sched_next(struct xferk_sched *s, ktime_t now)
+{
+	struct xferk_sched_item *it;
+	u32 idle = 0;
+
+	it = first_eligible(s, XFERK_PRIO_INTERNAL);
+	if (it)
+		goto out;
+	it = aged_item(s, now);
+	if (it) {
+		s->cls[it->prio].deficit -= it->next_len;
+		s->stats.aged++;
+		goto out;
+	}
+	/* Ends: every visit either pays a quantum or finds nothing. */
+	while (idle < USER_CLASSES) {
+		struct xferk_sched_class *c = &s->cls[s->rr];
+		s64 quantum = (s64)s->lim->quantum_bytes * s->lim->weight[s->rr];
+
+		it = first_eligible(s, s->rr);
+		if (it && !s->rr_paid && quantum) {
+			c->deficit = min(c->deficit + quantum, quantum + (s64)it->next_len);
+			s->rr_paid = true;
+		}
+		if (it && c->deficit >= (s64)it->next_len) {
+			c->deficit -= it->next_len;
+			goto out;
+		}
+		if (list_empty(&c->items))
+			c->deficit = 0;
+		idle = it && quantum ? 0 : idle + 1;
+		s->rr = (s->rr + 1) % USER_CLASSES;
+		s->rr_paid = false;
+	}
+	return NULL;
+out:
+	dispatch(s, it, now);
+	return it;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_next);
+
+/**
+ * xferk_sched_complete() - a dispatched chunk is terminal
+ * @s: the queue
+ * @it: its item
+ * @len: its length
+ * @qp: its QP
+ * @xport_ns: dispatch to completion, for the histogram
+ *
+ * Return: true if the item is DONE: nothing of it is queued or in flight,
+ * and its account was released.
+ */
+bool xferk_sched_complete(struct xferk_sched *s, struct xferk_sched_item *it,
+			  u64 len, struct xferk_sched_qp *qp, s64 xport_ns)
+{
+	it->inflight_bytes -= len;
+	it->inflight_chunks--;
+	qp->outstanding--;
+	s->inflight_bytes -= len;
+	s->inflight_chunks--;
+	s->stats.xport_hist[xferk_hist_bucket(xport_ns)]++;
+	if (it->undispatched_chunks || it->inflight_chunks)
+		return false;
+	it->state = XFERK_Q_DONE;
+	it->acct->ops--;
+	it->acct->bytes -= it->bytes;
+	s->stats.completed++;
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_complete);
+
+/**
+ * xferk_sched_cancel() - take an item off the queue
+ * @s: the queue
+ * @it: the item
+ *
+ * Its undispatched chunks will never be dispatched; the caller completes
+ * them without posting. Chunks in flight stay charged until they complete.
+ *
+ * Return: the number of undispatched chunks dropped.
+ */
+u32 xferk_sched_cancel(struct xferk_sched *s, struct xferk_sched_item *it)
+{
+	struct xferk_sched_class *c = &s->cls[it->prio];
+	u32 dropped = it->undispatched_chunks;
+
+	if (it->state != XFERK_Q_QUEUED && it->state != XFERK_Q_DISPATCHING)
+		return 0;
+	list_del_init(&it->node);
+	c->ops--;
+	c->bytes -= it->undispatched_bytes;
+	it->undispatched_bytes = 0;
+	it->undispatched_chunks = 0;
+	s->stats.cancelled++;
+	if (it->inflight_chunks) {
+		it->state = XFERK_Q_SUBMITTED;
+	} else {
+		it->state = XFERK_Q_DONE;
+		it->acct->ops--;
+		it->acct->bytes -= it->bytes;
+	}
+	return dropped;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_cancel);
+
+/* Nothing queued and nothing in flight. */
+bool xferk_sched_empty(const struct xferk_sched *s)
+{
+	int i;
+
+	for (i = 0; i < XFERK_PRIO_COUNT; i++)
+		if (!list_empty(&s->cls[i].items))
+			return false;
+	return !s->inflight_chunks;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_empty);

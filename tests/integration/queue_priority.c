@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Priority over soft-RoCE, across processes: a bulk process keeps a
+ * backlog of RDMA WRITEs on the shared connection; a critical 64 KiB
+ * WRITE from another process then overtakes it. With the queue, only what
+ * the dispatch windows had let out already finishes before the critical
+ * op; with queue_bypass the critical op waits behind the whole backlog.
+ * A windowed large op moves every byte exactly.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define SEC	1000000000ULL
+#define BYPASS	"/sys/module/xferk/parameters/queue_bypass"
+#define CRIT	(64UL << 10)
+
+static unsigned int nr_bulk;
+static unsigned long bulk_len;
+
+/* The bulk process: a backlog of nr_bulk WRITEs; completion times out. */
+static void bulk(int ready, uint64_t *done_at)
+{
+	unsigned long len = nr_bulk * bulk_len;
+	uint8_t *src = t_map(len), *dst = t_map(len + 4096);
+	uint64_t conn, mr, dst_mr, remote;
+	struct xferk_ioc_submit s[64];
+	struct xferk_frag f[64];
+	struct io_uring ring;
+	struct xferk *x;
+	unsigned int i;
+
+	if (xferk_open(&x) ||
+	    t_setup(x, src, len, dst, len + 4096, &conn, &mr, &dst_mr, &remote))
+		_exit(1);
+	t_ring(&ring, 64, 0, 0);
+	for (i = 0; i < nr_bulk; i++) {
+		f[i] = (struct xferk_frag) { .mr = mr, .offset = i * bulk_len,
+					     .len = bulk_len, .remote = remote,
+					     .remote_offset = i * bulk_len,
+					     .opcode = XFERK_OP_WRITE };
+		s[i] = (struct xferk_ioc_submit) {
+			.size = sizeof(s[i]), .flags = XFERK_SUBMIT_AUTO_RELEASE,
+			.frags = (uintptr_t)&f[i], .nr_frags = 1,
+			.frag_size = sizeof(f[i]),
+			.deadline_ns = xferk_now_ns() + 55 * SEC,
+			.priority = XFERK_PRIO_BULK,
+		};
+		io_uring_prep_xferk_submit(t_sqe(&ring), xferk_fd(x), &s[i]);
+	}
+	if (io_uring_submit(&ring) != (int)nr_bulk || write(ready, "R", 1) != 1)
+		_exit(1);
+	for (i = 0; i < nr_bulk; i++) {
+		struct io_uring_cqe *cqe;
+
+		if (io_uring_wait_cqe(&ring, &cqe) || !xferk_cqe_succeeded(cqe))
+			_exit(1);
+		io_uring_cqe_seen(&ring, cqe);
+		done_at[i] = xferk_now_ns();
+	}
+	_exit(0);
+}
+
+/* One round: how many bulk ops finished before the critical one. */
+static int round_before(struct xferk *x, uint64_t mr, uint64_t remote,
+			uint8_t *src, uint8_t *dst, uint64_t *done_at)
+{
+	struct xferk_ioc_submit s;
+	struct xferk_op_snapshot snap;
+	struct xferk_frag f = { .mr = mr, .len = CRIT, .remote = remote,
+				.opcode = XFERK_OP_WRITE };
+	int p[2], status, before = 0, ret;
+	unsigned int i;
+	uint64_t t;
+	pid_t pid;
+	char c;
+
+	memset(done_at, 0, nr_bulk * sizeof(*done_at));
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		bulk(p[1], done_at);
+	}
+	close(p[1]);
+	if (read(p[0], &c, 1) != 1) {
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	close(p[0]);
+	t_fill(src, CRIT, 7);
+	memset(dst, 0, CRIT);
+	s = (struct xferk_ioc_submit) {
+		.size = sizeof(s), .frags = (uintptr_t)&f, .nr_frags = 1,
+		.frag_size = sizeof(f), .deadline_ns = XFERK_DEADLINE_NONE,
+		.priority = XFERK_PRIO_CRITICAL,
+	};
+	ret = ioctl(xferk_fd(x), XFERK_IOC_SUBMIT, &s);
+	T_EXPECT(ret == 0, "critical submit: %s", strerror(errno));
+	ret = xferk_wait(x, s.op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &snap);
+	t = xferk_now_ns();
+	T_EXPECT(ret == 0 && snap.state == XFERK_STATE_SUCCEEDED &&
+		 snap.transferred_bytes == CRIT && t_check(dst, CRIT, 7) < 0,
+		 "critical op: %s", xferk_state_name(snap.state));
+	xferk_release(x, s.op);
+	waitpid(pid, &status, 0);
+	T_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "bulk process");
+	for (i = 0; i < nr_bulk; i++)
+		before += done_at[i] && done_at[i] < t;
+	return before;
+}
+
+/* 16 MiB in one op, 256 KiB in flight at a time: every byte, exactly. */
+static void windowed(struct xferk *x, uint64_t mr, uint64_t remote,
+		     uint8_t *src, uint8_t *dst, unsigned long len)
+{
+	struct xferk_frag f = { .mr = mr, .len = len, .remote = remote,
+				.opcode = XFERK_OP_WRITE };
+	struct xferk_ioc_submit s = {
+		.size = sizeof(s), .frags = (uintptr_t)&f, .nr_frags = 1,
+		.frag_size = sizeof(f), .deadline_ns = xferk_now_ns() + 50 * SEC,
+		.window_bytes = 256 << 10, .window_chunks = 4,
+	};
+	struct xferk_op_snapshot snap;
+	int ret;
+
+	t_fill(src, len, 11);
+	memset(dst, 0, len);
+	ret = ioctl(xferk_fd(x), XFERK_IOC_SUBMIT, &s);
+	T_EXPECT(ret == 0, "windowed submit: %s", strerror(errno));
+	ret = xferk_wait(x, s.op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &snap);
+	T_EXPECT(ret == 0 && snap.state == XFERK_STATE_SUCCEEDED &&
+		 snap.transferred_bytes == len && t_check(dst, len, 11) < 0,
+		 "windowed op: %s, %llu of %lu bytes", xferk_state_name(snap.state),
+		 (unsigned long long)snap.transferred_bytes, len);
+	xferk_release(x, s.op);
+}
+
+int main(void)
+{
+	unsigned long len;
+	uint64_t conn, mr, dst_mr, remote, *done_at;
+	int queued, bypassed;
+	uint8_t *src, *dst;
+	struct xferk *x;
+
+	nr_bulk = t_debug_kernel() ? 16 : 48;
+	bulk_len = t_debug_kernel() ? 256 << 10 : 1 << 20;
+	len = t_debug_kernel() ? 2 << 20 : 16 << 20;
+	if (xferk_open(&x))
+		return T_SKIP;
+	done_at = mmap(NULL, 64 * sizeof(*done_at), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	src = t_map(len);
+	dst = t_map(len + 4096);
+	if (done_at == MAP_FAILED ||
+	    t_setup(x, src, len, dst, len + 4096, &conn, &mr, &dst_mr, &remote))
+		return T_FAIL;
+
+	windowed(x, mr, remote, src, dst, len);
+	queued = round_before(x, mr, remote, src, dst, done_at);
+	T_EXPECT(t_write_file(BYPASS, "1") == 0, "bypass on");
+	bypassed = round_before(x, mr, remote, src, dst, done_at);
+	T_EXPECT(t_write_file(BYPASS, "0") == 0, "bypass off");
+	printf("bulk ops finished before the critical one: queue %d, bypass %d of %u\n",
+	       queued, bypassed, nr_bulk);
+	T_EXPECT(queued >= 0 && queued <= (int)nr_bulk / 4,
+		 "with the queue %d of %u bulk ops went first", queued, nr_bulk);
+	T_EXPECT(bypassed > queued, "bypass %d, queue %d", bypassed, queued);
+	xferk_close(x);
+	return t_result();
+}
