@@ -42,24 +42,17 @@ unsigned int xferk_hist_bucket(s64 ns)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_hist_bucket);
 
-static u32 user_queued_ops(const struct xferk_sched *s)
+/* Ops and undispatched bytes of the user classes. */
+static void user_queued(const struct xferk_sched *s, u32 *ops, u64 *bytes)
 {
-	u32 ops = 0;
 	int i;
 
-	for (i = 0; i < USER_CLASSES; i++)
-		ops += s->cls[i].ops;
-	return ops;
-}
-
-static u64 user_queued_bytes(const struct xferk_sched *s)
-{
-	u64 bytes = 0;
-	int i;
-
-	for (i = 0; i < USER_CLASSES; i++)
-		bytes += s->cls[i].bytes;
-	return bytes;
+	*ops = 0;
+	*bytes = 0;
+	for (i = 0; i < USER_CLASSES; i++) {
+		*ops += s->cls[i].ops;
+		*bytes += s->cls[i].bytes;
+	}
 }
 
 /* Which hard limit admitting @it would break, or -1. */
@@ -68,8 +61,10 @@ static int admit_check(const struct xferk_sched *s,
 		       const struct xferk_sched_account *acct)
 {
 	const struct xferk_sched_limits *lim = s->lim;
-	u32 ops = user_queued_ops(s);
+	u64 bytes;
+	u32 ops;
 
+	user_queued(s, &ops, &bytes);
 	if (it->prio == XFERK_PRIO_INTERNAL) {
 		if (ops + s->cls[XFERK_PRIO_INTERNAL].ops + 1 >
 		    lim->max_queued_ops + lim->internal_reserved_ops)
@@ -77,7 +72,7 @@ static int admit_check(const struct xferk_sched *s,
 	} else {
 		if (ops + 1 > lim->max_queued_ops)
 			return XFERK_REJECT_QUEUED_OPS;
-		if (user_queued_bytes(s) + it->bytes > lim->max_queued_bytes)
+		if (bytes + it->bytes > lim->max_queued_bytes)
 			return XFERK_REJECT_QUEUED_BYTES;
 	}
 	if (acct->ops + 1 > lim->file_max_ops)

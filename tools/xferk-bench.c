@@ -41,6 +41,7 @@
 #define MAX_BATCH	64
 #define SEC		1000000000ULL
 #define MAX_SAMPLES	20000
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 enum method { M_IOCTL, M_URING, M_NOP };
 static const char *const method_names[] = { "ioctl", "io_uring", "nop" };
@@ -481,23 +482,54 @@ static int critical_latency(struct qos_end *e, unsigned int n, double *med,
 	return 0;
 }
 
-static int set_bypass(int on)
+static int write_number(const char *path, long long v)
 {
-	FILE *f = fopen("/sys/module/xferk/parameters/queue_bypass", "w");
+	FILE *f = fopen(path, "w");
 	int ok;
 
 	if (!f)
 		return -errno;
-	ok = fprintf(f, "%d", on) > 0;
+	ok = fprintf(f, "%lld", v) > 0;
 	return fclose(f) == 0 && ok ? 0 : -EIO;
 }
 
+static long long read_number(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+#define BYPASS		"/sys/module/xferk/parameters/queue_bypass"
+#define QP_WINDOW	"/sys/class/misc/xferk/queue/qp_window"
+
+/* A latency scenario: bulk load or not, through the queue or around it. */
+struct qos_scenario {
+	const char *name;
+	int bulk;
+	int bypass;
+	int qp_window;		/* 0: as configured */
+};
+
 static int bench_qos(int quick, const char *json, const char *peer)
 {
-	static const char *const names[] = { "alone", "bulk, queue", "bulk, bypass" };
+	const struct qos_scenario sc[] = {
+		{ "alone", 0, 0, 0 },
+		{ "bulk, queue", 1, 0, 0 },
+		{ "bulk, queue, qp_window 4", 1, 0, 4 },
+		{ "bulk, bypass", 1, 1, 0 },
+	};
+	const unsigned int nsc = ARRAY_SIZE(sc), bypass = nsc - 1;
+	long long window = read_number(QP_WINDOW);
 	unsigned int samples = quick ? 10 : 50, i;
 	int workers = quick ? 2 : 4, secs = quick ? 1 : 3, ret;
-	double med[3], p99[3], mbs[4];
+	double med[ARRAY_SIZE(sc)], p99[ARRAY_SIZE(sc)], mbs[4];
 	pid_t pids[MAX_WORKERS];
 	struct qos_shared *sh;
 	struct qos_end e;
@@ -505,21 +537,24 @@ static int bench_qos(int quick, const char *json, const char *peer)
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED || qos_setup(&e, peer, 64 << 10))
+	if (sh == MAP_FAILED || window < 0 || qos_setup(&e, peer, 64 << 10))
 		return 1;
-	ret = critical_latency(&e, samples, &med[0], &p99[0]);
-	for (i = 1; i < 3 && !ret; i++) {
-		ret = set_bypass(i == 2);
+	for (i = 0, ret = 0; i < nsc && !ret; i++) {
+		ret = write_number(BYPASS, sc[i].bypass);
 		if (!ret)
+			ret = write_number(QP_WINDOW, sc[i].qp_window ?: window);
+		if (!ret && sc[i].bulk)
 			ret = start_workers(peer, sh, workers, pids);
 		if (!ret) {
-			sleep(1);	/* saturate */
+			if (sc[i].bulk)
+				sleep(1);	/* saturate */
 			ret = critical_latency(&e, samples, &med[i], &p99[i]);
 		}
-		if (stop_workers(sh, workers, pids) && !ret)
+		if (sc[i].bulk && stop_workers(sh, workers, pids) && !ret)
 			ret = -EIO;
 	}
-	set_bypass(0);
+	write_number(BYPASS, 0);
+	write_number(QP_WINDOW, window);
 	for (i = 0; i < 4 && !ret; i++) {
 		int n = 1 << i, w;
 		uint64_t b0 = 0, b1 = 0, t0, t1;
@@ -543,18 +578,17 @@ static int bench_qos(int quick, const char *json, const char *peer)
 		fprintf(stderr, "qos: %s\n", strerror(-ret));
 		return 1;
 	}
-	printf("critical 64 KiB WRITE, %u samples; %d bulk processes x %d x 1 MiB in flight\n",
-	       samples, workers, BULK_DEPTH);
-	printf("%-14s %12s %12s %14s\n", "scenario", "median_us", "p99_us",
-	       "median/alone");
-	for (i = 0; i < 3; i++)
-		printf("%-14s %12.0f %12.0f %14.2f\n", names[i], med[i] / 1000,
-		       p99[i] / 1000, med[i] / med[0]);
-	printf("bypass/queue: median %.2f, p99 %.2f\n", med[2] / med[1],
-	       p99[2] / p99[1]);
-	printf("%-14s %12s\n", "processes", "bulk_MB/s");
+	printf("critical 64 KiB WRITE, %u samples; %d bulk processes x %d x 1 MiB in flight; qp_window %lld\n",
+	       samples, workers, BULK_DEPTH, window);
+	printf("%-26s %12s %12s %12s %12s\n", "scenario", "median_us", "p99_us",
+	       "med/alone", "bypass/this");
+	for (i = 0; i < nsc; i++)
+		printf("%-26s %12.0f %12.0f %12.2f %12.2f\n", sc[i].name,
+		       med[i] / 1000, p99[i] / 1000, med[i] / med[0],
+		       med[bypass] / med[i]);
+	printf("%-26s %12s\n", "bulk processes (queue)", "MB/s");
 	for (i = 0; i < 4; i++)
-		printf("%-14d %12.1f\n", 1 << i, mbs[i]);
+		printf("%-26d %12.1f\n", 1 << i, mbs[i]);
 	if (json) {
 		f = fopen(json, "w");
 		if (!f) {
@@ -562,11 +596,11 @@ static int bench_qos(int quick, const char *json, const char *peer)
 			return 1;
 		}
 	}
-	fprintf(f, "{\"benchmark\": \"qos\", \"samples\": %u, \"bulk_processes\": %d, \"latency\": [\n",
-		samples, workers);
-	for (i = 0; i < 3; i++)
+	fprintf(f, "{\"benchmark\": \"qos\", \"samples\": %u, \"bulk_processes\": %d, \"qp_window\": %lld, \"latency\": [\n",
+		samples, workers, window);
+	for (i = 0; i < nsc; i++)
 		fprintf(f, "  {\"scenario\": \"%s\", \"median_ns\": %.0f, \"p99_ns\": %.0f}%s\n",
-			names[i], med[i], p99[i], i < 2 ? "," : "");
+			sc[i].name, med[i], p99[i], i + 1 < nsc ? "," : "");
 	fprintf(f, "], \"throughput\": [\n");
 	for (i = 0; i < 4; i++)
 		fprintf(f, "  {\"processes\": %d, \"mb_per_s\": %.1f}%s\n", 1 << i,

@@ -156,14 +156,14 @@ static inline long t_check(const uint8_t *p, size_t len, uint64_t seed)
 	return -1;
 }
 
-/* A module counter from /sys/class/misc/xferk/stats. */
-static inline long long t_stat(const char *name)
+/* A number from /sys/class/misc/xferk/@group/@name, or -1. */
+static inline long long t_sysfs_number(const char *group, const char *name)
 {
 	char path[128];
 	long long v = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/misc/xferk/stats/%s", name);
+	snprintf(path, sizeof(path), "/sys/class/misc/xferk/%s/%s", group, name);
 	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%lld", &v) != 1)
@@ -173,21 +173,16 @@ static inline long long t_stat(const char *name)
 	return v;
 }
 
+/* A module counter from /sys/class/misc/xferk/stats. */
+static inline long long t_stat(const char *name)
+{
+	return t_sysfs_number("stats", name);
+}
+
 /* An admission queue value from /sys/class/misc/xferk/queue. */
 static inline long long t_queue_stat(const char *name)
 {
-	char path[128];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/misc/xferk/queue/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%lld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return t_sysfs_number("queue", name);
 }
 
 /* Writes @val to a sysfs/debugfs file; 0 or -1 with errno. */

@@ -205,16 +205,20 @@ static void sched_aging_bound(struct kunit *test)
  */
 static void sched_windows_never_exceeded(struct kunit *test)
 {
-	struct xferk_sched_item *inflight[256];
-	struct xferk_sched_item *items[64];
+	const u32 nr_items = 64, max_inflight = 256;
+	struct xferk_sched_item **inflight, **items;
 	struct env *e = env_new(test);
 	struct rnd_state rnd;
 	u32 n = 0, i, done = 0, dispatched = 0;
 
+	inflight = kunit_kcalloc(test, max_inflight, sizeof(*inflight), GFP_KERNEL);
+	items = kunit_kcalloc(test, nr_items, sizeof(*items), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, inflight);
+	KUNIT_ASSERT_NOT_NULL(test, items);
 	prandom_seed_state(&rnd, 42);
 	e->lim.qp_window = 8;
 	e->lim.dev_window_bytes = 256 * KIB;
-	for (i = 0; i < ARRAY_SIZE(items); i++) {
+	for (i = 0; i < nr_items; i++) {
 		items[i] = item(test, e, prandom_u32_state(&rnd) % XFERK_PRIO_INTERNAL,
 				1 + prandom_u32_state(&rnd) % 16,
 				4 * KIB << (prandom_u32_state(&rnd) % 5));
@@ -222,12 +226,12 @@ static void sched_windows_never_exceeded(struct kunit *test)
 		items[i]->window_bytes = 16 * KIB << (prandom_u32_state(&rnd) % 4);
 		KUNIT_ASSERT_EQ(test, admit(e, items[i], 0), 0);
 	}
-	while (done < ARRAY_SIZE(items)) {
+	while (done < nr_items) {
 		struct xferk_sched_item *it = xferk_sched_next(&e->s, 0);
 
 		if (it) {
 			dispatched++;
-			KUNIT_ASSERT_LT(test, n, (u32)ARRAY_SIZE(inflight));
+			KUNIT_ASSERT_LT(test, n, max_inflight);
 			inflight[n++] = it;
 			KUNIT_EXPECT_TRUE(test, it->inflight_chunks == 1 ||
 					  (it->inflight_chunks <= it->window_chunks &&
