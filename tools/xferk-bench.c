@@ -20,8 +20,9 @@
  * 10.99.0.1: loopback over the test VM's soft-RoCE). The latency (median,
  * p99) of a critical-class 64 KiB WRITE alone; then while bulk-class
  * processes keep the device saturated (1 MiB WRITEs, BULK_DEPTH each in
- * flight), with the queue and with queue_bypass; and the bulk throughput
- * of 1, 2, 4 and 8 processes. Needs root (queue_bypass).
+ * flight), with the queue (its qp_window, and 4) and with queue_bypass;
+ * and the bulk throughput of 1, 2, 4 and 8 processes with both windows.
+ * Needs root (queue_bypass, qp_window).
  */
 #include <errno.h>
 #include <signal.h>
@@ -529,7 +530,7 @@ static int bench_qos(int quick, const char *json, const char *peer)
 	long long window = read_number(QP_WINDOW);
 	unsigned int samples = quick ? 10 : 50, i;
 	int workers = quick ? 2 : 4, secs = quick ? 1 : 3, ret;
-	double med[ARRAY_SIZE(sc)], p99[ARRAY_SIZE(sc)], mbs[4];
+	double med[ARRAY_SIZE(sc)], p99[ARRAY_SIZE(sc)], mbs[8];
 	pid_t pids[MAX_WORKERS];
 	struct qos_shared *sh;
 	struct qos_end e;
@@ -554,12 +555,14 @@ static int bench_qos(int quick, const char *json, const char *peer)
 			ret = -EIO;
 	}
 	write_number(BYPASS, 0);
-	write_number(QP_WINDOW, window);
-	for (i = 0; i < 4 && !ret; i++) {
-		int n = 1 << i, w;
+	/* Throughput with the configured QP window, then with a window of 4. */
+	for (i = 0; i < 8 && !ret; i++) {
+		int n = 1 << (i % 4), w;
 		uint64_t b0 = 0, b1 = 0, t0, t1;
 
-		ret = start_workers(peer, sh, n, pids);
+		ret = write_number(QP_WINDOW, i < 4 ? window : 4);
+		if (!ret)
+			ret = start_workers(peer, sh, n, pids);
 		if (!ret) {
 			usleep(500000);
 			for (w = 0; w < n; w++)
@@ -574,6 +577,7 @@ static int bench_qos(int quick, const char *json, const char *peer)
 		if (stop_workers(sh, n, pids) && !ret)
 			ret = -EIO;
 	}
+	write_number(QP_WINDOW, window);
 	if (ret) {
 		fprintf(stderr, "qos: %s\n", strerror(-ret));
 		return 1;
@@ -586,9 +590,10 @@ static int bench_qos(int quick, const char *json, const char *peer)
 		printf("%-26s %12.0f %12.0f %12.2f %12.2f\n", sc[i].name,
 		       med[i] / 1000, p99[i] / 1000, med[i] / med[0],
 		       med[bypass] / med[i]);
-	printf("%-26s %12s\n", "bulk processes (queue)", "MB/s");
+	printf("%-26s %12s %12s\n", "bulk processes (queue)", "MB/s",
+	       "MB/s qp_w 4");
 	for (i = 0; i < 4; i++)
-		printf("%-26d %12.1f\n", 1 << i, mbs[i]);
+		printf("%-26d %12.1f %12.1f\n", 1 << i, mbs[i], mbs[i + 4]);
 	if (json) {
 		f = fopen(json, "w");
 		if (!f) {
@@ -602,9 +607,9 @@ static int bench_qos(int quick, const char *json, const char *peer)
 		fprintf(f, "  {\"scenario\": \"%s\", \"median_ns\": %.0f, \"p99_ns\": %.0f}%s\n",
 			sc[i].name, med[i], p99[i], i + 1 < nsc ? "," : "");
 	fprintf(f, "], \"throughput\": [\n");
-	for (i = 0; i < 4; i++)
-		fprintf(f, "  {\"processes\": %d, \"mb_per_s\": %.1f}%s\n", 1 << i,
-			mbs[i], i < 3 ? "," : "");
+	for (i = 0; i < 8; i++)
+		fprintf(f, "  {\"processes\": %d, \"qp_window\": %lld, \"mb_per_s\": %.1f}%s\n",
+			1 << (i % 4), i < 4 ? window : 4, mbs[i], i < 7 ? "," : "");
 	fprintf(f, "]}\n");
 	if (f != stdout)
 		fclose(f);

@@ -53,6 +53,7 @@ static uint32_t state_of(struct xferk *x, uint64_t op)
 int main(void)
 {
 	long long submitted, rejects, dispatched, cancelled;
+	long long qp_window, max_ops, max_bytes, file_ops;
 	uint64_t conn, mr, emr, exp, remote, slow, op[8], extra;
 	struct xferk_token tok;
 	struct xferk_op_snapshot s;
@@ -79,6 +80,10 @@ int main(void)
 					     .len = 4096, .remote = remote,
 					     .remote_offset = i * 4096,
 					     .opcode = XFERK_OP_WRITE };
+	qp_window = t_queue_stat("qp_window");
+	max_ops = t_queue_stat("max_queued_ops");
+	max_bytes = t_queue_stat("max_queued_bytes");
+	file_ops = t_queue_stat("file_max_ops");
 	T_EXPECT(q_set("qp_window", 1) == 0 && q_set("max_queued_ops", 3) == 0 &&
 		 q_set("max_queued_bytes", 12 * 4096) == 0, "tunables");
 
@@ -128,7 +133,7 @@ int main(void)
 	T_EXPECT_ERR(submit(x, &f[4], 1, XFERK_PRIO_NORMAL,
 			    XFERK_DEADLINE_NONE, &extra), EBUSY);
 	T_EXPECT(t_queue_stat("rejects_file_ops") == rejects + 1, "rejects_file_ops");
-	T_EXPECT(q_set("file_max_ops", 32768) == 0, "file_max_ops");
+	T_EXPECT(q_set("file_max_ops", file_ops) == 0, "file_max_ops");
 
 	/* A deadline that passes in the queue: TIMED_OUT, never posted. */
 	T_EXPECT(submit(x, &f[5], 1, XFERK_PRIO_BULK, xferk_now_ns() + 50 * MS,
@@ -176,8 +181,9 @@ int main(void)
 	T_EXPECT(t_queue_stat("enqueued") == submitted, "bypass used the queue");
 	T_EXPECT(t_write_file(BYPASS, "0") == 0, "bypass off");
 
-	T_EXPECT(q_set("qp_window", 16) == 0 && q_set("max_queued_ops", 65536) == 0 &&
-		 q_set("max_queued_bytes", 16LL << 30) == 0, "restore");
+	T_EXPECT(q_set("qp_window", qp_window) == 0 &&
+		 q_set("max_queued_ops", max_ops) == 0 &&
+		 q_set("max_queued_bytes", max_bytes) == 0, "restore");
 	T_EXPECT(t_queue_stat("depth_normal") == 0 && t_queue_stat("depth_bulk") == 0 &&
 		 t_queue_stat("inflight_chunks") == 0, "queue not empty");
 	xferk_close(x);
