@@ -279,9 +279,12 @@ static int __init xferk_init(void)
 	ret = xferk_op_module_init();
 	if (ret)
 		return ret;
-	ret = xferk_null_module_init();
+	ret = xferk_queue_module_init();
 	if (ret)
 		goto err_op;
+	ret = xferk_null_module_init();
+	if (ret)
+		goto err_queue;
 	ret = xferk_conn_module_init();
 	if (ret)
 		goto err_null;
@@ -298,6 +301,8 @@ err_debugfs:
 	xferk_conn_module_exit();
 err_null:
 	xferk_null_module_exit();
+err_queue:
+	xferk_queue_module_exit();
 err_op:
 	xferk_op_module_exit();
 	return ret;
@@ -310,6 +315,7 @@ static void __exit xferk_exit(void)
 	xferk_debugfs_exit();
 	xferk_conn_module_exit();
 	xferk_null_module_exit();
+	xferk_queue_module_exit();
 	xferk_op_module_exit();
 	WARN_ON(atomic64_read(&xferk_stats.pinned_pages));
 	pr_info("xferk: unloaded\n");

@@ -645,6 +645,7 @@ int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	struct xferk_ioc_cancel *a = &arg->cancel;
 	struct xferk_op *op;
+	ktime_t until;
 	int ret;
 
 	if (a->flags)
@@ -652,7 +653,12 @@ int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	op = op_get(xf, a->op);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
-	ret = xferk_op_cancel_drain(op, xferk_deadline_from_user(a->drain_deadline_ns));
+	until = xferk_deadline_from_user(a->drain_deadline_ns);
+	/* A parked io_uring submit ends by its own bound (see uapi). */
+	if (op->ucmd)
+		until = min_t(ktime_t, until,
+			      ktime_add_ns(op->deadline, op->drain_budget_ns));
+	ret = xferk_op_cancel_drain(op, until);
 	op_snapshot(op, &a->snap);
 	xferk_op_put(op);
 	return ret;

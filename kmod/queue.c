@@ -17,7 +17,9 @@
  *
  * Only one context dispatches per device at a time (@kicking): a kick
  * that finds another running asks it to go round once more (@rekick), so
- * completions that run inside a post do not recurse.
+ * completions that run inside a post do not recurse. A context dispatches
+ * at most KICK_ROUNDS batches, then hands on to the device's kick_work:
+ * a CQ handler or a submitting task never dispatches for others for long.
  *
  * Locking: xferk_queue_lock (a spinlock; never held while calling out)
  * guards every qdev's sched, the qdev list and every account. One lock for
@@ -62,7 +64,11 @@ struct xferk_sched_limits xferk_queue_limits = {
 	.lookahead = 32,
 };
 
-#define KICK_BATCH	16
+#define KICK_BATCH	16	/* chunks picked per lock hold */
+#define KICK_ROUNDS	8	/* batches per call; the rest in kick_work */
+
+static struct workqueue_struct *xferk_queue_wq;
+static void queue_kick_work(struct work_struct *work);
 
 static void qdev_release(struct kref *ref)
 {
@@ -100,6 +106,7 @@ struct xferk_qdev *xferk_qdev_get(struct ib_device *dev)
 	}
 	if (new) {
 		kref_init(&new->ref);
+		INIT_WORK(&new->kick_work, queue_kick_work);
 		new->dev = dev;
 		strscpy(new->name, dev ? dev_name(&dev->dev) : "null",
 			sizeof(new->name));
@@ -194,12 +201,16 @@ void xferk_queue_unadmit(struct xferk_op *op)
 	op->qdev = NULL;
 }
 
-/* Posts chunks while the model allows; one dispatcher per device. */
+/*
+ * Posts chunks while the model allows; one dispatcher per device (see the
+ * top of this file). The caller holds a reference to @q.
+ */
 static void queue_kick(struct xferk_qdev *q)
 {
 	struct xferk_chunk *batch[KICK_BATCH];
 	struct xferk_sched_item *it;
-	unsigned int n, i;
+	unsigned int n, i, rounds = 0;
+	bool handoff = false;
 
 	spin_lock(&xferk_queue_lock);
 	if (q->kicking) {
@@ -231,9 +242,26 @@ static void queue_kick(struct xferk_qdev *q)
 			xferk_conn_queue(batch[i]->remote->conn, batch[i]);
 		}
 		spin_lock(&xferk_queue_lock);
+		if (++rounds == KICK_ROUNDS) {
+			handoff = true;
+			break;
+		}
 	}
 	q->kicking = false;
 	spin_unlock(&xferk_queue_lock);
+	if (handoff) {
+		kref_get(&q->ref);	/* the work's */
+		if (!queue_work(xferk_queue_wq, &q->kick_work))
+			xferk_qdev_put(q);	/* never the last: ours stays */
+	}
+}
+
+static void queue_kick_work(struct work_struct *work)
+{
+	struct xferk_qdev *q = container_of(work, struct xferk_qdev, kick_work);
+
+	queue_kick(q);
+	xferk_qdev_put(q);
 }
 
 /* The op is published: its chunks may go. */
@@ -291,4 +319,16 @@ void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 	if (error)
 		xferk_queue_drop(op);
 	queue_kick(q);
+}
+
+int xferk_queue_module_init(void)
+{
+	xferk_queue_wq = alloc_workqueue("xferk_queue", WQ_UNBOUND, 0);
+	return xferk_queue_wq ? 0 : -ENOMEM;
+}
+
+/* After the connections are gone: no kick can be queued any more. */
+void xferk_queue_module_exit(void)
+{
+	destroy_workqueue(xferk_queue_wq);
 }

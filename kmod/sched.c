@@ -237,7 +237,11 @@ struct xferk_sched_item *xferk_sched_next(struct xferk_sched *s, ktime_t now)
 		goto out;
 	it = aged_item(s, now);
 	if (it) {
-		s->cls[it->prio].deficit -= it->next_len;
+		struct xferk_sched_class *c = &s->cls[it->prio];
+
+		/* Owed, but not more than one quantum: DRR catches up fast. */
+		c->deficit = max(c->deficit - (s64)it->next_len,
+				 -(s64)s->lim->quantum_bytes * s->lim->weight[it->prio]);
 		s->stats.aged++;
 		goto out;
 	}

@@ -81,7 +81,8 @@ void xferk_uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
 {
 	ucmd_pdu(cmd)->op_handle = handle;
 	op->ucmd = cmd;
-	op->ucmd_task = get_task_struct(current);
+	/* The submitter, also when an io-wq worker or SQPOLL issues it. */
+	op->ucmd_task = get_task_struct(xferk_uring_cmd_task(cmd));
 	spin_lock(&xferk_parked_lock);
 	list_add_tail(&op->parked_node, &xferk_parked);
 	spin_unlock(&xferk_parked_lock);

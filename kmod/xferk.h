@@ -496,7 +496,7 @@ struct xferk_chunk {
  * @cancel_work: background cancel-and-drain (deadline policy, exit)
  * @ucmd: the parked io_uring SUBMIT command, or NULL; set before the op
  *	is published, completed once (XFERK_OP_UCMD_CLAIMED) when it settles
- * @ucmd_task: the task that issued @ucmd (ref until claimed)
+ * @ucmd_task: the task that submitted @ucmd (ref until claimed)
  * @parked_node: in xferk_parked (xferk_parked_lock) until claimed
  * @expire_work: at the deadline: takes the op off its queue
  * @qdev: the queue the op was admitted to (ref), NULL when bypassed
@@ -583,6 +583,7 @@ void xferk_uring_module_exit(void);
  * @sched: the scheduler state (xferk_queue_lock)
  * @kicking: a context is dispatching (xferk_queue_lock)
  * @rekick: it should look again before it stops (xferk_queue_lock)
+ * @kick_work: continues a dispatch that ran long (holds a reference)
  */
 struct xferk_qdev {
 	struct list_head node;
@@ -592,6 +593,7 @@ struct xferk_qdev {
 	struct xferk_sched sched;
 	bool kicking;
 	bool rekick;
+	struct work_struct kick_work;
 };
 
 /* A file's queue account; the file and its admitted ops hold references. */
@@ -615,6 +617,8 @@ void xferk_queue_unadmit(struct xferk_op *op);
 void xferk_queue_start(struct xferk_op *op);
 void xferk_queue_drop(struct xferk_op *op);
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error);
+int xferk_queue_module_init(void);
+void xferk_queue_module_exit(void);
 
 /* sysfs.c */
 extern const struct attribute_group *xferk_dev_groups[];

@@ -6,7 +6,7 @@
  * SQE, a submit without a deadline or beyond the park bound (EINVAL) or
  * with its deadline past (ETIMEDOUT, as the ioctl), a stale handle (ESTALE), the io_uring-only flag on the ioctl (EINVAL), a
  * command on a file that is not /dev/xferk (EOPNOTSUPP). Good commands
- * work in both SQE sizes. Runs on the null peer: no RDMA behaviour is
+ * work in both SQE sizes and when issued from io_uring's worker. Runs on the null peer: no RDMA behaviour is
  * claimed here.
  */
 #include <unistd.h>
@@ -149,6 +149,13 @@ int main(void)
 	s = sub(&f, xferk_now_ns() + 10 * SEC, 0);
 	T_EXPECT(cmd(&ring, fd, XFERK_IOC_SUBMIT, &s) == XFERK_STATE_SUCCEEDED,
 		 "submit");
+	T_EXPECT(xferk_release(x, s.op) == 0, "release");
+	/* Issued from io_uring's worker (IOSQE_ASYNC): the same. */
+	s = sub(&f, xferk_now_ns() + 10 * SEC, 0);
+	sqe = t_sqe(&ring);
+	io_uring_prep_xferk_submit(sqe, fd, &s);
+	sqe->flags |= IOSQE_ASYNC;
+	T_EXPECT(one(&ring, sqe) == XFERK_STATE_SUCCEEDED && s.op, "async submit");
 	c.op = s.op;
 	c.drain_deadline_ns = XFERK_DEADLINE_NONE;
 	T_EXPECT_ERR(cmd(&ring, fd, XFERK_IOC_CANCEL, &c), EINVAL);
