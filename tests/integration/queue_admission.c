@@ -8,7 +8,8 @@
  *    and bytes) fails with EBUSY, counted by reason, and publishes nothing;
  *  - an op whose deadline passes while queued is TIMED_OUT and leaves the
  *    queue without being posted;
- *  - bad priorities and bad tunables are EINVAL and change nothing;
+ *  - bad priorities and bad tunables are EINVAL and change nothing; an op
+ *    whose fragments use two devices (null peer and rxe) is EXDEV;
  *  - with queue_bypass the queue is not used.
  */
 #include <sys/ioctl.h>
@@ -54,7 +55,7 @@ int main(void)
 {
 	long long submitted, rejects, dispatched, cancelled;
 	long long qp_window, max_ops, max_bytes, file_ops;
-	uint64_t conn, mr, emr, exp, remote, slow, op[8], extra;
+	uint64_t conn, mr, emr, exp, remote, slow, op[8], extra, rconn, rremote;
 	struct xferk_token tok;
 	struct xferk_op_snapshot s;
 	struct xferk_frag f[16];
@@ -173,6 +174,18 @@ int main(void)
 	T_EXPECT(xferk_wait(x, extra, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL,
 			    &s) == 0 && s.state == XFERK_STATE_SUCCEEDED, "internal op");
 	xferk_release(x, extra);
+
+	/* One op is one queue item: its fragments must share a device. */
+	T_EXPECT(xferk_connect(x, t_peer(), 0, 10000, &rconn) == 0 &&
+		 xferk_export(x, rconn, emr, 0, 1 << 19, XFERK_ACCESS_REMOTE_WRITE,
+			      &tok, &exp) == 0 &&
+		 xferk_import(x, rconn, &tok, &rremote) == 0, "rxe peer");
+	f[1].remote = rremote;
+	submitted = t_stat("ops_submitted");
+	T_EXPECT_ERR(submit(x, f, 2, XFERK_PRIO_NORMAL, XFERK_DEADLINE_NONE,
+			    &extra), EXDEV);
+	T_EXPECT(t_stat("ops_submitted") == submitted, "EXDEV published an op");
+	f[1].remote = remote;
 
 	/* Bypass: straight to the connection. */
 	submitted = t_queue_stat("enqueued");
