@@ -4,7 +4,8 @@
  * unknown cmd_op (ENOTTY), unmapped argument pointer (EFAULT), non-zero
  * payload flags or reserved bytes, a non-zero second half of a 128-byte
  * SQE, a submit without a deadline or beyond the park bound (EINVAL) or
- * with its deadline past (ETIMEDOUT, as the ioctl), a stale handle (ESTALE), the io_uring-only flag on the ioctl (EINVAL), a
+ * with its deadline past (ETIMEDOUT, as the ioctl), one the admission
+ * queue cannot take (EBUSY, never EAGAIN), a stale handle (ESTALE), the io_uring-only flag on the ioctl (EINVAL), a
  * command on a file that is not /dev/xferk (EOPNOTSUPP). Good commands
  * work in both SQE sizes and when issued from io_uring's worker. Runs on the null peer: no RDMA behaviour is
  * claimed here.
@@ -78,10 +79,12 @@ int main(void)
 	struct xferk_token tok;
 	struct io_uring_sqe *sqe;
 	struct io_uring ring;
-	struct xferk_frag f;
+	struct xferk_frag f, two[2];
 	struct xferk *x;
 	uint8_t *buf;
+	long long max_bytes;
 	int fd, pipefd[2];
+	char val[24];
 
 	if (xferk_open(&x))
 		return T_SKIP;
@@ -142,6 +145,19 @@ int main(void)
 				     &(struct xferk_submit_opts) {
 					.flags = XFERK_SUBMIT_AUTO_RELEASE },
 				     &op), EINVAL);
+	/* Admission refused: EBUSY (never EAGAIN, which would punt and block). */
+	max_bytes = t_queue_stat("max_queued_bytes");
+	T_EXPECT(t_write_file("/sys/class/misc/xferk/queue/max_queued_bytes",
+			      "4096") == 0, "max_queued_bytes");
+	two[0] = f;
+	two[0].len = 4096;
+	two[1] = two[0];
+	s = sub(two, now + 10 * SEC, 0);
+	s.nr_frags = 2;
+	T_EXPECT_ERR(cmd(&ring, fd, XFERK_IOC_SUBMIT, &s), EBUSY);
+	snprintf(val, sizeof(val), "%lld", max_bytes);
+	T_EXPECT(t_write_file("/sys/class/misc/xferk/queue/max_queued_bytes",
+			      val) == 0, "restore max_queued_bytes");
 	T_EXPECT(t_stat("ops_live") == live && t_stat("ops_submitted") == submitted,
 		 "a refused submit published an op");
 
