@@ -203,16 +203,18 @@ void xferk_queue_unadmit(struct xferk_op *op)
 
 /*
  * Posts chunks while the model allows; one dispatcher per device (see the
- * top of this file). The caller holds a reference to @q.
+ * top of this file). Called with xferk_queue_lock, which it releases; the
+ * caller holds a reference to @q.
  */
-static void queue_kick(struct xferk_qdev *q)
+static void queue_kick_locked(struct xferk_qdev *q)
+	__releases(&xferk_queue_lock)
 {
 	struct xferk_chunk *batch[KICK_BATCH];
 	struct xferk_sched_item *it;
 	unsigned int n, i, rounds = 0;
 	bool handoff = false;
 
-	spin_lock(&xferk_queue_lock);
+	lockdep_assert_held(&xferk_queue_lock);
 	if (q->kicking) {
 		q->rekick = true;
 		spin_unlock(&xferk_queue_lock);
@@ -256,6 +258,12 @@ static void queue_kick(struct xferk_qdev *q)
 	}
 }
 
+static void queue_kick(struct xferk_qdev *q)
+{
+	spin_lock(&xferk_queue_lock);
+	queue_kick_locked(q);
+}
+
 static void queue_kick_work(struct work_struct *work)
 {
 	struct xferk_qdev *q = container_of(work, struct xferk_qdev, kick_work);
@@ -272,8 +280,31 @@ void xferk_queue_start(struct xferk_op *op)
 
 	spin_lock(&xferk_queue_lock);
 	xferk_sched_start(&op->qdev->sched, it, now);
-	spin_unlock(&xferk_queue_lock);
-	queue_kick(op->qdev);
+	queue_kick_locked(op->qdev);
+}
+
+/*
+ * Takes the op's item off the queue. Its undispatched chunks, from @from
+ * on, are now the caller's to complete (complete_dropped()).
+ */
+static u32 queue_cancel_locked(struct xferk_op *op, u32 *from)
+{
+	u32 dropped;
+
+	lockdep_assert_held(&xferk_queue_lock);
+	dropped = xferk_sched_cancel(&op->qdev->sched, &op->qitem);
+	*from = op->dispatch_next;
+	op->dispatch_next += dropped;
+	return dropped;
+}
+
+/* Completes dropped chunks unposted; without the queue lock. */
+static void complete_dropped(struct xferk_op *op, u32 from, u32 dropped)
+{
+	u32 i;
+
+	for (i = from; i < from + dropped; i++)
+		xferk_chunk_complete(&op->chunks[i], -ECANCELED);
 }
 
 /**
@@ -285,17 +316,14 @@ void xferk_queue_start(struct xferk_op *op)
  */
 void xferk_queue_drop(struct xferk_op *op)
 {
-	u32 from, dropped, i;
+	u32 from, dropped;
 
 	if (!op->qdev)
 		return;
 	spin_lock(&xferk_queue_lock);
-	dropped = xferk_sched_cancel(&op->qdev->sched, &op->qitem);
-	from = op->dispatch_next;
-	op->dispatch_next += dropped;
+	dropped = queue_cancel_locked(op, &from);
 	spin_unlock(&xferk_queue_lock);
-	for (i = from; i < from + dropped; i++)
-		xferk_chunk_complete(&op->chunks[i], -ECANCELED);
+	complete_dropped(op, from, dropped);
 }
 
 /**
@@ -303,22 +331,24 @@ void xferk_queue_drop(struct xferk_op *op)
  * @ch: the chunk; it is not yet counted terminal in its op
  * @error: its result
  *
- * Frees the windows it held and lets the next chunks go. After an error
- * the op's remaining chunks are dropped: it cannot succeed any more.
+ * Frees the windows it held and lets the next chunks go, in one hold of
+ * the queue lock. After an error the op's remaining chunks are dropped
+ * first: it cannot succeed any more.
  */
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
 	struct xferk_qdev *q = op->qdev;
+	u32 from = 0, dropped = 0;
 
 	spin_lock(&xferk_queue_lock);
 	xferk_sched_complete(&q->sched, &op->qitem, ch->len,
 			     &ch->remote->conn->sqp,
 			     ktime_sub(ktime_get(), ch->dispatched_at));
-	spin_unlock(&xferk_queue_lock);
 	if (error)
-		xferk_queue_drop(op);
-	queue_kick(q);
+		dropped = queue_cancel_locked(op, &from);
+	queue_kick_locked(q);
+	complete_dropped(op, from, dropped);
 }
 
 int xferk_queue_module_init(void)

@@ -13,24 +13,18 @@
 int main(void)
 {
 	long long pinned = t_stat("pinned_pages");
-	uint64_t conn, src_mr, dst_mr, remote, t0;
 	struct xferk_op_snapshot s;
 	struct xferk_frag f;
-	struct xferk *x;
-	uint8_t *src, *dst;
+	struct t_loop l;
+	uint64_t t0;
 	int ret;
 
-	if (xferk_open(&x))
-		return T_SKIP;
-	src = t_map(1 << 20);
-	dst = t_map(1 << 20);
-	if (t_setup(x, src, 1 << 20, dst, 1 << 20, &conn, &src_mr, &dst_mr, &remote))
-		return T_FAIL;
-	f = (struct xferk_frag) { .mr = src_mr, .len = 4096, .remote = remote,
+	t_loop_open(&l, 1 << 20, 1 << 20);
+	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
 				  .opcode = XFERK_OP_WRITE };
 
 	T_EXPECT(t_write_file(FAULT "fail_post", "1") == 0, "fail_post");
-	ret = t_run(x, &f, 1, &s);
+	ret = t_run(l.x, &f, 1, &s);
 	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -EIO &&
 		 s.buffer_reusable && s.transferred_bytes == 0,
 		 "fail_post: %d err %d", ret, s.first_error);
@@ -38,24 +32,22 @@ int main(void)
 	T_EXPECT(t_write_file(FAULT "delay_ms", "300") == 0 &&
 		 t_write_file(FAULT "delay_completions", "1") == 0, "delay");
 	t0 = xferk_now_ns();
-	ret = t_run(x, &f, 1, &s);
+	ret = t_run(l.x, &f, 1, &s);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && xferk_now_ns() - t0 >= 300 * MS,
 		 "delayed completion: %d after %llu ms", ret,
 		 (unsigned long long)(xferk_now_ns() - t0) / MS);
 
 	T_EXPECT(t_write_file(FAULT "fail_qp", "1") == 0, "fail_qp");
-	ret = t_run(x, &f, 1, &s);
+	ret = t_run(l.x, &f, 1, &s);
 	T_EXPECT(ret == XFERK_STATE_FAILED && s.buffer_reusable &&
 		 s.first_error == -EIO, "fail_qp: %d err %d", ret, s.first_error);
 	/* The failed connection is gone; a new one works. */
-	xferk_close(x);
-	T_EXPECT(xferk_open(&x) == 0 &&
-		 t_setup(x, src, 1 << 20, dst, 1 << 20, &conn, &src_mr, &dst_mr,
-			 &remote) == 0, "reconnect");
-	f.mr = src_mr;
-	f.remote = remote;
-	T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED, "after fail_qp");
-	xferk_close(x);
+	xferk_close(l.x);
+	T_EXPECT(t_loop_connect(&l) == 0, "reconnect");
+	f.mr = l.src_mr;
+	f.remote = l.remote;
+	T_EXPECT(t_run(l.x, &f, 1, &s) == XFERK_STATE_SUCCEEDED, "after fail_qp");
+	xferk_close(l.x);
 	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
 		 t_stat("pinned_pages"), pinned);
 	return t_result();

@@ -241,6 +241,44 @@ static inline int t_setup(struct xferk *x, void *src, uint64_t src_len,
 	return ret;
 }
 
+/* The buffers and handles of a t_setup() loopback transfer. */
+struct t_loop {
+	struct xferk *x;
+	uint8_t *src, *dst;
+	size_t src_len, dst_len;
+	uint64_t conn, src_mr, dst_mr, remote;
+};
+
+/* Opens /dev/xferk and runs t_setup() on @l's buffers; 0 or an error. */
+static inline int t_loop_connect(struct t_loop *l)
+{
+	int ret;
+
+	l->x = NULL;
+	ret = xferk_open(&l->x);
+	if (!ret)
+		ret = t_setup(l->x, l->src, l->src_len, l->dst, l->dst_len,
+			      &l->conn, &l->src_mr, &l->dst_mr, &l->remote);
+	return ret;
+}
+
+/*
+ * Fresh buffers and t_loop_connect(): exits T_SKIP without /dev/xferk,
+ * T_FAIL if the setup fails.
+ */
+static inline void t_loop_open(struct t_loop *l, size_t src_len, size_t dst_len)
+{
+	int ret;
+
+	l->src = t_map(src_len);
+	l->dst = t_map(dst_len);
+	l->src_len = src_len;
+	l->dst_len = dst_len;
+	ret = t_loop_connect(l);
+	if (ret)
+		exit(l->x ? T_FAIL : T_SKIP);
+}
+
 /* Submits and waits; returns the final state, or a negative errno. */
 static inline int t_run(struct xferk *x, const struct xferk_frag *f,
 			uint32_t n, struct xferk_op_snapshot *snap)

@@ -139,35 +139,27 @@ static void cancel(struct io_uring *ring, struct xferk *x, struct xferk_frag *f)
 int main(void)
 {
 	long long pinned = t_stat("pinned_pages"), live = t_stat("ops_live");
-	uint64_t conn, src_mr, dst_mr, remote;
 	struct io_uring ring;
 	struct xferk_frag f;
-	struct xferk *x;
-	uint8_t *src, *dst;
+	struct t_loop l;
 
-	if (xferk_open(&x))
-		return T_SKIP;
-	src = t_map(1 << 20);
-	dst = t_map(1 << 20);
-	if (t_setup(x, src, 1 << 20, dst, 1 << 20, &conn, &src_mr, &dst_mr, &remote))
-		return T_FAIL;
+	t_loop_open(&l, 1 << 20, 1 << 20);
 	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "1000") == 0, "flush timeout");
 	t_ring(&ring, 64, 0, 0);
-	f = (struct xferk_frag) { .mr = src_mr, .len = 4096, .remote = remote,
+	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
 				  .opcode = XFERK_OP_WRITE };
-	deadline_expiry(&ring, x, &f);
+	deadline_expiry(&ring, l.x, &f);
 
 	/* The drain took the connection down: a new one for the next op. */
-	xferk_close(x);
-	if (xferk_open(&x) ||
-	    t_setup(x, src, 1 << 20, dst, 1 << 20, &conn, &src_mr, &dst_mr, &remote))
+	xferk_close(l.x);
+	if (t_loop_connect(&l))
 		return T_FAIL;
-	f.mr = src_mr;
-	f.remote = remote;
-	cancel(&ring, x, &f);
+	f.mr = l.src_mr;
+	f.remote = l.remote;
+	cancel(&ring, l.x, &f);
 
 	io_uring_queue_exit(&ring);
-	xferk_close(x);
+	xferk_close(l.x);
 	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "5000") == 0, "restore flush timeout");
 	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
 		 t_stat("pinned_pages"), pinned);
