@@ -82,9 +82,10 @@ $(B)/examples/%: libxferk/examples/%.c $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -luring
 
-$(B)/tests/integration/%: tests/integration/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)
+# Integration programs may speak rdma_cm themselves (a raw peer).
+$(B)/tests/integration/%: tests/integration/%.c tests/integration/*.h $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread -luring
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread -luring -lrdmacm -libverbs
 
 $(B)/tests/unit/%: tests/unit/%.c tests/kunit/uapi_layout.h $(LIB_SO) $(LIBHDRS)
 	@mkdir -p $(@D)

@@ -6,7 +6,8 @@
  *
  *   config   version, features, listener address
  *   ops      live ops: handle owner pid, state, bytes, age
- *   peers    connections: state, side, QP number, outstanding chunks
+ *   peers    connections: state, side, QP number, outstanding chunks,
+ *            error, whether the QP died and whether a local user claimed it
  *   quarantine  what the kernel holds because a device may still touch
  *            it: deregistered regions still pinned, orphaned and
  *            QUARANTINED ops (owner pid, bytes, age, reason)
@@ -101,14 +102,16 @@ static int peers_show(struct seq_file *m, void *unused)
 {
 	struct xferk_conn *c;
 
-	seq_puts(m, "id transport side state peer qpn outstanding pending_error\n");
+	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed\n");
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		mutex_lock(&c->lock);
-		seq_printf(m, "%u %s %s %s %pISpc %u %u %d\n", c->id,
+		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d\n", c->id,
 			   c->transport->name, c->active ? "active" : "passive",
-			   conn_states[c->state], &c->peer,
-			   c->qp ? c->qp->qp_num : 0, c->outstanding, c->error);
+			   conn_states[c->state], &c->peer, READ_ONCE(c->qp_num),
+			   c->outstanding, c->error,
+			   test_bit(XFERK_CONN_F_QP_DEAD, &c->flags),
+			   test_bit(XFERK_CONN_F_CLAIMED, &c->flags));
 		mutex_unlock(&c->lock);
 	}
 	mutex_unlock(&xferk_conns_lock);
@@ -190,6 +193,7 @@ void xferk_debugfs_init(void)
 	debugfs_create_u32("delay_ms", 0600, fault, &xferk_fault_delay_ms);
 	debugfs_create_atomic_t("fail_post", 0600, fault, &xferk_fault_fail_post);
 	debugfs_create_atomic_t("fail_qp", 0600, fault, &xferk_fault_fail_qp);
+	debugfs_create_atomic_t("qp_error", 0600, fault, &xferk_fault_qp_error);
 }
 
 void xferk_debugfs_exit(void)

@@ -5,37 +5,51 @@
  * An export makes part of a region accessible to exactly one peer: the
  * memory is registered in the protection domain of the connection to that
  * peer, so only that connection's QP can use the key (the hardware
- * enforces it), and the token names the connection by its cookie, so an
- * import through any other connection is refused before anything is
- * posted.
+ * enforces it).
+ *
+ * A token is a bearer capability, and every export to one peer shares that
+ * connection's protection domain: a token whose key or range a tenant
+ * could change would reach another tenant's memory. So a token is
+ * authenticated: it carries a SipHash-2-4 MAC under the connection's token
+ * key, which the two kernels derive in the handshake and never show to
+ * userspace. IMPORT finds the local end the token names (by the id this
+ * host gave it) and checks the MAC with that end's key before anything is
+ * published or posted: a forged, altered or foreign token fails with
+ * EACCES. On two hosts that end is the importing host's, whichever side
+ * initiated; on one host (loopback) it is the end opposite the exporter's.
  *
  * Token wire format (little endian, XFERK_TOKEN_SIZE bytes): struct
- * xferk_token below. The importer posts from its end of the token's
- * connection, found by the cookie: on two hosts that is the importing
- * host's end, whichever side initiated; on one host (loopback) it is the
- * end opposite the exporter's. Any handle to the same peer host names it.
+ * xferk_token below; the MAC covers every byte before it.
  */
 #include <linux/slab.h>
 #include <linux/sched/mm.h>
+#include <linux/siphash.h>
+#include <linux/nsproxy.h>
 
 #include "xferk.h"
 
 #define XFERK_TOKEN_MAGIC	0x4b544658U	/* "XFTK" */
-#define XFERK_TOKEN_VERSION	1
+#define XFERK_TOKEN_VERSION	2
 
 struct xferk_token {
 	__le32 magic;
 	__le16 version;
-	__le16 exporter_active;
-	__le64 cookie;
+	__le16 reserved0;
+	__le64 conn_id;		/* the importing end's local id */
 	__le64 iova;
 	__le64 len;
 	__le32 rkey;
 	__le32 access;
-	__le64 reserved[3];
+	__le64 reserved[2];
+	__le64 mac;		/* SipHash-2-4 of the bytes above */
 };
 
 static_assert(sizeof(struct xferk_token) == XFERK_TOKEN_SIZE);
+
+static u64 token_mac(const struct xferk_token *t, const siphash_key_t *key)
+{
+	return siphash(t, offsetof(struct xferk_token, mac), key);
+}
 
 static void export_release(struct kref *ref)
 {
@@ -127,7 +141,7 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	    !a->access || (a->access & ~(XFERK_ACCESS_REMOTE_READ |
 					 XFERK_ACCESS_REMOTE_WRITE)))
 		return -EINVAL;
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), XFERK_GFP_USER);
 	if (!e)
 		return -ENOMEM;
 	kref_init(&e->ref);
@@ -160,6 +174,11 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		ret = -EPERM;
 		goto err_unlock;
 	}
+	if (!xferk_handle_room_limited(xf, XFERK_H_EXPORT)) {
+		ret = -EMFILE;
+		goto err_unlock;
+	}
+	/* From here on the export is whole: errors go through its release. */
 	xferk_region_get(r);
 	xferk_conn_get(c);
 	e->region = r;
@@ -167,10 +186,12 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	e->addr = r->addr + a->offset;
 	e->len = a->len;
 	e->access = a->access;
+	atomic64_inc(&xferk_stats.exports);
 
 	mutex_lock(&r->lock);
 	mutex_lock(&c->exports_lock);
-	ret = READ_ONCE(c->state) == XFERK_CONN_UP ?
+	ret = READ_ONCE(c->state) == XFERK_CONN_UP &&
+	      test_bit(XFERK_CONN_F_KEYED, &c->flags) ?
 	      c->transport->export(c, e) : -ENOTCONN;
 	if (!ret) {
 		e->live = true;
@@ -180,24 +201,24 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	mutex_unlock(&c->exports_lock);
 	mutex_unlock(&r->lock);
 	if (!ret)
-		ret = xferk_handle_add(&xf->handles, &e->hobj, XFERK_H_EXPORT);
+		ret = xferk_handle_add_limited(xf, &e->hobj, XFERK_H_EXPORT);
 	mutex_unlock(&xf->lock);
 	if (ret) {
 		xferk_export_put(e);
 		return ret;
 	}
-	atomic64_inc(&xferk_stats.exports);
+	xferk_conn_claim(c);
 
 	tok = (struct xferk_token) {
 		.magic = cpu_to_le32(XFERK_TOKEN_MAGIC),
 		.version = cpu_to_le16(XFERK_TOKEN_VERSION),
-		.exporter_active = cpu_to_le16(c->active),
-		.cookie = cpu_to_le64(c->cookie),
+		.conn_id = cpu_to_le64(c->peer_id),
 		.iova = cpu_to_le64(e->iova),
 		.len = cpu_to_le64(e->len),
 		.rkey = cpu_to_le32(e->rkey),
 		.access = cpu_to_le32(e->access),
 	};
+	tok.mac = cpu_to_le64(token_mac(&tok, &c->token_key));
 	memcpy(a->token, &tok, sizeof(tok));
 	a->handle = e->hobj.handle;
 	return 0;
@@ -226,6 +247,26 @@ void xferk_remote_put(struct xferk_remote *rm)
 	kref_put(&rm->ref, remote_release);
 }
 
+/*
+ * The end a token names, if the token is authentic for it; with a
+ * reference. NULL for a forged, altered or foreign token.
+ */
+static struct xferk_conn *token_conn(struct xferk_conn *via,
+				     const struct xferk_token *tok)
+{
+	struct xferk_conn *c;
+
+	c = xferk_conn_find_importer(via, le64_to_cpu(tok->conn_id),
+				     current->nsproxy->net_ns);
+	if (c && le64_to_cpu(tok->mac) != token_mac(tok, &c->token_key)) {
+		xferk_conn_put(c);
+		c = NULL;
+	}
+	if (!c)
+		atomic64_inc(&xferk_stats.tokens_rejected);
+	return c;
+}
+
 int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	struct xferk_ioc_import *a = &arg->import;
@@ -239,13 +280,13 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		return -EINVAL;
 	memcpy(&tok, a->token, sizeof(tok));
 	if (le32_to_cpu(tok.magic) != XFERK_TOKEN_MAGIC ||
-	    le16_to_cpu(tok.version) != XFERK_TOKEN_VERSION || !tok.len ||
-	    !le32_to_cpu(tok.access) ||
+	    le16_to_cpu(tok.version) != XFERK_TOKEN_VERSION || tok.reserved0 ||
+	    !tok.len || !le32_to_cpu(tok.access) ||
 	    (le32_to_cpu(tok.access) & ~(XFERK_ACCESS_REMOTE_READ |
 					 XFERK_ACCESS_REMOTE_WRITE)) ||
 	    !xferk_is_zeroed(tok.reserved, sizeof(tok.reserved)))
 		return -EINVAL;
-	rm = kzalloc(sizeof(*rm), GFP_KERNEL);
+	rm = kzalloc(sizeof(*rm), XFERK_GFP_USER);
 	if (!rm)
 		return -ENOMEM;
 	kref_init(&rm->ref);
@@ -261,19 +302,18 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		goto err;
 	}
 	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
-	/* A token exported to another host names no end here. */
-	rm->conn = xferk_conn_find_importer(c, le64_to_cpu(tok.cookie),
-					    le16_to_cpu(tok.exporter_active));
+	rm->conn = token_conn(c, &tok);
 	if (!rm->conn) {
 		ret = -EACCES;
 		goto err;
 	}
-	ret = xferk_handle_add(&xf->handles, &rm->hobj, XFERK_H_REMOTE);
+	ret = xferk_handle_add_limited(xf, &rm->hobj, XFERK_H_REMOTE);
 	if (ret) {
 		xferk_conn_put(rm->conn);
 		goto err;
 	}
 	mutex_unlock(&xf->lock);
+	xferk_conn_claim(rm->conn);
 	a->handle = rm->hobj.handle;
 	return 0;
 

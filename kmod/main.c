@@ -9,6 +9,7 @@
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/inet.h>
+#include <linux/nsproxy.h>
 #include <net/net_namespace.h>
 #include <kunit/visibility.h>
 
@@ -48,11 +49,13 @@ int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	if (a->flags || a->reserved0 ||
 	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
+	if (!xferk_handle_room_limited(xf, XFERK_H_REGION))
+		return -EMFILE;
 	r = xferk_region_create(a->addr, a->len, a->access);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 	mutex_lock(&xf->lock);
-	ret = xferk_handle_add(&xf->handles, &r->hobj, XFERK_H_REGION);
+	ret = xferk_handle_add_limited(xf, &r->hobj, XFERK_H_REGION);
 	mutex_unlock(&xf->lock);
 	if (ret) {
 		xferk_region_put(r);
@@ -110,26 +113,30 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		if (ret)
 			return ret;
 	}
-	cr = kzalloc(sizeof(*cr), GFP_KERNEL);
+	if (!xferk_handle_room_limited(xf, XFERK_H_CONN))
+		return -EMFILE;
+	cr = kzalloc(sizeof(*cr), XFERK_GFP_USER);
 	if (!cr)
 		return -ENOMEM;
 	if (a->flags & XFERK_CONNECT_NULL_PEER)
 		c = xferk_conn_null_create(a->null_delay_ns);
 	else
-		c = xferk_conn_connect(&peer, a->timeout_ms ?: 5000);
+		c = xferk_conn_connect(current->nsproxy->net_ns, &peer,
+				       a->timeout_ms ?: 5000);
 	if (IS_ERR(c)) {
 		kfree(cr);
 		return PTR_ERR(c);
 	}
 	cr->conn = c;
 	mutex_lock(&xf->lock);
-	ret = xferk_handle_add(&xf->handles, &cr->hobj, XFERK_H_CONN);
+	ret = xferk_handle_add_limited(xf, &cr->hobj, XFERK_H_CONN);
 	mutex_unlock(&xf->lock);
 	if (ret) {
 		xferk_conn_put(c);
 		kfree(cr);
 		return ret;
 	}
+	xferk_conn_claim(c);
 	a->handle = cr->hobj.handle;
 	return 0;
 }
@@ -196,6 +203,53 @@ int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind)
 	return 0;
 }
 
+/**
+ * xferk_unpublish_handle() - undo a command whose caller never saw its handle
+ * @xf: the file
+ * @handle: the handle the command created
+ * @kind: its kind
+ *
+ * The write-back of the handle failed (EFAULT): nothing the command
+ * created may stay behind. An op is treated as if its file had closed:
+ * cancelled and drained in the background. Quietly nothing if another
+ * thread dropped the handle already.
+ */
+void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind)
+{
+	struct xferk_hobj *ho;
+
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_remove(&xf->handles, handle, kind);
+	mutex_unlock(&xf->lock);
+	if (!IS_ERR(ho))
+		drop_object(ho, true);
+}
+
+/**
+ * xferk_drop_op_handle() - release an op's handle on the kernel's behalf
+ * @xf: the file
+ * @op: the op (the caller holds a reference)
+ * @handle: the handle it was published with
+ *
+ * For XFERK_SUBMIT_AUTO_RELEASE: the caller may have released the handle
+ * already, and its slot may hold a newer op by now; only @op's own handle
+ * is dropped.
+ *
+ * Return: 0, or -ESTALE if @handle no longer names @op.
+ */
+int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
+			 u64 handle)
+{
+	int ret;
+
+	mutex_lock(&xf->lock);
+	ret = xferk_handle_remove_obj(&xf->handles, handle, &op->hobj);
+	mutex_unlock(&xf->lock);
+	if (!ret)
+		drop_object(&op->hobj, false);
+	return ret;
+}
+
 int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind)
 {
 	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
@@ -207,7 +261,7 @@ static int xferk_open(struct inode *inode, struct file *file)
 {
 	struct xferk_file *xf;
 
-	xf = kzalloc(sizeof(*xf), GFP_KERNEL);
+	xf = kzalloc(sizeof(*xf), XFERK_GFP_USER);
 	if (!xf)
 		return -ENOMEM;
 	xf->qacct = xferk_qacct_create();
@@ -261,7 +315,8 @@ static struct miscdevice xferk_misc = {
 	.name	= "xferk",
 	.fops	= &xferk_fops,
 	.groups	= xferk_dev_groups,
-	.mode	= 0666,
+	/* Group access is granted by udev (tools/60-xferk.rules): security.md. */
+	.mode	= 0660,
 };
 
 static int __init xferk_init(void)
@@ -288,6 +343,9 @@ static int __init xferk_init(void)
 	ret = xferk_conn_module_init();
 	if (ret)
 		goto err_null;
+	ret = xferk_rdma_module_init();
+	if (ret)
+		goto err_conn;
 	xferk_debugfs_init();
 	ret = misc_register(&xferk_misc);
 	if (ret)
@@ -298,6 +356,8 @@ static int __init xferk_init(void)
 
 err_debugfs:
 	xferk_debugfs_exit();
+	xferk_rdma_module_exit();
+err_conn:
 	xferk_conn_module_exit();
 err_null:
 	xferk_null_module_exit();
@@ -313,6 +373,7 @@ static void __exit xferk_exit(void)
 	misc_deregister(&xferk_misc);
 	xferk_uring_module_exit();
 	xferk_debugfs_exit();
+	xferk_rdma_module_exit();
 	xferk_conn_module_exit();
 	xferk_null_module_exit();
 	xferk_queue_module_exit();

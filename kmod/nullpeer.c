@@ -6,6 +6,8 @@
  * the op machinery; nothing that claims RDMA behaviour may use it.
  * Creating one needs CAP_SYS_ADMIN.
  */
+#include <linux/nsproxy.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "xferk.h"
@@ -90,34 +92,33 @@ const struct xferk_transport xferk_null_transport = {
  * @delay_ns: how long each chunk takes
  *
  * Null peers are never shared: each call makes a new one, which lives
- * until the module unloads or XFERK_IOC_DISCONNECT.
+ * until the module unloads or its handle goes. It is both ends of itself:
+ * its tokens name its own id, under its own random key.
  *
  * Return: the connection, up, with a reference for the caller.
  */
 struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 {
-	struct xferk_conn *c = kzalloc(sizeof(*c), GFP_KERNEL);
+	struct xferk_conn *c = kzalloc(sizeof(*c), XFERK_GFP_USER);
 
 	if (!c)
 		return ERR_PTR(-ENOMEM);
-	c->qdev = xferk_qdev_get(NULL);
+	xferk_conn_init(c, &xferk_null_transport, current->nsproxy->net_ns,
+			true);
+	c->qdev = xferk_qdev_get_null();
 	if (!c->qdev) {
-		kfree(c);
+		xferk_conn_put(c);
 		return ERR_PTR(-ENOMEM);
 	}
-	xferk_conn_init(c, &xferk_null_transport);
 	INIT_DELAYED_WORK(&c->null_work, null_complete_due);
 	c->null_delay_ns = delay_ns;
-	c->cookie = get_random_u64();
-	c->active = true;
-	c->state = XFERK_CONN_UP;
-	c->max_chunk_pages = XFERK_MAX_SGE;
-	complete_all(&c->established);
-	atomic64_inc(&xferk_stats.peers_connected);
-	mutex_lock(&xferk_conns_lock);
-	list_add_tail(&c->node, &xferk_conns);
-	mutex_unlock(&xferk_conns_lock);
+	get_random_bytes(&c->token_key, sizeof(c->token_key));
+	xferk_conn_publish(c);
+	c->peer_id = c->local_id;
+	set_bit(XFERK_CONN_F_KEYED, &c->flags);
+	xferk_conn_claim(c);
 	xferk_conn_get(c);
+	xferk_conn_set_up(c);
 	return c;
 }
 

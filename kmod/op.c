@@ -8,12 +8,18 @@
  * chunks go to their connections' queues.
  *
  * References: the op's handle holds one, and "not yet physically complete"
- * holds one; each chunk holds a region and a remote reference. When the
- * last chunk becomes terminal (xferk_life_chunk_done() says so exactly
- * once), the chunks' region references are dropped, which unpins pages
- * whose regions are gone, and then the physical reference. The remote
- * references go with the op. An op whose handle was released before it
- * was physically complete is owned by the kernel until then.
+ * holds one; each chunk holds a region and a remote reference, and the op
+ * one on each distinct connection it uses. When the last chunk becomes
+ * terminal (xferk_life_chunk_done() says so exactly once), the chunks'
+ * references are dropped, which unpins pages whose regions are gone, the
+ * chunks are freed, and then the physical reference goes. The connection
+ * references go with the op: a drain may still be walking them. An op
+ * whose handle was released before it was physically complete is owned by
+ * the kernel until then.
+ *
+ * Memory: everything an op holds is charged to the submitter's memory
+ * cgroup, an op is bounded (XFERK_MAX_OP_BYTES, XFERK_MAX_OP_WRS), and the
+ * chunks of a file's unfinished ops are bounded by max_chunks_per_file.
  *
  * Locking: op->lock (irq-safe: the deadline hrtimer takes it) guards
  * op->life and nothing else; it is never held while calling out.
@@ -41,16 +47,15 @@ static void op_release(struct kref *ref)
 	u32 i;
 
 	hrtimer_cancel(&op->timer);
-	for (i = 0; i < op->nr_chunks; i++)
-		xferk_remote_put(op->chunks[i].remote);
-	if (op->qdev) {
+	for (i = 0; i < op->nr_conns; i++)
+		xferk_conn_put(op->conns[i]);
+	if (op->qdev)
 		xferk_qdev_put(op->qdev);
-		xferk_qacct_put(op->qacct);
-	}
+	xferk_qacct_put(op->qacct);
 	spin_lock(&xferk_ops_lock);
 	list_del(&op->node);
 	spin_unlock(&xferk_ops_lock);
-	kvfree(op->chunks);
+	kvfree(op->conns);
 	kfree(op);
 	atomic64_dec(&xferk_stats.ops_live);
 }
@@ -75,24 +80,37 @@ static void op_count_outcome(struct xferk_op *op, u32 state)
 	}
 }
 
+/* Drops what the chunks hold, and the chunks: the op is physical. */
+static void op_free_chunks(struct xferk_op *op)
+{
+	struct xferk_chunk *chunks = op->chunks;
+	u32 i;
+
+	for (i = 0; i < op->nr_chunks; i++) {
+		xferk_region_put(chunks[i].region);
+		xferk_remote_put(chunks[i].remote);
+	}
+	WRITE_ONCE(op->chunks, NULL);
+	kvfree(chunks);
+	atomic_sub(op->nr_chunks, &op->qacct->chunks);
+}
+
 /*
  * The op is physically complete: nothing of it can touch memory any more.
- * Its pages are released before waiters wake, so a caller that waited for
- * physical completion sees them gone; the physical reference goes last.
- * The remotes (and through them the connections) stay referenced until
- * the op itself goes: a drain may still be walking the op's connections.
+ * That is visible (op->life, under op->lock) before this runs; here the
+ * chunks' pages are released, then waiters wake, then the physical
+ * reference goes. So whoever sees a page count drop (pinned_pages) and
+ * then looks at the op sees it physically complete, and a waiter that
+ * wakes for physical completion sees the pages released.
  */
 static void op_apply(struct xferk_op *op, unsigned int what)
 {
-	u32 i;
-
 	if (what & XFERK_LIFE_PHYSICAL) {
 		hrtimer_cancel(&op->timer);
 		op_count_outcome(op, READ_ONCE(op->life.state));
 		if (op->orphaned)
 			atomic64_inc(&xferk_stats.ops_drained_after_exit);
-		for (i = 0; i < op->nr_chunks; i++)
-			xferk_region_put(op->chunks[i].region);
+		op_free_chunks(op);
 	}
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
@@ -107,7 +125,8 @@ static void op_apply(struct xferk_op *op, unsigned int what)
  * @ch: the chunk; completed or never posted
  * @error: 0 or a negative errno
  *
- * Called once per chunk, from process context.
+ * Called once per chunk, from process context. The last one frees every
+ * chunk of the op, @ch included.
  */
 void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 {
@@ -160,14 +179,17 @@ bool xferk_chunk_cancelled(struct xferk_chunk *ch)
 }
 
 /*
- * Runs a cancel-and-drain in the background: the deadline policy and the
- * exit path queue it with a reference and op->drain_deadline set.
+ * Runs a cancel-and-drain in the background: the deadline policy, the exit
+ * path and an interrupted CANCEL queue it with a reference and
+ * op->drain_deadline set. Once it runs, another request may queue it again.
  */
 static void op_cancel_work(struct work_struct *work)
 {
 	struct xferk_op *op = container_of(work, struct xferk_op, cancel_work);
+	ktime_t until = READ_ONCE(op->drain_deadline);
 
-	xferk_op_cancel_drain(op, op->drain_deadline);
+	clear_bit(XFERK_OP_CANCEL_QUEUED, &op->flags);
+	xferk_op_cancel_drain(op, until);
 	xferk_op_put(op);
 }
 
@@ -176,7 +198,7 @@ static void op_queue_cancel(struct xferk_op *op, ktime_t drain_deadline)
 {
 	if (test_and_set_bit(XFERK_OP_CANCEL_QUEUED, &op->flags))
 		return;
-	op->drain_deadline = drain_deadline;
+	WRITE_ONCE(op->drain_deadline, drain_deadline);
 	kref_get(&op->ref);
 	queue_work(xferk_op_wq, &op->cancel_work);
 }
@@ -289,13 +311,53 @@ static void op_fill_chunks(struct xferk_op *op, u32 *next,
 	}
 }
 
+/*
+ * The distinct connections of @nr remotes, with a reference each, into
+ * @op->conns. Return: 0 or -ENOMEM.
+ */
+static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
+			    u32 nr)
+{
+	u32 i, j;
+
+	op->conns = kvmalloc_array(nr, sizeof(*op->conns), XFERK_GFP_USER);
+	if (!op->conns)
+		return -ENOMEM;
+	for (i = 0; i < nr; i++) {
+		struct xferk_conn *c = remotes[i]->conn;
+
+		for (j = 0; j < op->nr_conns && op->conns[j] != c; j++)
+			;
+		if (j < op->nr_conns)
+			continue;
+		xferk_conn_get(c);
+		op->conns[op->nr_conns++] = c;
+	}
+	return 0;
+}
+
+/*
+ * Reserves @nr chunks of the file's budget. Return: 0, or -EBUSY when the
+ * file's unfinished ops hold max_chunks_per_file already.
+ */
+static int op_charge_chunks(struct xferk_qacct *acct, u32 nr)
+{
+	if (atomic_add_return(nr, &acct->chunks) <=
+	    READ_ONCE(xferk_max_chunks_per_file))
+		return 0;
+	atomic_sub(nr, &acct->chunks);
+	atomic64_inc(&xferk_stats.limit_rejects);
+	return -EBUSY;
+}
+
 /**
  * xferk_op_submit() - validate a batch, publish it as an op and start it
  * @xf: the submitting file
  * @a: the submit argument (kernel copy); @a->op is set on success
  * @ucmd: the io_uring command to complete when the op settles, or NULL
  *
- * All or nothing: on error nothing was published.
+ * All or nothing: on error nothing was published. Every bound is checked
+ * before the chunks are allocated, and the work is bounded by them.
  *
  * Return: 0, or a negative errno.
  */
@@ -306,8 +368,8 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	struct xferk_remote **remotes = NULL;
 	struct xferk_frag *frags;
 	struct xferk_op *op;
-	u64 total_bytes = 0;
-	u32 i, nr_chunks = 0, next = 0;
+	u64 total_bytes = 0, nr_chunks = 0;
+	u32 i, next = 0;
 	ktime_t deadline;
 	int ret;
 
@@ -327,11 +389,15 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	deadline = xferk_deadline_from_user(a->deadline_ns);
 	if (xferk_deadline_passed(deadline, ktime_get()))
 		return -ETIMEDOUT;
+	if (!xferk_handle_room_limited(xf, XFERK_H_OP))
+		return -EMFILE;
 
-	frags = kvmalloc_array(a->nr_frags, sizeof(*frags), GFP_KERNEL);
-	regions = kvmalloc_array(a->nr_frags, sizeof(*regions), GFP_KERNEL);
-	remotes = kvmalloc_array(a->nr_frags, sizeof(*remotes), GFP_KERNEL);
-	op = kzalloc(sizeof(*op), GFP_KERNEL);
+	frags = kvmalloc_array(a->nr_frags, sizeof(*frags), XFERK_GFP_USER);
+	regions = kvmalloc_array(a->nr_frags, sizeof(*regions),
+				 XFERK_GFP_USER);
+	remotes = kvmalloc_array(a->nr_frags, sizeof(*remotes),
+				 XFERK_GFP_USER);
+	op = kzalloc(sizeof(*op), XFERK_GFP_USER);
 	if (!frags || !regions || !remotes || !op) {
 		ret = -ENOMEM;
 		goto out_free;
@@ -348,18 +414,33 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		ret = check_frag(xf, &frags[i], &regions[i], &remotes[i]);
 		if (ret)
 			goto out_unlock;
+		/* Each length is within its region: no sum can wrap. */
 		total_bytes += frags[i].len;
+		if (total_bytes > XFERK_MAX_OP_BYTES) {
+			ret = -E2BIG;
+			goto out_unlock;
+		}
 		if (frags[i].opcode == XFERK_OP_READ)
 			op->read_bytes += frags[i].len;
 		nr_chunks += xferk_chunk_count(regions[i]->addr + frags[i].offset,
 					       frags[i].len,
 					       remotes[i]->conn->max_chunk_pages,
-					       remotes[i]->conn->max_chunk_bytes);
+					       remotes[i]->conn->max_chunk_bytes,
+					       XFERK_MAX_OP_WRS - nr_chunks);
+		if (nr_chunks > XFERK_MAX_OP_WRS) {
+			ret = -E2BIG;
+			goto out_unlock;
+		}
 	}
-	op->chunks = kvcalloc(nr_chunks, sizeof(*op->chunks), GFP_KERNEL);
-	if (!op->chunks) {
-		ret = -ENOMEM;
+	op->qacct = xf->qacct;
+	ret = op_charge_chunks(op->qacct, nr_chunks);
+	if (ret)
 		goto out_unlock;
+	op->chunks = kvcalloc(nr_chunks, sizeof(*op->chunks),
+			      XFERK_GFP_USER);
+	if (!op->chunks || op_collect_conns(op, remotes, a->nr_frags)) {
+		ret = -ENOMEM;
+		goto out_uncharge;
 	}
 	kref_init(&op->ref);
 	spin_lock_init(&op->lock);
@@ -379,7 +460,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	ret = xferk_queue_admit(op, xf->qacct, a);
 	if (ret)
 		goto out_unfill;
-	ret = xferk_handle_add(&xf->handles, &op->hobj, XFERK_H_OP);
+	ret = xferk_handle_add_limited(xf, &op->hobj, XFERK_H_OP);
 	if (ret)
 		goto out_unadmit;
 	a->op = op->hobj.handle;
@@ -389,6 +470,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	 * the timer, the parked command; and this function's own reference
 	 * keeps it until it is started.
 	 */
+	kref_get(&xf->qacct->ref);
 	kref_get(&op->ref);	/* physical reference */
 	kref_get(&op->ref);	/* until started, below */
 	hrtimer_init(&op->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
@@ -422,10 +504,16 @@ out_unfill:
 		xferk_region_put(op->chunks[i].region);
 		xferk_remote_put(op->chunks[i].remote);
 	}
+out_uncharge:
+	atomic_sub(nr_chunks, &op->qacct->chunks);
 out_unlock:
 	mutex_unlock(&xf->lock);
-	if (op)
+	if (op) {
+		for (i = 0; i < op->nr_conns; i++)
+			xferk_conn_put(op->conns[i]);
+		kvfree(op->conns);
 		kvfree(op->chunks);
+	}
 out_free:
 	kfree(op);
 	kvfree(remotes);
@@ -484,7 +572,9 @@ static bool op_wait_done(struct xferk_op *op, bool physical)
 /*
  * Waits until the op is settled (or physically complete) or the absolute
  * @deadline passes, never later: the wait itself runs on an hrtimer.
- * A signal restarts the call with the same absolute deadline.
+ * A signal restarts the call with the same absolute deadline. The result
+ * follows the snapshot it returns: 0 exactly when that snapshot shows
+ * what was waited for.
  */
 int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
@@ -508,13 +598,14 @@ int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		ret = wait_event_interruptible_hrtimeout(op->wq,
 							 op_wait_done(op, physical),
 							 left > 0 ? left : 0);
-		if (ret == -ETIME)
-			ret = op_wait_done(op, physical) ? 0 : -ETIMEDOUT;
 	}
 	op_snapshot(op, &a->snap);
 	xferk_op_put(op);
+	if (physical ? a->snap.buffer_reusable :
+	    xferk_state_is_settled(a->snap.state))
+		return 0;
 	/* The snapshot goes back with -ETIMEDOUT too (see the ioctl table). */
-	return ret;
+	return ret == -ERESTARTSYS ? ret : -ETIMEDOUT;
 }
 
 int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
@@ -533,26 +624,20 @@ int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 }
 
 /*
- * On each connection the op's chunks use: drop its unposted chunks, or
- * (@force) fail the connection if it still has some of them posted.
+ * On each connection the op uses: drop its unposted chunks, or (@force)
+ * fail the connection if it still has some of them posted.
  */
 static void op_cancel_on_conns(struct xferk_op *op, bool force)
 {
-	struct xferk_conn *prev = NULL;
 	u32 i;
 
 	if (!force)
 		xferk_queue_drop(op);
-	for (i = 0; i < op->nr_chunks; i++) {
-		struct xferk_conn *c = op->chunks[i].remote->conn;
-
-		if (c == prev)
-			continue;
+	for (i = 0; i < op->nr_conns; i++) {
 		if (force)
-			xferk_conn_fail_op(c, op);
+			xferk_conn_fail_op(op->conns[i], op);
 		else
-			xferk_conn_drop_op(c, op);
-		prev = c;
+			xferk_conn_drop_op(op->conns[i], op);
 	}
 }
 
@@ -567,14 +652,21 @@ static bool op_physical(struct xferk_op *op)
 	return done;
 }
 
-/* Sleeps until the op is physically complete or @until; true if it is. */
-static bool op_wait_physical(struct xferk_op *op, ktime_t until)
+/*
+ * Sleeps until the op is physically complete or @until. Return: 0 if it
+ * is, -ETIME if not, -ERESTARTSYS on a signal (kernel threads get none).
+ */
+static int op_wait_physical(struct xferk_op *op, ktime_t until)
 {
 	ktime_t left = ktime_sub(until, ktime_get());
+	int ret = 0;
 
 	if (left > 0)
-		wait_event_hrtimeout(op->wq, op_physical(op), left);
-	return op_physical(op);
+		ret = wait_event_interruptible_hrtimeout(op->wq, op_physical(op),
+							 left);
+	if (op_physical(op))
+		return 0;
+	return ret == -ERESTARTSYS ? ret : -ETIME;
 }
 
 /**
@@ -589,16 +681,19 @@ static bool op_wait_physical(struct xferk_op *op, ktime_t until)
  * is still not physically complete at @drain_deadline is QUARANTINED and
  * becomes DRAINED when its last work request is terminal.
  *
+ * A signal ends the caller's wait, never the drain: the rest of it goes
+ * on in the background, to the same deadline.
+ *
  * Return: 0 if the op is physically complete (DRAINED, or it was final
- * already), -ETIMEDOUT if it is QUARANTINED.
+ * already), -ETIMEDOUT if it is QUARANTINED, -ERESTARTSYS if the caller
+ * was interrupted.
  */
 int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
 {
 	unsigned long flags;
-	unsigned int what;
+	unsigned int what, drain;
 	ktime_t now = ktime_get();
-
-	unsigned int drain;
+	int ret;
 
 	spin_lock_irqsave(&op->lock, flags);
 	what = xferk_life_cancel(&op->life);
@@ -613,12 +708,15 @@ int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
 		return 0;
 
 	op_cancel_on_conns(op, false);
-	if (drain_deadline > now &&
-	    op_wait_physical(op, ktime_add(now, ktime_sub(drain_deadline, now) / 2)))
-		return 0;
-	op_cancel_on_conns(op, true);
-	if (op_wait_physical(op, drain_deadline))
-		return 0;
+	ret = op_wait_physical(op, ktime_add(now, ktime_sub(drain_deadline, now) / 2));
+	if (ret == -ETIME) {
+		op_cancel_on_conns(op, true);
+		ret = op_wait_physical(op, drain_deadline);
+	}
+	if (ret == -ERESTARTSYS)
+		op_queue_cancel(op, drain_deadline);
+	if (ret != -ETIME)
+		return ret;
 
 	spin_lock_irqsave(&op->lock, flags);
 	what = xferk_life_drain_expired(&op->life);
@@ -641,6 +739,19 @@ void xferk_op_orphan(struct xferk_op *op)
 	op_queue_cancel(op, ktime_add_ms(ktime_get(), xferk_exit_drain_ms));
 }
 
+/*
+ * The caller never learnt the op's handle (EFAULT on write-back): treat it
+ * as a file that closed with the op in flight.
+ */
+void xferk_op_unpublish(struct xferk_op *op)
+{
+	xferk_op_orphan(op);
+}
+
+/*
+ * CANCEL returns 0 exactly when the snapshot it returns has
+ * buffer_reusable set, and -ETIMEDOUT (QUARANTINED) otherwise, or a signal.
+ */
 int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	struct xferk_ioc_cancel *a = &arg->cancel;
@@ -661,7 +772,9 @@ int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	ret = xferk_op_cancel_drain(op, until);
 	op_snapshot(op, &a->snap);
 	xferk_op_put(op);
-	return ret;
+	if (a->snap.buffer_reusable)
+		return 0;
+	return ret == -ERESTARTSYS ? ret : -ETIMEDOUT;
 }
 
 int xferk_op_module_init(void)

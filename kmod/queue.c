@@ -26,8 +26,9 @@
  * all devices keeps per-file accounts, which span devices, exact; hosts
  * have few RDMA devices.
  *
- * Lifetime: a connection holds a reference to its qdev, an op one to the
- * qdev it was admitted to and one to its file's account.
+ * Lifetime: a device (rdma.c) and each connection on it hold a reference
+ * to its qdev, an op one to the qdev it was admitted to; the qdev outlives
+ * its device while ops hold it. Null peers share one qdev.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -68,6 +69,7 @@ struct xferk_sched_limits xferk_queue_limits = {
 #define KICK_ROUNDS	8	/* batches per call; the rest in kick_work */
 
 static struct workqueue_struct *xferk_queue_wq;
+static struct xferk_qdev *xferk_null_qdev;	/* xferk_queue_lock */
 static void queue_kick_work(struct work_struct *work);
 
 static void qdev_release(struct kref *ref)
@@ -77,6 +79,8 @@ static void qdev_release(struct kref *ref)
 	WARN_ON(!xferk_sched_empty(&q->sched));
 	spin_lock(&xferk_queue_lock);
 	list_del(&q->node);
+	if (xferk_null_qdev == q)
+		xferk_null_qdev = NULL;
 	spin_unlock(&xferk_queue_lock);
 	kfree(q);
 }
@@ -86,41 +90,70 @@ void xferk_qdev_put(struct xferk_qdev *q)
 	kref_put(&q->ref, qdev_release);
 }
 
+static struct xferk_qdev *qdev_alloc(const char *name)
+{
+	struct xferk_qdev *q = kzalloc(sizeof(*q), GFP_KERNEL);
+
+	if (!q)
+		return NULL;
+	kref_init(&q->ref);
+	INIT_WORK(&q->kick_work, queue_kick_work);
+	strscpy(q->name, name, sizeof(q->name));
+	xferk_sched_init(&q->sched, &xferk_queue_limits);
+	return q;
+}
+
 /**
- * xferk_qdev_get() - the queue of a device, created on first use
- * @dev: the RDMA device, or NULL for the null peers' queue
+ * xferk_qdev_create() - a new queue, for a device that appeared
+ * @name: the device's name
  *
  * Return: the queue with a reference, or NULL without memory.
  */
-struct xferk_qdev *xferk_qdev_get(struct ib_device *dev)
+struct xferk_qdev *xferk_qdev_create(const char *name)
 {
-	struct xferk_qdev *q, *new = kzalloc(sizeof(*new), GFP_KERNEL);
+	struct xferk_qdev *q = qdev_alloc(name);
+
+	if (q) {
+		spin_lock(&xferk_queue_lock);
+		list_add_tail(&q->node, &xferk_qdevs);
+		spin_unlock(&xferk_queue_lock);
+	}
+	return q;
+}
+
+/**
+ * xferk_qdev_get_null() - the one queue all null peers share
+ *
+ * Return: the queue with a reference, or NULL without memory.
+ */
+struct xferk_qdev *xferk_qdev_get_null(void)
+{
+	struct xferk_qdev *q, *new = qdev_alloc("null");
 
 	spin_lock(&xferk_queue_lock);
-	list_for_each_entry(q, &xferk_qdevs, node) {
-		if (q->dev == dev && kref_get_unless_zero(&q->ref)) {
-			spin_unlock(&xferk_queue_lock);
-			kfree(new);
-			return q;
-		}
+	q = xferk_null_qdev;
+	if (q && kref_get_unless_zero(&q->ref)) {
+		spin_unlock(&xferk_queue_lock);
+		kfree(new);
+		return q;
 	}
 	if (new) {
-		kref_init(&new->ref);
-		INIT_WORK(&new->kick_work, queue_kick_work);
-		new->dev = dev;
-		strscpy(new->name, dev ? dev_name(&dev->dev) : "null",
-			sizeof(new->name));
-		xferk_sched_init(&new->sched, &xferk_queue_limits);
 		list_add_tail(&new->node, &xferk_qdevs);
+		xferk_null_qdev = new;
 	}
 	spin_unlock(&xferk_queue_lock);
 	return new;
 }
 
-/* A file's account: the file and each of its admitted ops hold a ref. */
+void xferk_qdev_get(struct xferk_qdev *q)
+{
+	kref_get(&q->ref);
+}
+
+/* A file's account: the file and each of its ops hold a ref. */
 struct xferk_qacct *xferk_qacct_create(void)
 {
-	struct xferk_qacct *a = kzalloc(sizeof(*a), GFP_KERNEL);
+	struct xferk_qacct *a = kzalloc(sizeof(*a), XFERK_GFP_USER);
 
 	if (a)
 		kref_init(&a->ref);
@@ -149,7 +182,7 @@ static void set_next(struct xferk_op *op)
 /**
  * xferk_queue_admit() - reserve the op's place in its device's queue
  * @op: the op, chunks filled, not yet published
- * @acct: the submitting file's account
+ * @acct: the submitting file's account (the op holds it)
  * @a: the submit argument: priority and window
  *
  * Return: 0 (admitted, or the queue is bypassed: op->qdev stays NULL),
@@ -182,9 +215,7 @@ int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
 	if (ret)
 		return ret;
 	kref_get(&q->ref);
-	kref_get(&acct->ref);
 	op->qdev = q;
-	op->qacct = acct;
 	return 0;
 }
 
@@ -197,7 +228,6 @@ void xferk_queue_unadmit(struct xferk_op *op)
 	xferk_sched_cancel(&op->qdev->sched, &op->qitem);
 	spin_unlock(&xferk_queue_lock);
 	xferk_qdev_put(op->qdev);
-	xferk_qacct_put(op->qacct);
 	op->qdev = NULL;
 }
 

@@ -37,16 +37,22 @@ static void region_unpin(struct xferk_region *r)
  * @len: length, > 0
  * @access: XFERK_ACCESS_* bits
  *
+ * Everything is checked before anything is allocated: the length against
+ * the machine's memory, the pages against RLIMIT_MEMLOCK. The page array
+ * is charged to the caller's memory cgroup.
+ *
  * Return: the region with one reference, or ERR_PTR: -EINVAL (bad access
- * or len 0), -EOVERFLOW (addr + len wraps), -ENOMEM (RLIMIT_MEMLOCK or
- * memory), -EFAULT (unmapped, or read-only memory the NIC would write),
- * -EOPNOTSUPP (memory that cannot be pinned long-term, e.g. fsdax), -EINTR,
- * -EDQUOT (the quarantine holds quarantine_limit_bytes or more).
+ * or len 0), -EOVERFLOW (addr + len wraps), -ENOMEM (more pages than the
+ * machine has, RLIMIT_MEMLOCK, or memory), -EFAULT (unmapped, or memory
+ * that cannot be pinned for writing), -EOPNOTSUPP (memory that cannot be
+ * pinned long-term, e.g. fsdax), -EINTR, -EDQUOT (the quarantine holds
+ * quarantine_limit_bytes or more).
  */
 struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 {
 	unsigned long first, npages, done = 0, limit;
 	unsigned int gup_flags = FOLL_WRITE | FOLL_LONGTERM;
+	struct mm_struct *mm = current->mm;
 	struct xferk_region *r;
 	int ret;
 
@@ -56,7 +62,9 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 		return ERR_PTR(-EOVERFLOW);
 	first = addr >> PAGE_SHIFT;
 	npages = (PAGE_ALIGN(addr + len) >> PAGE_SHIFT) - first;
-	if (npages > INT_MAX)
+	/* No machine pins more pages than it has. */
+	if (npages > totalram_pages() ||
+	    npages > INT_MAX / sizeof(struct page *))
 		return ERR_PTR(-ENOMEM);
 	if (READ_ONCE(xferk_quarantine_limit_bytes) &&
 	    atomic64_read(&xferk_stats.quarantined_pages) * PAGE_SIZE >=
@@ -64,14 +72,23 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 		atomic64_inc(&xferk_stats.quarantine_limit_rejects);
 		return ERR_PTR(-EDQUOT);
 	}
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	if (atomic64_add_return(npages, &mm->pinned_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return ERR_PTR(-ENOMEM);
+	}
 
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
-	if (!r)
-		return ERR_PTR(-ENOMEM);
-	r->pages = kvmalloc_array(npages, sizeof(*r->pages), GFP_KERNEL);
+	r = kzalloc(sizeof(*r), XFERK_GFP_USER);
+	if (!r) {
+		ret = -ENOMEM;
+		goto err_uncharge;
+	}
+	r->pages = kvmalloc_array(npages, sizeof(*r->pages),
+				  XFERK_GFP_USER | __GFP_NOWARN);
 	if (!r->pages) {
-		kfree(r);
-		return ERR_PTR(-ENOMEM);
+		ret = -ENOMEM;
+		goto err_free;
 	}
 	kref_init(&r->ref);
 	mutex_init(&r->lock);
@@ -85,15 +102,9 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 	r->writable = access & (XFERK_ACCESS_LOCAL_DST | XFERK_ACCESS_REMOTE_WRITE);
 	if (!r->writable)
 		gup_flags |= FOLL_FORCE;
-	r->mm = current->mm;
-	mmgrab(r->mm);
+	r->mm = mm;
+	mmgrab(mm);
 
-	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	if (atomic64_add_return(npages, &r->mm->pinned_vm) > limit &&
-	    !capable(CAP_IPC_LOCK)) {
-		ret = -ENOMEM;
-		goto err_uncharge;
-	}
 	while (done < npages) {
 		int n = min_t(unsigned long, npages - done, PIN_BATCH);
 
@@ -105,7 +116,9 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 		ret = pin_user_pages_fast((first + done) << PAGE_SHIFT, n,
 					  gup_flags, r->pages + done);
 		if (ret <= 0) {
-			ret = ret ?: -EFAULT;
+			/* Only the errnos documented for MR_REG leave here. */
+			if (ret != -ENOMEM && ret != -EOPNOTSUPP && ret != -EINTR)
+				ret = -EFAULT;
 			goto err_unpin;
 		}
 		done += ret;
@@ -123,11 +136,12 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 
 err_unpin:
 	unpin_user_pages(r->pages, done);
-err_uncharge:
-	atomic64_sub(npages, &r->mm->pinned_vm);
-	mmdrop(r->mm);
+	mmdrop(mm);
 	kvfree(r->pages);
+err_free:
 	kfree(r);
+err_uncharge:
+	atomic64_sub(npages, &mm->pinned_vm);
 	return ERR_PTR(ret);
 }
 

@@ -87,6 +87,11 @@ XFERK_STAT_ATTR(quarantine_limit_rejects);
 XFERK_STAT_ATTR(uring_parked);
 XFERK_STAT_ATTR(uring_completed);
 XFERK_STAT_ATTR(uring_exit_cancels);
+XFERK_STAT_ATTR(conns_rejected);
+XFERK_STAT_ATTR(conns_reaped);
+XFERK_STAT_ATTR(qp_errors);
+XFERK_STAT_ATTR(tokens_rejected);
+XFERK_STAT_ATTR(limit_rejects);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -112,6 +117,11 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_uring_parked.attr,
 	&dev_attr_uring_completed.attr,
 	&dev_attr_uring_exit_cancels.attr,
+	&dev_attr_conns_rejected.attr,
+	&dev_attr_conns_reaped.attr,
+	&dev_attr_qp_errors.attr,
+	&dev_attr_tokens_rejected.attr,
+	&dev_attr_limit_rejects.attr,
 	NULL,
 };
 

@@ -5,8 +5,8 @@
  * caller's missing tail reads as zero; a newer caller's unknown tail must
  * be zero; output goes back into min(caller size, kernel size) bytes.
  *
- * Everything here except xferk_ioctl_dispatch() is free of user memory, so
- * the KUnit suites call it directly.
+ * The table lookup and the size and reserved-byte checks are free of user
+ * memory, so the KUnit suites call them directly.
  */
 #include <linux/kernel.h>
 #include <linux/string.h>
@@ -22,6 +22,19 @@
 		.size = sizeof(_struct),				\
 		.out_on_timeout = (_flags) & OUT_ON_TIMEOUT,		\
 		.nonblock = (_flags) & NONBLOCK,			\
+		.handler = _handler,					\
+	}
+
+/* Commands that publish a handle of @_kind in the field @_out. */
+#define XFERK_IOCTL_NEW(_cmd, _handler, _struct, _first_last, _flags,	\
+			_kind, _out)					\
+	[_IOC_NR(_cmd)] = {						\
+		.cmd = _cmd,						\
+		.min_size = offsetofend(_struct, _first_last),		\
+		.size = sizeof(_struct),				\
+		.nonblock = (_flags) & NONBLOCK,			\
+		.out_kind = _kind,					\
+		.out_offset = offsetof(_struct, _out),			\
 		.handler = _handler,					\
 	}
 
@@ -43,20 +56,25 @@
 static const struct xferk_ioctl_desc xferk_ioctls[] = {
 	XFERK_IOCTL(XFERK_IOC_INFO, xferk_ioctl_info, struct xferk_ioc_info,
 		    reserved, NONBLOCK),
-	XFERK_IOCTL(XFERK_IOC_MR_REG, xferk_ioctl_mr_reg,
-		    struct xferk_ioc_mr_reg, reserved, 0),
+	XFERK_IOCTL_NEW(XFERK_IOC_MR_REG, xferk_ioctl_mr_reg,
+			struct xferk_ioc_mr_reg, reserved, 0, XFERK_H_REGION,
+			handle),
 	XFERK_IOCTL_DROP(XFERK_IOC_MR_DEREG, XFERK_H_REGION, 0),
-	XFERK_IOCTL(XFERK_IOC_CONNECT, xferk_ioctl_connect,
-		    struct xferk_ioc_connect, reserved, 0),
+	XFERK_IOCTL_NEW(XFERK_IOC_CONNECT, xferk_ioctl_connect,
+			struct xferk_ioc_connect, reserved, 0, XFERK_H_CONN,
+			handle),
 	XFERK_IOCTL_DROP(XFERK_IOC_DISCONNECT, XFERK_H_CONN, 0),
-	XFERK_IOCTL(XFERK_IOC_EXPORT, xferk_ioctl_export,
-		    struct xferk_ioc_export, reserved, 0),
+	XFERK_IOCTL_NEW(XFERK_IOC_EXPORT, xferk_ioctl_export,
+			struct xferk_ioc_export, reserved, 0, XFERK_H_EXPORT,
+			handle),
 	XFERK_IOCTL_DROP(XFERK_IOC_UNEXPORT, XFERK_H_EXPORT, 0),
-	XFERK_IOCTL(XFERK_IOC_IMPORT, xferk_ioctl_import,
-		    struct xferk_ioc_import, reserved, 0),
+	XFERK_IOCTL_NEW(XFERK_IOC_IMPORT, xferk_ioctl_import,
+			struct xferk_ioc_import, reserved, 0, XFERK_H_REMOTE,
+			handle),
 	XFERK_IOCTL_DROP(XFERK_IOC_UNIMPORT, XFERK_H_REMOTE, 0),
-	XFERK_IOCTL(XFERK_IOC_SUBMIT, xferk_ioctl_submit,
-		    struct xferk_ioc_submit, reserved, NONBLOCK),
+	XFERK_IOCTL_NEW(XFERK_IOC_SUBMIT, xferk_ioctl_submit,
+			struct xferk_ioc_submit, reserved, NONBLOCK, XFERK_H_OP,
+			op),
 	XFERK_IOCTL(XFERK_IOC_WAIT, xferk_ioctl_wait, struct xferk_ioc_wait,
 		    snap, OUT_ON_TIMEOUT),
 	XFERK_IOCTL(XFERK_IOC_QUERY, xferk_ioctl_query,
@@ -159,6 +177,7 @@ int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
 
 /**
  * xferk_arg_copy_out() - copy a command's result back
+ * @xf: the calling file
  * @desc: the command's table entry
  * @arg: the kernel copy
  * @uarg: the caller's struct
@@ -166,19 +185,26 @@ int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
  * @ret: the handler's result
  *
  * Copies back after success, and after -ETIMEDOUT for commands whose
- * output is meaningful then.
+ * output is meaningful then. If the copy fails, a handle the command
+ * published is taken back (an op is cancelled and drained in the
+ * background): the caller, who gets EFAULT, could never name it.
  *
  * Return: @ret, or -EFAULT if the copy failed.
  */
-int xferk_arg_copy_out(const struct xferk_ioctl_desc *desc,
+int xferk_arg_copy_out(struct xferk_file *xf,
+		       const struct xferk_ioctl_desc *desc,
 		       const union xferk_ioc_arg *arg, void __user *uarg,
 		       u32 usize, int ret)
 {
 	if (ret && !(ret == -ETIMEDOUT && desc->out_on_timeout))
 		return ret;
-	if (copy_to_user(uarg, arg, min_t(u32, usize, desc->size)))
-		return -EFAULT;
-	return ret;
+	if (!copy_to_user(uarg, arg, min_t(u32, usize, desc->size)))
+		return ret;
+	if (desc->out_kind && !ret)
+		xferk_unpublish_handle(xf, *(const u64 *)((const u8 *)arg +
+							  desc->out_offset),
+				       desc->out_kind);
+	return -EFAULT;
 }
 
 /**
@@ -207,5 +233,5 @@ long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
 	if (ret)
 		return ret;
 	ret = xferk_cmd_run(xf, desc, &arg);
-	return xferk_arg_copy_out(desc, &arg, uarg, usize, ret);
+	return xferk_arg_copy_out(xf, desc, &arg, uarg, usize, ret);
 }

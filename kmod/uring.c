@@ -21,19 +21,24 @@
  * the CQE is posted from the submitter's task context (or io_uring's
  * fallback worker when that task is exiting), never from the CQ callback.
  *
- * 6.1 cannot cancel a parked uring_cmd, and an exiting task's ring waits
- * for every parked command. So a ring SUBMIT needs a deadline and always
- * gets the cancel-on-deadline policy, both bounded by
- * XFERK_URING_MAX_PARK_NS: every parked command completes on its own. And
- * the monitor (as ublk's) looks for parked commands whose task is exiting,
- * marks them XFERK_OP_EXIT_CANCEL and cancels and drains their ops in the
- * background; they complete with -ECANCELED when the op settles.
+ * 6.1 cannot cancel a parked uring_cmd, and a closed ring waits for every
+ * parked command. So a ring SUBMIT needs a deadline and always gets the
+ * cancel-on-deadline policy, both bounded by XFERK_URING_MAX_PARK_NS:
+ * every parked command completes on its own. And the monitor (as ublk's)
+ * looks for parked commands whose submitting process is exiting (the
+ * process: one of its threads, or its SQPOLL thread, exiting is not the
+ * end of its ring), marks them XFERK_OP_EXIT_CANCEL and cancels and drains
+ * their ops in the background; they complete with -ECANCELED when the op
+ * settles.
  *
  * Lifetime: a parked command holds a reference to the file (io_uring's),
  * so the file, and with it the module, outlives it. An op on xferk_parked
- * is not yet claimed, hence not yet physically complete, hence referenced.
+ * is not yet claimed, hence not yet physically complete, hence referenced;
+ * a claimed one holds a reference for its completion until the CQE posts,
+ * so auto-release drops that op's handle and no other.
  */
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -47,8 +52,9 @@
 /**
  * struct xferk_ucmd - xferk's state in io_uring_cmd.pdu
  * @res: the CQE's result
- * @op_handle: the op's handle: CQE32 big_cqe[0], and what auto-release drops
  * @release: drop @op_handle before posting the CQE
+ * @op_handle: the op's handle: CQE32 big_cqe[0], and what auto-release drops
+ * @op: the op (a reference from the claim until the CQE)
  *
  * @op_handle is written when the command parks, the rest by the claimer;
  * ucmd_done_in_task() reads them.
@@ -57,6 +63,7 @@ struct xferk_ucmd {
 	s32 res;
 	bool release;
 	u64 op_handle;
+	struct xferk_op *op;
 };
 
 static DEFINE_SPINLOCK(xferk_parked_lock);	/* xferk_parked */
@@ -95,11 +102,12 @@ void xferk_uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
 static void ucmd_done_in_task(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
 	struct xferk_ucmd *uc = ucmd_pdu(cmd);
+	struct xferk_op *op = uc->op;
 
 	/* Quietly nothing if the caller released the handle already. */
 	if (uc->release)
-		xferk_drop_handle(cmd->file->private_data, uc->op_handle,
-				  XFERK_H_OP);
+		xferk_drop_op_handle(cmd->file->private_data, op, uc->op_handle);
+	xferk_op_put(op);
 	xferk_uring_cmd_done(cmd, uc->res, uc->op_handle, issue_flags);
 }
 
@@ -126,6 +134,8 @@ void xferk_uring_op_settled(struct xferk_op *op, u32 state)
 
 	exited = test_bit(XFERK_OP_EXIT_CANCEL, &op->flags);
 	uc = ucmd_pdu(cmd);
+	kref_get(&op->ref);
+	uc->op = op;
 	uc->res = exited ? -ECANCELED : state;
 	uc->release = !exited && state != XFERK_STATE_QUARANTINED &&
 		      (op->submit_flags & XFERK_SUBMIT_AUTO_RELEASE);
@@ -134,7 +144,17 @@ void xferk_uring_op_settled(struct xferk_op *op, u32 state)
 	io_uring_cmd_complete_in_task(cmd, ucmd_done_in_task);
 }
 
-/* Cancels and drains, in the background, the ops of exiting tasks. */
+/*
+ * Is the process that submitted through @t going away? A thread of it (or
+ * its SQPOLL thread) exiting is not enough: the ring lives on.
+ */
+static bool uring_process_exiting(struct task_struct *t)
+{
+	return (READ_ONCE(t->signal->flags) & SIGNAL_GROUP_EXIT) ||
+	       !atomic_read(&t->signal->live);
+}
+
+/* Cancels and drains, in the background, the ops of exiting processes. */
 static void uring_monitor(struct work_struct *work)
 {
 	struct xferk_op *op;
@@ -142,7 +162,7 @@ static void uring_monitor(struct work_struct *work)
 
 	spin_lock(&xferk_parked_lock);
 	list_for_each_entry(op, &xferk_parked, parked_node) {
-		if (!(op->ucmd_task->flags & PF_EXITING) ||
+		if (!uring_process_exiting(op->ucmd_task) ||
 		    test_and_set_bit(XFERK_OP_EXIT_CANCEL, &op->flags))
 			continue;
 		atomic64_inc(&xferk_stats.uring_exit_cancels);
@@ -256,7 +276,7 @@ int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	/* A signal ends a wait in io_uring's worker: nothing restarts it. */
 	if (ret <= -ERESTARTSYS && ret >= -ERESTART_RESTARTBLOCK)
 		ret = -EINTR;
-	return xferk_arg_copy_out(desc, &arg, uarg, usize, ret);
+	return xferk_arg_copy_out(xf, desc, &arg, uarg, usize, ret);
 }
 
 void xferk_uring_module_exit(void)

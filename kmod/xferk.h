@@ -8,10 +8,12 @@
  *   handle.c     per-file handle tables                       (verbs-free)
  *   lifecycle.c  the op state machine and deadline arithmetic (verbs-free)
  *   frag.c       fragment bounds and chunk splitting          (verbs-free)
+ *   limits.c     per-file and host-wide limits (module parameters)
  *   region.c     pinned user memory
- *   conn.c       host-wide connections: rdma_cm, QPs, teardown, ib_client
+ *   conn.c       host-wide connections: state, posting, teardown, lookup
+ *   rdma.c       the RDMA transport: devices, rdma_cm, QPs, the listener
  *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
- *   export.c     export tokens and remote handles
+ *   export.c     export tokens (authenticated) and remote handles
  *   op.c         submit, posting, completion, wait, query, release
  *   uring.c      io_uring commands: parking, completion, exit monitor
  *   sched.c      admission and scheduling model of the queue  (verbs-free)
@@ -22,8 +24,11 @@
  *   file --handle--> region, conn, export, remote, op      (one ref each)
  *   op --chunk--> region, remote                          (one ref per chunk,
  *                 until the op is physically complete)
+ *   op --> its connections, its file's account            (until freed)
  *   remote, export --> conn;  export --> region
  *   xferk_conns list --> conn (until teardown)
+ *   RDMA conn --> its device (struct xferk_dev) from attach until its
+ *                 verbs resources are gone; the device's removal waits
  */
 #ifndef XFERK_H
 #define XFERK_H
@@ -38,6 +43,7 @@
 #include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/siphash.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -47,6 +53,13 @@
 #include "lifecycle.h"
 #include "frag.h"
 #include "sched.h"
+
+/*
+ * Memory a user's command makes the kernel hold: charged to the caller's
+ * memory cgroup, and at its limit the command fails with ENOMEM rather
+ * than waking the OOM killer.
+ */
+#define XFERK_GFP_USER	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL)
 
 /* Features this build implements; reported by XFERK_IOC_INFO and sysfs. */
 #define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
@@ -60,11 +73,12 @@
  * struct xferk_file - state of one open file of /dev/xferk
  * @owner_tgid: thread group that opened the file, for tables and limits
  * @lock: serializes handle-table changes and lookups with taking references
- * @handles: the file's handles
- * @qacct: what the file has admitted to the queues (ref)
+ * @handles: the file's handles (counted per kind against the limits)
+ * @qacct: the file's account: queue admission and chunk budget (ref)
  *
  * Owned by the file: allocated in ->open, freed in ->release after every
- * handle was dropped (ops still in flight live on, owned by the kernel).
+ * handle was dropped (ops still in flight live on, owned by the kernel,
+ * and keep the account).
  */
 struct xferk_file {
 	pid_t owner_tgid;
@@ -72,6 +86,16 @@ struct xferk_file {
 	struct xferk_handles handles;
 	struct xferk_qacct *qacct;
 };
+
+/* limits.c: Documentation/security.md lists each limit and its errno */
+extern u32 xferk_handle_limit[XFERK_H_KINDS];
+extern unsigned int xferk_max_chunks_per_file;
+extern unsigned int xferk_max_passive_conns;
+extern unsigned int xferk_passive_idle_ms;
+extern unsigned int xferk_handshake_timeout_ms;
+int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,
+			     u8 kind);
+bool xferk_handle_room_limited(struct xferk_file *xf, u8 kind);
 
 /* main.c: module parameters (read-only after load) and command handlers */
 extern char *xferk_listen_addr;
@@ -111,6 +135,9 @@ union xferk_ioc_arg {
  * @nonblock: never waits for the device or the network, so io_uring
  *	runs it inline (the others go to io_uring's worker threads)
  * @drop_kind: the command drops a handle of this kind (no @handler)
+ * @out_kind: the command publishes a handle of this kind, written back at
+ *	@out_offset; undone if the write-back fails
+ * @out_offset: offset of that handle in the argument struct
  * @handler: does the command on the kernel copy of the argument
  */
 struct xferk_ioctl_desc {
@@ -120,6 +147,8 @@ struct xferk_ioctl_desc {
 	bool out_on_timeout;
 	bool nonblock;
 	u8 drop_kind;
+	u8 out_kind;
+	u16 out_offset;
 	int (*handler)(struct xferk_file *xf, union xferk_ioc_arg *arg);
 };
 
@@ -130,7 +159,8 @@ int xferk_arg_copy_in(const struct xferk_ioctl_desc *desc,
 		      union xferk_ioc_arg *arg, void __user *uarg, u32 *usize);
 int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
 		  union xferk_ioc_arg *arg);
-int xferk_arg_copy_out(const struct xferk_ioctl_desc *desc,
+int xferk_arg_copy_out(struct xferk_file *xf,
+		       const struct xferk_ioctl_desc *desc,
 		       const union xferk_ioc_arg *arg, void __user *uarg,
 		       u32 usize, int ret);
 long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
@@ -161,6 +191,11 @@ struct xferk_stats {
 	atomic64_t uring_parked;
 	atomic64_t uring_completed;
 	atomic64_t uring_exit_cancels;
+	atomic64_t conns_rejected;
+	atomic64_t conns_reaped;
+	atomic64_t qp_errors;
+	atomic64_t tokens_rejected;
+	atomic64_t limit_rejects;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -212,7 +247,7 @@ void xferk_region_get(struct xferk_region *r);
 void xferk_region_put(struct xferk_region *r);
 void xferk_region_deregister(struct xferk_region *r);
 
-/* conn.c, nullpeer.c */
+/* conn.c, rdma.c, nullpeer.c */
 
 /* Chunks (send work requests) in flight per connection; + 1 for a drain. */
 #define XFERK_QP_CTXS	128
@@ -223,26 +258,35 @@ enum xferk_conn_state {
 	XFERK_CONN_DOWN,
 };
 
+/* struct xferk_conn.flags: atomic bits, set from any context */
+#define XFERK_CONN_F_QP_DEAD	0	/* the QP left RTS: post nothing more */
+#define XFERK_CONN_F_CLAIMED	1	/* a local object used it: never reaped */
+#define XFERK_CONN_F_KEYED	2	/* @peer_id and @token_key are set */
+
 struct xferk_conn;
 struct xferk_chunk;
 struct io_uring_cmd;
 struct xferk_op;
 struct xferk_qdev;
 struct xferk_export;
+struct xferk_dev;
+struct xferk_send;
 
 /**
  * struct xferk_transport - what differs between the RDMA and null peers
  * @name: for tables
- * @post: hand one chunk to the device; called with conn->lock held;
- *	0 or a negative errno (then nothing was posted)
- * @unpost: undo what @post set up (DMA mapping) once the chunk's work
- *	request is terminal
+ * @post: hand one chunk to the device; called with conn->lock held, with a
+ *	free send slot (conn->credits); 0, -ENOMEM or -EIO (then nothing
+ *	was posted)
+ * @unpost: undo what @post set up (DMA mapping, send slot) once the
+ *	chunk's work request is terminal; called with conn->lock held
  * @export: make e->addr..+len of the calling process remotely accessible
  *	on this connection: set e->rkey and e->iova
  * @unexport: revoke what @export made
- * @disconnect: start flushing everything posted
+ * @disconnect: stop every callback of the connection manager and start
+ *	flushing everything posted
  * @quiesce: stop the device: afterwards no posted work request can touch
- *	memory and no completion callback runs
+ *	memory and no completion or QP event callback runs
  * @destroy: free what is left (after exports were revoked)
  */
 struct xferk_transport {
@@ -258,47 +302,81 @@ struct xferk_transport {
 
 /**
  * struct xferk_conn - one end of a connection to a peer host
- * @ref: xferk_conns list, handles, remotes, exports, CM callbacks
+ * @ref: xferk_conns list, handles, remotes, exports, ops
  * @node: in xferk_conns (xferk_conns_lock)
+ * @peer_node: in the index by namespace and peer address (RDMA ends)
+ * @id_node: in the index by @local_id
  * @transport: RDMA or null
  * @id: number for tables
- * @cookie: shared by both ends; binds export tokens to this connection
+ * @local_id: random, unique among this host's connections; the tokens the
+ *	peer exports on this connection name it
+ * @peer_id: the peer end's @local_id (XFERK_CONN_F_KEYED)
+ * @token_key: the secret both ends derive in the handshake; authenticates
+ *	tokens (XFERK_CONN_F_KEYED; before, this end's half); never leaves
+ *	the kernel
+ * @net: the network namespace it lives in (ref): the key of sharing
  * @active: this end initiated the connection
  * @peer: the peer's address
  * @state: enum xferk_conn_state (@lock)
- * @error: why the connection went down or failed to come up
+ * @error: why the connection went down or failed to come up (@lock); one
+ *	of the errnos documented for CONNECT and for chunks
+ * @flags: XFERK_CONN_F_* bits
+ * @qp_error: the error the QP event handler recorded for @down_work
  * @established: completed when @state leaves CONNECTING
- * @lock: protects posting state: @state, @pending, @posted, @credits
+ * @lock: protects posting state: @state, @pending, @posted, @credits,
+ *	the send slots
  * @pending: chunks waiting for a send slot
  * @posted: chunks posted and without completion
  * @credits: free send slots
  * @outstanding: number of chunks on @posted
  * @idle: woken when @outstanding drops to 0
- * @max_chunk_pages: most pages one work request covers
+ * @max_chunk_pages: most pages one work request covers (>= 1)
  * @max_chunk_bytes: most bytes one work request carries
  * @exports_lock: protects @exports and each export's transport state
  * @exports: live exports on this connection
  * @teardown_work: the one error-recovery and teardown path
- * @cm_id: rdma_cm id (RDMA)
+ * @down_work: takes the connection down for the QP event handler
+ * @timer_work: handshake deadline; idle reaping of a passive end
+ * @cm_lock: guards @cm_id against the QP event handler (irq-safe)
+ * @cm_id: rdma_cm id (RDMA), NULL once teardown destroyed it
+ * @dev: the device its verbs resources live on (ref), NULL until attached
+ * @dev_node: in @dev's list (xferk_devs_lock)
  * @pd: protection domain of this connection alone (RDMA)
  * @cq: completion queue (RDMA)
  * @qp: RC queue pair (RDMA)
+ * @qp_num: its number, for tables
+ * @sends: XFERK_QP_CTXS send slots (RDMA), the free ones on @free_sends
+ * @free_sends: send slots not in use (@lock)
  * @qdev: the admission queue of the connection's device (ref); NULL
  *	until the device is known
  * @sqp: the QP's dispatch window in that queue (xferk_queue_lock)
  * @null_delay_ns: delay before a chunk completes (null peer)
  * @null_work: completes due chunks (null peer)
+ *
+ * Fencing: the rdma_cm handler runs only until teardown destroys @cm_id
+ * (rdma_destroy_id() waits for a running one); teardown frees no verbs
+ * resource before that, and the handler creates none for a connection
+ * that is down. The QP event handler reads @cm_id under @cm_lock and
+ * sets bits; it runs until the QP is destroyed, before @down_work is
+ * flushed.
  */
 struct xferk_conn {
 	struct kref ref;
 	struct list_head node;
+	struct hlist_node peer_node;
+	struct hlist_node id_node;
 	const struct xferk_transport *transport;
 	u32 id;
-	u64 cookie;
+	u64 local_id;
+	u64 peer_id;
+	siphash_key_t token_key;
+	struct net *net;
 	bool active;
 	struct sockaddr_storage peer;
 	int state;
 	int error;
+	unsigned long flags;
+	int qp_error;
 	struct completion established;
 
 	struct mutex lock;	/* posting state, see above */
@@ -313,11 +391,19 @@ struct xferk_conn {
 	struct mutex exports_lock;	/* exports and their keys */
 	struct list_head exports;
 	struct work_struct teardown_work;
+	struct work_struct down_work;
+	struct delayed_work timer_work;
 
+	spinlock_t cm_lock;	/* cm_id vs the QP event handler */
 	struct rdma_cm_id *cm_id;
+	struct xferk_dev *dev;
+	struct list_head dev_node;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *qp;
+	u32 qp_num;
+	struct xferk_send *sends;
+	struct list_head free_sends;
 
 	struct xferk_qdev *qdev;
 	struct xferk_sched_qp sqp;
@@ -338,25 +424,43 @@ struct xferk_conn_ref {
 
 extern struct mutex xferk_conns_lock;
 extern struct list_head xferk_conns;
+extern struct workqueue_struct *xferk_conn_wq;
 extern const struct xferk_transport xferk_null_transport;
+extern const struct xferk_transport xferk_rdma_transport;
 
+/* conn.c: the transport-independent connection */
 int xferk_conn_module_init(void);
+void xferk_conn_shutdown_all(void);
 void xferk_conn_module_exit(void);
-struct xferk_conn *xferk_conn_connect(const struct sockaddr_storage *peer,
-				      unsigned int timeout_ms);
-struct xferk_conn *xferk_conn_null_create(u64 delay_ns);
-void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t);
+void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
+		     struct net *net, bool active);
+int xferk_conn_publish(struct xferk_conn *c);
 void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
+void xferk_conn_claim(struct xferk_conn *c);
+void xferk_conn_set_up(struct xferk_conn *c);
 void xferk_conn_down(struct xferk_conn *c, int error);
+void xferk_conn_qp_dead(struct xferk_conn *c, int error);
+void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch);
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op);
+struct xferk_conn *xferk_conn_find_peer(struct net *net,
+					const struct sockaddr_storage *peer);
+struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
+					    u64 conn_id, struct net *net);
 
-struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via, u64 cookie,
-					    bool exporter_active);
+/* rdma.c: devices, rdma_cm, QPs, the listener */
+int xferk_rdma_module_init(void);
+void xferk_rdma_module_exit(void);
+struct xferk_conn *xferk_conn_connect(struct net *net,
+				      const struct sockaddr_storage *peer,
+				      unsigned int timeout_ms);
+
+/* nullpeer.c */
+struct xferk_conn *xferk_conn_null_create(u64 delay_ns);
 int xferk_null_module_init(void);
 void xferk_null_module_exit(void);
 
@@ -376,6 +480,8 @@ void xferk_null_module_exit(void);
  * @iova: address the peer uses (transport-defined)
  * @rkey: remote key (transport-defined)
  * @mr: the RDMA memory region, NULL once revoked (conn->exports_lock)
+ * @lent_pages: pages whose RLIMIT_MEMLOCK charge the region lends to @mr
+ *	while it lives (conn->exports_lock)
  * @live: not yet revoked (conn->exports_lock)
  */
 struct xferk_export {
@@ -391,6 +497,7 @@ struct xferk_export {
 	u64 iova;
 	u32 rkey;
 	struct ib_mr *mr;
+	unsigned long lent_pages;
 	bool live;
 };
 
@@ -435,22 +542,22 @@ void xferk_remote_put(struct xferk_remote *rm);
  * @region: local region (ref until the op is physically complete)
  * @remote: remote range (ref, likewise)
  * @offset: start within @region
- * @len: bytes
  * @remote_addr: the peer's address
+ * @len: bytes (at most a work request's, far below 4 GiB)
  * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
  * @last_in_frag: the fragment's last chunk
  * @posted: handed to the device and not yet reclaimed (conn->lock)
  * @sent: was handed to the device at some point
  * @dispatched: the admission queue let it go (charged to its windows
  *	until it is terminal)
- * @dispatched_at: when
  * @error: why an unposted chunk failed, for the completion path
+ * @dispatched_at: when
  * @due: null peer: when to complete
- * @cqe: completion callback
- * @sgt: the local pages, DMA-mapped while posted
- * @nr_sge: mapped entries in @sge
- * @sge: the work request's scatter/gather list
- * @wr: the RDMA READ or WRITE work request
+ * @send: RDMA: the connection's send slot while posted (conn->lock)
+ *
+ * Kept small: an op holds one per work request, and what a post needs
+ * (SGEs, the work request, the DMA mapping) lives in the connection's
+ * bounded send slots instead.
  */
 struct xferk_chunk {
 	struct list_head node;
@@ -458,27 +565,26 @@ struct xferk_chunk {
 	struct xferk_region *region;
 	struct xferk_remote *remote;
 	u64 offset;
-	u64 len;
 	u64 remote_addr;
+	u32 len;
 	u8 opcode;
 	bool last_in_frag;
 	bool posted;
 	bool sent;
 	bool dispatched;
-	ktime_t dispatched_at;
 	int error;
-	ktime_t due;
-	struct ib_cqe cqe;
-	struct sg_table sgt;
-	int nr_sge;
-	struct ib_sge sge[XFERK_MAX_SGE];
-	struct ib_rdma_wr wr;
+	ktime_t dispatched_at;
+	union {
+		ktime_t due;
+		struct xferk_send *send;
+	};
 };
 
 /**
  * struct xferk_op - one submitted batch of fragments
  * @hobj: handle-table entry
- * @ref: handle + one until physically complete
+ * @ref: handle + one until physically complete (+ one while an io_uring
+ *	completion for it is on its way)
  * @node: in xferk_ops (xferk_ops_lock), for debugfs
  * @lock: protects @life; taken from the deadline hrtimer (irq-safe)
  * @life: lifecycle and accounting
@@ -493,18 +599,23 @@ struct xferk_chunk {
  * @flags: XFERK_OP_* bits
  * @orphaned: its file was closed before it was physically complete
  * @drain_deadline: bound of the queued background cancel
- * @cancel_work: background cancel-and-drain (deadline policy, exit)
+ * @cancel_work: background cancel-and-drain (deadline policy, exit,
+ *	an interrupted CANCEL)
  * @ucmd: the parked io_uring SUBMIT command, or NULL; set before the op
  *	is published, completed once (XFERK_OP_UCMD_CLAIMED) when it settles
  * @ucmd_task: the task that submitted @ucmd (ref until claimed)
  * @parked_node: in xferk_parked (xferk_parked_lock) until claimed
  * @expire_work: at the deadline: takes the op off its queue
  * @qdev: the queue the op was admitted to (ref), NULL when bypassed
- * @qacct: the account it is charged to (ref), with @qdev
+ * @qacct: its file's account (ref): queue admission, chunk budget
  * @qitem: its entry in @qdev's scheduler (xferk_queue_lock)
  * @dispatch_next: index of its next chunk to dispatch (xferk_queue_lock)
- * @nr_chunks: chunks in @chunks
- * @chunks: the op's chunks
+ * @nr_conns: connections in @conns
+ * @conns: the distinct connections its chunks use (one ref each), for
+ *	cancel; they outlive @chunks
+ * @nr_chunks: chunks the op was cut into
+ * @chunks: the op's chunks; freed when the op is physically complete
+ *	(NULL afterwards): a finished op keeps only its accounting
  */
 struct xferk_op {
 	struct xferk_hobj hobj;
@@ -532,6 +643,8 @@ struct xferk_op {
 	struct xferk_qacct *qacct;
 	struct xferk_sched_item qitem;
 	u32 dispatch_next;
+	u32 nr_conns;
+	struct xferk_conn **conns;
 	u32 nr_chunks;
 	struct xferk_chunk *chunks;
 };
@@ -554,6 +667,7 @@ int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline);
 void xferk_op_orphan(struct xferk_op *op);
 int xferk_op_module_init(void);
 void xferk_op_module_exit(void);
+void xferk_op_unpublish(struct xferk_op *op);
 extern unsigned int xferk_exit_drain_ms;
 void xferk_chunk_complete(struct xferk_chunk *ch, int error);
 bool xferk_chunk_cancelled(struct xferk_chunk *ch);
@@ -564,6 +678,9 @@ int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind);
 int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind);
+void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind);
+int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
+			 u64 handle);
 
 /* uring.c */
 int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
@@ -577,9 +694,9 @@ void xferk_uring_module_exit(void);
 /**
  * struct xferk_qdev - the admission queue of one RDMA device
  * @node: in xferk_qdevs (xferk_queue_lock)
- * @ref: connections on the device, ops admitted to it
- * @dev: the device (a key only: never dereferenced), NULL for null peers
- * @name: the device's name, for tables
+ * @ref: its device (struct xferk_dev), connections on it, ops admitted
+ *	to it; outlives the device while ops hold it
+ * @name: the device's name, for tables ("null" for the null peers')
  * @sched: the scheduler state (xferk_queue_lock)
  * @kicking: a context is dispatching (xferk_queue_lock)
  * @rekick: it should look again before it stops (xferk_queue_lock)
@@ -588,7 +705,6 @@ void xferk_uring_module_exit(void);
 struct xferk_qdev {
 	struct list_head node;
 	struct kref ref;
-	const struct ib_device *dev;
 	char name[IB_DEVICE_NAME_MAX];
 	struct xferk_sched sched;
 	bool kicking;
@@ -596,10 +712,17 @@ struct xferk_qdev {
 	struct work_struct kick_work;
 };
 
-/* A file's queue account; the file and its admitted ops hold references. */
+/**
+ * struct xferk_qacct - what one open file has in flight, wherever it goes
+ * @a: its share of the admission queues (xferk_queue_lock)
+ * @ref: the file and each of its ops
+ * @chunks: chunks of its ops that are not physically complete, against
+ *	max_chunks_per_file
+ */
 struct xferk_qacct {
 	struct xferk_sched_account a;
 	struct kref ref;
+	atomic_t chunks;
 };
 
 extern spinlock_t xferk_queue_lock;
@@ -607,7 +730,9 @@ extern struct list_head xferk_qdevs;
 extern struct xferk_sched_limits xferk_queue_limits;
 extern bool xferk_queue_bypass;
 
-struct xferk_qdev *xferk_qdev_get(struct ib_device *dev);
+struct xferk_qdev *xferk_qdev_create(const char *name);
+struct xferk_qdev *xferk_qdev_get_null(void);
+void xferk_qdev_get(struct xferk_qdev *q);
 void xferk_qdev_put(struct xferk_qdev *q);
 struct xferk_qacct *xferk_qacct_create(void);
 void xferk_qacct_put(struct xferk_qacct *a);
@@ -623,13 +748,14 @@ void xferk_queue_module_exit(void);
 /* sysfs.c */
 extern const struct attribute_group *xferk_dev_groups[];
 
-/* debugfs.c, conn.c: fault injection (Documentation/fault-injection.md) */
+/* debugfs.c, conn.c, rdma.c: fault injection (Documentation/fault-injection.md) */
 extern u16 xferk_fault_connect_version;
 extern atomic_t xferk_fault_swallow;
 extern atomic_t xferk_fault_delay;
 extern u32 xferk_fault_delay_ms;
 extern atomic_t xferk_fault_fail_post;
 extern atomic_t xferk_fault_fail_qp;
+extern atomic_t xferk_fault_qp_error;
 void xferk_debugfs_init(void);
 void xferk_debugfs_exit(void);
 

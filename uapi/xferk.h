@@ -34,7 +34,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	4
+#define XFERK_ABI_VERSION	5
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -188,6 +188,15 @@ struct xferk_ioc_import {
 
 /* Most fragments in one XFERK_IOC_SUBMIT */
 #define XFERK_MAX_FRAGS		4096
+
+/*
+ * Most bytes in one op (the sum of its fragments' lengths), and most work
+ * requests it may be cut into: a fragment takes one per MiB, and one per
+ * max_sge pages of its local region (32 on most devices: 128 KiB; 1 on
+ * some: 4 KiB). An op beyond either fails with E2BIG and publishes nothing.
+ */
+#define XFERK_MAX_OP_BYTES	(4ULL << 30)
+#define XFERK_MAX_OP_WRS	65536
 
 /**
  * struct xferk_frag - one contiguous transfer of an op

@@ -42,8 +42,11 @@ static inline int t_result(void)
 
 #endif /* XFERK_TEST_H */
 
+#include <grp.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <liburing.h>
 
 #include "libxferk.h"
@@ -185,6 +188,23 @@ static inline long long t_queue_stat(const char *name)
 	return t_sysfs_number("queue", name);
 }
 
+/* A module parameter, /sys/module/xferk/parameters/@name, or -1. */
+static inline long long t_param(const char *name)
+{
+	char path[128];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/xferk/parameters/%s", name);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
 /* Writes @val to a sysfs/debugfs file; 0 or -1 with errno. */
 static inline int t_write_file(const char *path, const char *val)
 {
@@ -195,6 +215,55 @@ static inline int t_write_file(const char *path, const char *val)
 		return -1;
 	ok = fputs(val, f) >= 0;
 	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* Sets a module parameter; 0 or -1 with errno (a value out of range: EINVAL). */
+static inline int t_set_param(const char *name, long long val)
+{
+	char path[128], v[32];
+
+	snprintf(path, sizeof(path), "/sys/module/xferk/parameters/%s", name);
+	snprintf(v, sizeof(v), "%lld", val);
+	return t_write_file(path, v);
+}
+
+/*
+ * Turns the calling (root) process into an unprivileged user: uid and gid
+ * 65534 (nobody), no capabilities, and with @group_access the group that
+ * may open /dev/xferk ("xferk", which the harness creates as the udev rule
+ * would). Exits T_FAIL if it cannot.
+ */
+static inline void t_become_user(int group_access)
+{
+	struct group *g = getgrnam("xferk");
+	gid_t groups[1];
+
+	if (group_access && !g) {
+		fprintf(stderr, "no group xferk\n");
+		exit(T_FAIL);
+	}
+	groups[0] = g ? g->gr_gid : 65534;
+	if (setgroups(group_access ? 1 : 0, groups) || setgid(65534) ||
+	    setuid(65534)) {
+		perror("drop privileges");
+		exit(T_FAIL);
+	}
+	prctl(PR_SET_DUMPABLE, 1);
+}
+
+/* Lines of <debugfs>/xferk/peers containing every one of the words. */
+static inline int t_peers_matching(const char *w1, const char *w2)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/sys/kernel/debug/xferk/peers", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += (!w1 || strstr(line, w1)) && (!w2 || strstr(line, w2));
+	fclose(f);
+	return n;
 }
 
 /* Does a (debugfs) file contain @needle? */

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <stdbool.h>
+
 #include "test.h"
 
 #define MS		1000000ULL
@@ -72,11 +74,18 @@ static void ring_closed(void)
 
 		physical = 0;
 		for (j = 0; j < 4; j++) {
+			/*
+			 * The counter first: an op is physically complete
+			 * before its pages go, so pages seen gone and then an
+			 * op seen in flight is an early unpin; the other order
+			 * would blame an op that completed in between.
+			 */
+			bool unpinned = t_stat("pinned_pages") < pinned;
+
 			if (xferk_query(x, s[j].op, &snap))
 				continue;
 			physical += snap.physical_complete;
-			early += !snap.physical_complete &&
-				 t_stat("pinned_pages") < pinned;
+			early += !snap.physical_complete && unpinned;
 		}
 		usleep(20000);
 	}

@@ -48,13 +48,18 @@ static void frag_chunk_len(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, xferk_chunk_len(0, SZ_1M, 1024, SZ_64K), (u64)SZ_64K);
 	/* Short tail. */
 	KUNIT_EXPECT_EQ(test, xferk_chunk_len(7, 1, 32, SZ_1M), 1ULL);
+	/* A device that claims 0 SGEs: one page, never 0 or a wrapped room. */
+	KUNIT_EXPECT_EQ(test, xferk_chunk_len(0, SZ_1M, 0, SZ_1M), (u64)PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, xferk_chunk_len(100, SZ_1M, 0, SZ_1M),
+			(u64)PAGE_SIZE - 100);
+	KUNIT_EXPECT_EQ(test, xferk_chunk_len(0, SZ_1M, 32, 0), 1ULL);
 }
 
 struct count_case {
 	u64 addr, len;
 	u32 max_pages;
 	u64 max_bytes;
-	u32 expected;
+	u64 expected;
 };
 
 static void frag_chunk_count(struct kunit *test)
@@ -67,6 +72,7 @@ static void frag_chunk_count(struct kunit *test)
 		{ 0, SZ_64M, 32, SZ_8M, SZ_64M / (32 * PAGE_SIZE) },
 		{ 0, SZ_64M, 4096, SZ_1M, 64 },
 		{ PAGE_SIZE - 1, 2, 1, SZ_1M, 2 },
+		{ 0, 3 * PAGE_SIZE, 0, SZ_1M, 3 },
 	};
 	int i;
 
@@ -74,8 +80,24 @@ static void frag_chunk_count(struct kunit *test)
 		KUNIT_EXPECT_EQ_MSG(test, xferk_chunk_count(cases[i].addr,
 							    cases[i].len,
 							    cases[i].max_pages,
-							    cases[i].max_bytes),
+							    cases[i].max_bytes,
+							    U64_MAX - 1),
 				    cases[i].expected, "case %d", i);
+}
+
+/*
+ * Counting stops past the limit, whatever the fragment: 4 GiB at one page
+ * per chunk would be a million steps (and, summed over 4096 fragments, a
+ * 32-bit count would wrap).
+ */
+static void frag_chunk_count_bounded(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, xferk_chunk_count(0, SZ_4G, 1, SZ_1M, 65536),
+			65537ULL);
+	KUNIT_EXPECT_EQ(test, xferk_chunk_count(0, SZ_4G, 0, SZ_1M, 10), 11ULL);
+	KUNIT_EXPECT_EQ(test, xferk_chunk_count(0, 3 * PAGE_SIZE, 1, SZ_1M, 3),
+			3ULL);
+	KUNIT_EXPECT_EQ(test, xferk_chunk_count(0, SZ_1M, 1, SZ_1M, 0), 1ULL);
 }
 
 /* Chunks cover the fragment exactly and never exceed either limit. */
@@ -99,6 +121,7 @@ static struct kunit_case frag_cases[] = {
 	KUNIT_CASE(frag_range_check),
 	KUNIT_CASE(frag_chunk_len),
 	KUNIT_CASE(frag_chunk_count),
+	KUNIT_CASE(frag_chunk_count_bounded),
 	KUNIT_CASE(frag_chunks_cover),
 	{}
 };

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Limits on what a user, a file or a peer may make the kernel hold, as
+ * module parameters (writable at run time, each checked against its
+ * range). Documentation/security.md lists them with their errnos:
+ *
+ *   handles of one open file, per kind      EMFILE at the limit
+ *   chunks of one file's unfinished ops     EBUSY at the limit
+ *   passive connections on the host         the peer is refused
+ *
+ * Memory a user causes is also charged to the user's memory cgroup
+ * (XFERK_GFP_USER: ENOMEM at its limit), and pinned pages to
+ * RLIMIT_MEMLOCK (region.c).
+ */
+#include <linux/moduleparam.h>
+
+#include "xferk.h"
+
+/* Indexed by enum xferk_handle_kind. */
+u32 xferk_handle_limit[XFERK_H_KINDS] = {
+	[XFERK_H_REGION] = 4096,
+	[XFERK_H_CONN] = 256,
+	[XFERK_H_EXPORT] = 16384,
+	[XFERK_H_REMOTE] = 16384,
+	[XFERK_H_OP] = 16384,
+};
+
+static int handle_limit_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, XFERK_HANDLES_MAX);
+}
+
+static const struct kernel_param_ops handle_limit_ops = {
+	.set = handle_limit_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_regions_per_file, &handle_limit_ops,
+		&xferk_handle_limit[XFERK_H_REGION], 0644);
+MODULE_PARM_DESC(max_regions_per_file,
+		 "Region handles one open file may hold (default 4096, at most 65535)");
+module_param_cb(max_conns_per_file, &handle_limit_ops,
+		&xferk_handle_limit[XFERK_H_CONN], 0644);
+MODULE_PARM_DESC(max_conns_per_file,
+		 "Connection handles one open file may hold (default 256, at most 65535)");
+module_param_cb(max_exports_per_file, &handle_limit_ops,
+		&xferk_handle_limit[XFERK_H_EXPORT], 0644);
+MODULE_PARM_DESC(max_exports_per_file,
+		 "Export handles one open file may hold (default 16384, at most 65535)");
+module_param_cb(max_imports_per_file, &handle_limit_ops,
+		&xferk_handle_limit[XFERK_H_REMOTE], 0644);
+MODULE_PARM_DESC(max_imports_per_file,
+		 "Remote handles (imports) one open file may hold (default 16384, at most 65535)");
+module_param_cb(max_ops_per_file, &handle_limit_ops,
+		&xferk_handle_limit[XFERK_H_OP], 0644);
+MODULE_PARM_DESC(max_ops_per_file,
+		 "Op handles one open file may hold, finished ones included until released (default 16384, at most 65535)");
+
+unsigned int xferk_max_chunks_per_file = 262144;
+
+static int chunk_limit_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, XFERK_MAX_OP_WRS, 1 << 24);
+}
+
+static const struct kernel_param_ops chunk_limit_ops = {
+	.set = chunk_limit_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_chunks_per_file, &chunk_limit_ops,
+		&xferk_max_chunks_per_file, 0644);
+MODULE_PARM_DESC(max_chunks_per_file,
+		 "Work requests of one open file's ops that are not physically complete (default 262144)");
+
+unsigned int xferk_max_passive_conns = 256;
+
+static int passive_limit_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, 65536);
+}
+
+static const struct kernel_param_ops passive_limit_ops = {
+	.set = passive_limit_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(max_passive_conns, &passive_limit_ops,
+		&xferk_max_passive_conns, 0644);
+MODULE_PARM_DESC(max_passive_conns,
+		 "Connections peers may open to this host's listener; more are refused (default 256, 0: none)");
+
+unsigned int xferk_passive_idle_ms = 60000;
+unsigned int xferk_handshake_timeout_ms = 10000;
+
+/* 100 ms to one day. */
+static int timeout_ms_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 100, 86400000);
+}
+
+static const struct kernel_param_ops timeout_ms_ops = {
+	.set = timeout_ms_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(passive_idle_ms, &timeout_ms_ops, &xferk_passive_idle_ms, 0644);
+MODULE_PARM_DESC(passive_idle_ms,
+		 "A connection a peer opened is closed if no local user claims it within this time (default 60000)");
+module_param_cb(handshake_timeout_ms, &timeout_ms_ops,
+		&xferk_handshake_timeout_ms, 0644);
+MODULE_PARM_DESC(handshake_timeout_ms,
+		 "A connection a peer opened is closed if its handshake does not finish within this time (default 10000)");
+
+static void count_reject(int ret)
+{
+	if (ret == -EMFILE)
+		atomic64_inc(&xferk_stats.limit_rejects);
+}
+
+/**
+ * xferk_handle_add_limited() - xferk_handle_add() under the file's limits
+ * @xf: the file (its lock held)
+ * @obj: the object
+ * @kind: enum xferk_handle_kind
+ *
+ * Return: 0, -EMFILE at the limit of @kind, or -ENOMEM.
+ */
+int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,
+			     u8 kind)
+{
+	int ret;
+
+	lockdep_assert_held(&xf->lock);
+	ret = xferk_handle_add(&xf->handles, obj, kind,
+			       READ_ONCE(xferk_handle_limit[kind]));
+	count_reject(ret);
+	return ret;
+}
+
+/**
+ * xferk_handle_room_limited() - may the file hold one more handle of @kind?
+ * @xf: the file
+ * @kind: enum xferk_handle_kind
+ *
+ * For a check before expensive work; the add checks again.
+ *
+ * Return: true if there is room.
+ */
+bool xferk_handle_room_limited(struct xferk_file *xf, u8 kind)
+{
+	bool room = xferk_handle_room(&xf->handles, kind,
+				      READ_ONCE(xferk_handle_limit[kind]));
+
+	if (!room)
+		count_reject(-EMFILE);
+	return room;
+}

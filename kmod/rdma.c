@@ -1,0 +1,917 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The RDMA transport: per-device state, in-kernel rdma_cm (active and
+ * passive ends, the listener), QPs and their send slots, exports.
+ *
+ * Devices. Each RDMA device has a struct xferk_dev from our ib_client's
+ * .add to its .remove, kept as the device's client data. A connection
+ * attaches to the device its cm_id resolved to before it creates a PD,
+ * CQ or QP there, and detaches when its teardown has freed them. .remove
+ * (which runs before rdma_cm's own) stops new attaches, takes every
+ * attached connection down and waits until each has detached: nothing of
+ * ours lives on a device past its removal, whenever a cm_id resolves or a
+ * peer connects.
+ *
+ * Handshake (protocol version 2): the connect request carries struct
+ * xferk_cm_msg with the initiator's local connection id and half of a
+ * key; the accept carries the acceptor's id and its half. Each end keeps
+ * the other's id (tokens the peer exports name our end by it) and the
+ * XOR of both halves as the connection's token key. A request we refuse
+ * gets struct xferk_cm_rej with a reason code (never an errno); whatever
+ * reject a peer sends, the initiator maps it to one documented errno.
+ * Passive ends are bounded (max_passive_conns), their handshake is
+ * bounded (handshake_timeout_ms), and one no local user claims within
+ * passive_idle_ms is reaped.
+ *
+ * QPs get bounded ack timeout and retry counts (never the infinite
+ * rnr_retry 7), so every posted work request completes in bounded time
+ * while the device works. A QP event other than COMM_EST (forwarded to
+ * rdma_cm), and any failed or flushed completion, marks the connection's
+ * QP dead at once.
+ */
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_cm.h>
+#include "xferk.h"
+
+#define XFERK_CM_MAGIC		0x5846524bU	/* "XFRK" */
+#define XFERK_PROTO_VERSION	2
+#define XFERK_PROTO_CAPS	0ULL
+#define XFERK_MAX_RD_ATOMIC	16
+#define XFERK_ACK_TIMEOUT	17	/* 4.096 us * 2^17 = 0.54 s per try */
+#define XFERK_RETRY_COUNT	6
+#define XFERK_RNR_RETRY		6	/* 7 would mean forever */
+#define XFERK_RESOLVE_MS	5000
+
+/*
+ * The connect request's and the accept's private data (56 bytes fit a
+ * request over RoCE; the receiver may see more, zero-padded).
+ */
+struct xferk_cm_msg {
+	__be32 magic;
+	__be16 version;
+	__be16 reserved;
+	__be64 caps;
+	__be64 conn_id;		/* the sender's local connection id */
+	u8 key_half[16];	/* the sender's half of the token key */
+};
+
+/* Why we refuse a connect request (struct xferk_cm_rej.reason). */
+enum xferk_rej_reason {
+	XFERK_REJ_VERSION = 1,		/* protocol version not supported */
+	XFERK_REJ_MALFORMED = 2,	/* not a valid xferk request */
+	XFERK_REJ_BUSY = 3,		/* max_passive_conns reached */
+	XFERK_REJ_RESOURCES = 4,	/* we could not set the end up */
+};
+
+struct xferk_cm_rej {
+	__be32 magic;
+	__be16 version;
+	__be16 reserved;
+	__be32 reason;		/* enum xferk_rej_reason */
+};
+
+/**
+ * struct xferk_dev - what xferk keeps per RDMA device
+ * @ibdev: the device
+ * @ref: the device's own (until .remove) and one per attached connection
+ * @conns: attached connections (xferk_devs_lock)
+ * @released: completed when @ref drops to zero
+ * @qdev: the device's admission queue (ref)
+ */
+struct xferk_dev {
+	struct ib_device *ibdev;
+	struct kref ref;
+	struct list_head conns;
+	struct completion released;
+	struct xferk_qdev *qdev;
+};
+
+/**
+ * struct xferk_send - one send slot of a connection: a posted chunk's
+ * work request and the DMA mapping of its pages
+ * @node: on conn->free_sends while free (conn->lock)
+ * @cqe: its completion
+ * @ch: the chunk it carries while posted
+ * @nr_sge: pages mapped, one entry of @sge each
+ * @sge: the work request's scatter/gather list
+ * @wr: the RDMA READ or WRITE
+ */
+struct xferk_send {
+	struct list_head node;
+	struct ib_cqe cqe;
+	struct xferk_chunk *ch;
+	int nr_sge;
+	struct ib_sge sge[XFERK_MAX_SGE];
+	struct ib_rdma_wr wr;
+};
+
+static DEFINE_MUTEX(xferk_devs_lock);	/* client data lookups, dev->conns */
+static struct rdma_cm_id *xferk_listener;
+static atomic_t xferk_passive_conns = ATOMIC_INIT(0);
+static struct ib_client xferk_ib_client;
+
+/* Fault injection: the next N posts find their QP moved to the error state. */
+atomic_t xferk_fault_qp_error = ATOMIC_INIT(0);
+
+/* ---- devices ---- */
+
+static void dev_release(struct kref *ref)
+{
+	complete(&container_of(ref, struct xferk_dev, ref)->released);
+}
+
+static int xferk_ib_add(struct ib_device *ibdev)
+{
+	struct xferk_dev *d = kzalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d)
+		return -ENOMEM;
+	d->qdev = xferk_qdev_create(dev_name(&ibdev->dev));
+	if (!d->qdev) {
+		kfree(d);
+		return -ENOMEM;
+	}
+	d->ibdev = ibdev;
+	kref_init(&d->ref);
+	INIT_LIST_HEAD(&d->conns);
+	init_completion(&d->released);
+	mutex_lock(&xferk_devs_lock);
+	ib_set_client_data(ibdev, &xferk_ib_client, d);
+	mutex_unlock(&xferk_devs_lock);
+	return 0;
+}
+
+/*
+ * Our client is removed before rdma_cm's (reverse registration order).
+ * After the client data is cleared no connection can attach; the attached
+ * ones go down and we wait until their teardown freed what they had here.
+ */
+static void xferk_ib_remove(struct ib_device *ibdev, void *client_data)
+{
+	struct xferk_dev *d = client_data;
+	struct xferk_conn *c;
+
+	mutex_lock(&xferk_devs_lock);
+	ib_set_client_data(ibdev, &xferk_ib_client, NULL);
+	list_for_each_entry(c, &d->conns, dev_node)
+		xferk_conn_down(c, -ENODEV);
+	mutex_unlock(&xferk_devs_lock);
+	kref_put(&d->ref, dev_release);
+	wait_for_completion(&d->released);
+	xferk_qdev_put(d->qdev);
+	kfree(d);
+}
+
+static struct ib_client xferk_ib_client = {
+	.name = "xferk",
+	.add = xferk_ib_add,
+	.remove = xferk_ib_remove,
+};
+
+/*
+ * Attaches @c to its cm_id's device, unless that device is going away.
+ * Return: 0 or -ENODEV.
+ */
+static int conn_attach(struct xferk_conn *c, struct ib_device *ibdev)
+{
+	struct xferk_dev *d;
+
+	mutex_lock(&xferk_devs_lock);
+	d = ib_get_client_data(ibdev, &xferk_ib_client);
+	if (d) {
+		kref_get(&d->ref);
+		list_add_tail(&c->dev_node, &d->conns);
+		c->dev = d;
+		xferk_qdev_get(d->qdev);
+		c->qdev = d->qdev;
+	}
+	mutex_unlock(&xferk_devs_lock);
+	return d ? 0 : -ENODEV;
+}
+
+/* After every verbs resource of @c is gone: the device may go too. */
+static void conn_detach(struct xferk_conn *c)
+{
+	struct xferk_dev *d = c->dev;
+
+	if (!d)
+		return;
+	mutex_lock(&xferk_devs_lock);
+	list_del_init(&c->dev_node);
+	mutex_unlock(&xferk_devs_lock);
+	c->dev = NULL;
+	kref_put(&d->ref, dev_release);
+}
+
+/* ---- posting ---- */
+
+/* A completion status as a chunk's error; never the device's own code. */
+static int wc_errno(enum ib_wc_status status)
+{
+	switch (status) {
+	case IB_WC_SUCCESS:
+		return 0;
+	case IB_WC_WR_FLUSH_ERR:
+		return -ECONNRESET;
+	case IB_WC_REM_ACCESS_ERR:
+	case IB_WC_LOC_PROT_ERR:
+		return -EACCES;
+	case IB_WC_RETRY_EXC_ERR:
+	case IB_WC_RNR_RETRY_EXC_ERR:
+		return -ETIMEDOUT;
+	default:
+		return -EREMOTEIO;
+	}
+}
+
+static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_send *s = container_of(wc->wr_cqe, struct xferk_send, cqe);
+	struct xferk_conn *c = cq->cq_context;
+
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_debug("xferk: conn %u: chunk failed: %s\n", c->id,
+			 ib_wc_status_msg(wc->status));
+	xferk_conn_chunk_done(c, s->ch, wc_errno(wc->status));
+}
+
+static enum dma_data_direction chunk_dir(const struct xferk_chunk *ch)
+{
+	return ch->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+}
+
+static void send_unmap(struct ib_device *dev, struct xferk_send *s,
+		       enum dma_data_direction dir)
+{
+	while (s->nr_sge) {
+		s->nr_sge--;
+		ib_dma_unmap_page(dev, s->sge[s->nr_sge].addr,
+				  s->sge[s->nr_sge].length, dir);
+	}
+}
+
+/* Maps the chunk's pages into @s's SGEs, one per page. */
+static int send_map(struct ib_device *dev, struct xferk_send *s,
+		    const struct xferk_chunk *ch, u32 lkey)
+{
+	const struct xferk_region *r = ch->region;
+	enum dma_data_direction dir = chunk_dir(ch);
+	u64 uaddr = r->addr + ch->offset;
+	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
+	unsigned int off = offset_in_page(uaddr);
+	u32 left = ch->len;
+
+	s->nr_sge = 0;
+	while (left) {
+		u32 len = min_t(u32, left, PAGE_SIZE - off);
+		u64 addr = ib_dma_map_page(dev, r->pages[page++], off, len, dir);
+
+		if (ib_dma_mapping_error(dev, addr)) {
+			send_unmap(dev, s, dir);
+			return -EIO;
+		}
+		s->sge[s->nr_sge++] = (struct ib_sge) {
+			.addr = addr, .length = len, .lkey = lkey,
+		};
+		left -= len;
+		off = 0;
+	}
+	return 0;
+}
+
+static int conn_rdma_post(struct xferk_conn *c, struct xferk_chunk *ch)
+{
+	struct ib_device *dev = c->pd->device;
+	struct xferk_send *s;
+	int ret;
+
+	s = list_first_entry_or_null(&c->free_sends, struct xferk_send, node);
+	/* Credits guarantee a slot; the split, that the pages fit its SGEs. */
+	if (WARN_ON_ONCE(!s) ||
+	    WARN_ON_ONCE(DIV_ROUND_UP(offset_in_page(ch->region->addr +
+						     ch->offset) + ch->len,
+				      PAGE_SIZE) > c->max_chunk_pages))
+		return -EIO;
+	ret = send_map(dev, s, ch, c->pd->local_dma_lkey);
+	if (ret)
+		return ret;
+	s->ch = ch;
+	s->cqe.done = conn_rdma_chunk_done;
+	s->wr = (struct ib_rdma_wr) {
+		.wr.wr_cqe = &s->cqe,
+		.wr.sg_list = s->sge,
+		.wr.num_sge = s->nr_sge,
+		.wr.opcode = ch->opcode == XFERK_OP_WRITE ? IB_WR_RDMA_WRITE :
+							    IB_WR_RDMA_READ,
+		.wr.send_flags = IB_SEND_SIGNALED,
+		.remote_addr = ch->remote_addr,
+		.rkey = ch->remote->rkey,
+	};
+	if (atomic_dec_if_positive(&xferk_fault_qp_error) >= 0) {
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
+	}
+	ret = ib_post_send(c->qp, &s->wr.wr, NULL);
+	if (ret) {
+		send_unmap(dev, s, chunk_dir(ch));
+		s->ch = NULL;
+		/* Not the driver's code: the chunk fails with ENOMEM or EIO. */
+		return ret == -ENOMEM ? -ENOMEM : -EIO;
+	}
+	list_del(&s->node);
+	ch->send = s;
+	return 0;
+}
+
+static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
+{
+	struct xferk_send *s = ch->send;
+
+	lockdep_assert_held(&c->lock);
+	send_unmap(c->pd->device, s, chunk_dir(ch));
+	s->ch = NULL;
+	ch->send = NULL;
+	list_add(&s->node, &c->free_sends);
+}
+
+/*
+ * The cm_id goes first: rdma_destroy_id() waits for a running handler and
+ * no handler runs afterwards (and a connected id sends the peer a DREQ).
+ * Only then is the QP, which the handler may have just created, touched.
+ */
+static void conn_rdma_disconnect(struct xferk_conn *c)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rdma_cm_id *id;
+
+	spin_lock_irq(&c->cm_lock);
+	id = c->cm_id;
+	c->cm_id = NULL;
+	spin_unlock_irq(&c->cm_lock);
+	if (id)
+		rdma_destroy_id(id);
+	/* Also for a half-connected QP: error state flushes everything. */
+	if (c->qp)
+		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
+}
+
+/* QP first, then CQ: ib_free_cq() waits for a running completion callback. */
+static void conn_rdma_quiesce(struct xferk_conn *c)
+{
+	if (c->qp)
+		ib_destroy_qp(c->qp);
+	if (c->cq)
+		ib_free_cq(c->cq);
+	c->qp = NULL;
+	c->cq = NULL;
+}
+
+static void conn_rdma_destroy(struct xferk_conn *c)
+{
+	if (c->pd)
+		ib_dealloc_pd(c->pd);
+	c->pd = NULL;
+	kvfree(c->sends);
+	c->sends = NULL;
+	INIT_LIST_HEAD(&c->free_sends);
+	conn_detach(c);
+	if (!c->active)
+		atomic_dec(&xferk_passive_conns);
+}
+
+/*
+ * An export registers the exported range in this connection's PD, so only
+ * this peer's QP can use the key (hardware enforced). The registration pins
+ * the pages once more and charges them to RLIMIT_MEMLOCK; they are charged
+ * to the region already, so the region lends its charge for them to the
+ * registration while it lives: every page is charged once.
+ */
+static int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
+{
+	struct mm_struct *mm = e->region->mm;
+	unsigned long npages = (PAGE_ALIGN(e->addr + e->len) -
+				(e->addr & PAGE_MASK)) >> PAGE_SHIFT;
+	int access = 0;
+	struct ib_mr *mr;
+
+	/* Verbs require local write with remote write; not with read alone. */
+	if (e->access & XFERK_ACCESS_REMOTE_WRITE)
+		access |= IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	if (e->access & XFERK_ACCESS_REMOTE_READ)
+		access |= IB_ACCESS_REMOTE_READ;
+	atomic64_sub(npages, &mm->pinned_vm);
+	mr = ib_reg_user_mr(c->pd, e->addr, e->len, e->addr, access);
+	if (IS_ERR(mr)) {
+		atomic64_add(npages, &mm->pinned_vm);
+		switch (PTR_ERR(mr)) {
+		case -ENOMEM:
+		case -EFAULT:
+			return PTR_ERR(mr);
+		default:
+			return -EIO;
+		}
+	}
+	e->mr = mr;
+	e->lent_pages = npages;
+	e->iova = e->addr;
+	e->rkey = mr->rkey;
+	return 0;
+}
+
+static void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e)
+{
+	ib_dereg_mr(e->mr);
+	atomic64_add(e->lent_pages, &e->region->mm->pinned_vm);
+	e->mr = NULL;
+	e->lent_pages = 0;
+}
+
+const struct xferk_transport xferk_rdma_transport = {
+	.name = "rdma",
+	.post = conn_rdma_post,
+	.unpost = conn_rdma_unpost,
+	.export = conn_rdma_export,
+	.unexport = conn_rdma_unexport,
+	.disconnect = conn_rdma_disconnect,
+	.quiesce = conn_rdma_quiesce,
+	.destroy = conn_rdma_destroy,
+};
+
+/* ---- QP ---- */
+
+/*
+ * Atomic context. COMM_EST (a receive before RTU) goes to rdma_cm as the
+ * rdma_cm rules ask; every event that means the QP left RTS kills the
+ * connection at once.
+ */
+static void conn_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct xferk_conn *c = ctx;
+	unsigned long flags;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		spin_lock_irqsave(&c->cm_lock, flags);
+		if (c->cm_id)
+			rdma_notify(c->cm_id, IB_EVENT_COMM_EST);
+		spin_unlock_irqrestore(&c->cm_lock, flags);
+		break;
+	case IB_EVENT_SQ_DRAINED:
+	case IB_EVENT_PATH_MIG:
+	case IB_EVENT_QP_LAST_WQE_REACHED:
+		break;
+	default:
+		pr_debug("xferk: conn %u: QP event %s\n", c->id,
+			 ib_event_msg(ev->event));
+		xferk_conn_qp_dead(c, -ECONNRESET);
+		break;
+	}
+}
+
+/* PD, CQ, QP and send slots for a connection on @id's (attached) device. */
+static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
+{
+	struct ib_device *dev = id->device;
+	struct ib_qp_init_attr init = {};
+	int i, ret;
+
+	c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends), GFP_KERNEL);
+	if (!c->sends)
+		return -ENOMEM;
+	for (i = 0; i < XFERK_QP_CTXS; i++)
+		list_add_tail(&c->sends[i].node, &c->free_sends);
+	c->pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(c->pd)) {
+		ret = PTR_ERR(c->pd);
+		c->pd = NULL;
+		return ret;
+	}
+	/* One CQE per chunk, + 1 for a drain marker. */
+	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 1, 0, IB_POLL_WORKQUEUE);
+	if (IS_ERR(c->cq)) {
+		ret = PTR_ERR(c->cq);
+		c->cq = NULL;
+		return ret;
+	}
+	init.event_handler = conn_qp_event;
+	init.qp_context = c;
+	init.send_cq = c->cq;
+	init.recv_cq = c->cq;
+	init.qp_type = IB_QPT_RC;
+	init.sq_sig_type = IB_SIGNAL_REQ_WR;
+	init.port_num = id->port_num;
+	init.cap.max_send_wr = XFERK_QP_CTXS + 1;	/* + 1 for a drain */
+	init.cap.max_recv_wr = 1;			/* drain only */
+	init.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge, XFERK_MAX_SGE);
+	init.cap.max_recv_sge = 1;
+	ret = rdma_create_qp(id, c->pd, &init);
+	if (ret)
+		return ret;
+	c->qp = id->qp;
+	WRITE_ONCE(c->qp_num, c->qp->qp_num);
+	/* A device that claims 0 read SGEs still gets one page per chunk. */
+	c->max_chunk_pages = clamp_t(u32, min_t(u32, init.cap.max_send_sge,
+						dev->attrs.max_sge_rd),
+				     1, XFERK_MAX_SGE);
+	return rdma_set_ack_timeout(id, XFERK_ACK_TIMEOUT);
+}
+
+/* ---- handshake ---- */
+
+static void cm_msg_init(struct xferk_cm_msg *m, const struct xferk_conn *c,
+			u16 version, const u8 key_half[16])
+{
+	*m = (struct xferk_cm_msg) {
+		.magic = cpu_to_be32(XFERK_CM_MAGIC),
+		.version = cpu_to_be16(version),
+		.caps = cpu_to_be64(XFERK_PROTO_CAPS),
+		.conn_id = cpu_to_be64(c->local_id),
+	};
+	memcpy(m->key_half, key_half, sizeof(m->key_half));
+}
+
+/* The peer's private data as one of our messages, or NULL. */
+static const struct xferk_cm_msg *cm_msg_parse(const void *priv, u8 len)
+{
+	const struct xferk_cm_msg *m = priv;
+
+	if (!m || len < sizeof(*m) || be32_to_cpu(m->magic) != XFERK_CM_MAGIC)
+		return NULL;
+	return m;
+}
+
+/*
+ * Both ends are known: record the peer's id and the token key. Under
+ * xferk_conns_lock, which lookups by id hold, and before the end can be
+ * used for tokens.
+ */
+static void conn_set_peer(struct xferk_conn *c, const struct xferk_cm_msg *m,
+			  const u8 key_half[16])
+{
+	u8 key[16];
+	int i;
+
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = key_half[i] ^ m->key_half[i];
+	mutex_lock(&xferk_conns_lock);
+	c->peer_id = be64_to_cpu(m->conn_id);
+	memcpy(&c->token_key, key, sizeof(key));
+	set_bit(XFERK_CONN_F_KEYED, &c->flags);
+	mutex_unlock(&xferk_conns_lock);
+	memzero_explicit(key, sizeof(key));
+}
+
+static void conn_param_init(struct rdma_conn_param *p, struct ib_device *dev,
+			    const void *priv, u8 priv_len)
+{
+	*p = (struct rdma_conn_param) {
+		.private_data = priv,
+		.private_data_len = priv_len,
+		.initiator_depth = min_t(int, dev->attrs.max_qp_init_rd_atom,
+					 XFERK_MAX_RD_ATOMIC),
+		.responder_resources = min_t(int, dev->attrs.max_qp_rd_atom,
+					     XFERK_MAX_RD_ATOMIC),
+		.retry_count = XFERK_RETRY_COUNT,
+		.rnr_retry_count = XFERK_RNR_RETRY,
+	};
+}
+
+/* Whatever a peer's reject says, one of three documented errnos. */
+static int conn_reject_errno(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct xferk_cm_rej *rej;
+	u8 len = 0;
+
+	if (ev->status != IB_CM_REJ_CONSUMER_DEFINED)
+		return -ECONNREFUSED;
+	rej = rdma_consumer_reject_data(id, ev, &len);
+	if (!rej || len < sizeof(*rej) ||
+	    be32_to_cpu(rej->magic) != XFERK_CM_MAGIC)
+		return -ECONNREFUSED;
+	switch (be32_to_cpu(rej->reason)) {
+	case XFERK_REJ_VERSION:
+		return -EPROTONOSUPPORT;
+	case XFERK_REJ_MALFORMED:
+		return -EPROTO;
+	default:
+		return -ECONNREFUSED;
+	}
+}
+
+/* The key half this end sends; kept in the connection until it is up. */
+static u8 *conn_key_half(struct xferk_conn *c)
+{
+	BUILD_BUG_ON(sizeof(c->token_key) != 16);
+	return (u8 *)&c->token_key;
+}
+
+static bool conn_connecting(struct xferk_conn *c)
+{
+	return READ_ONCE(c->state) == XFERK_CONN_CONNECTING;
+}
+
+/*
+ * Events of an end we initiated. The connection may be going down
+ * concurrently: then nothing is created, and teardown, which destroys the
+ * cm_id before anything else, frees what was.
+ */
+static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
+			      struct rdma_cm_event *ev)
+{
+	struct rdma_conn_param param;
+	struct xferk_cm_msg req;
+	const struct xferk_cm_msg *rep;
+	int ret;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (!conn_connecting(c))
+			return;
+		ret = conn_attach(c, id->device);
+		if (!ret)
+			ret = rdma_resolve_route(id, XFERK_RESOLVE_MS);
+		if (ret)
+			xferk_conn_down(c, ret);
+		return;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (!conn_connecting(c))
+			return;
+		ret = conn_rdma_setup(c, id);
+		if (ret) {
+			xferk_conn_down(c, ret);
+			return;
+		}
+		cm_msg_init(&req, c, xferk_fault_connect_version ?:
+			    XFERK_PROTO_VERSION, conn_key_half(c));
+		conn_param_init(&param, id->device, &req, sizeof(req));
+		ret = rdma_connect_locked(id, &param);
+		if (ret)
+			xferk_conn_down(c, ret);
+		return;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		rep = cm_msg_parse(ev->param.conn.private_data,
+				   ev->param.conn.private_data_len);
+		if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION) {
+			xferk_conn_down(c, -EPROTO);
+			return;
+		}
+		conn_set_peer(c, rep, conn_key_half(c));
+		xferk_conn_set_up(c);
+		return;
+	case RDMA_CM_EVENT_REJECTED:
+		xferk_conn_down(c, conn_reject_errno(id, ev));
+		return;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		xferk_conn_down(c, -EHOSTUNREACH);
+		return;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		xferk_conn_down(c, -ECONNREFUSED);
+		return;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		xferk_conn_down(c, -ENODEV);
+		return;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		xferk_conn_down(c, -ECONNRESET);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Events of an end a peer initiated, after its request. */
+static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		xferk_conn_set_up(c);
+		/* A local user has this long to claim it. */
+		xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		xferk_conn_down(c, -ENODEV);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		xferk_conn_down(c, -ECONNRESET);
+		break;
+	default:
+		break;
+	}
+}
+
+static int conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)
+{
+	struct xferk_cm_rej rej = {
+		.magic = cpu_to_be32(XFERK_CM_MAGIC),
+		.version = cpu_to_be16(XFERK_PROTO_VERSION),
+		.reason = cpu_to_be32(why),
+	};
+
+	atomic64_inc(&xferk_stats.conns_rejected);
+	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+/*
+ * A peer connects to our listener; @id is the new connection's id. A
+ * request we refuse outright is rejected and @id destroyed by rdma_cm
+ * (non-zero return). Once the connection is published it owns @id, and
+ * any later failure goes through its teardown like every other.
+ */
+static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct xferk_cm_msg *req;
+	struct rdma_conn_param param;
+	struct xferk_cm_msg rep;
+	struct xferk_conn *c;
+	int ret;
+
+	req = cm_msg_parse(ev->param.conn.private_data,
+			   ev->param.conn.private_data_len);
+	if (!req) {
+		conn_send_reject(id, XFERK_REJ_MALFORMED);
+		return -EPROTO;
+	}
+	if (be16_to_cpu(req->version) != XFERK_PROTO_VERSION) {
+		conn_send_reject(id, XFERK_REJ_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (atomic_inc_return(&xferk_passive_conns) >
+	    READ_ONCE(xferk_max_passive_conns)) {
+		atomic_dec(&xferk_passive_conns);
+		conn_send_reject(id, XFERK_REJ_BUSY);
+		return -EBUSY;
+	}
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c) {
+		atomic_dec(&xferk_passive_conns);
+		conn_send_reject(id, XFERK_REJ_RESOURCES);
+		return -ENOMEM;
+	}
+	/* Passive ends live in the listener's namespace. */
+	xferk_conn_init(c, &xferk_rdma_transport, &init_net, false);
+	memcpy(&c->peer, &id->route.addr.dst_addr, sizeof(c->peer));
+	get_random_bytes(conn_key_half(c), 16);
+	c->cm_id = id;
+	id->context = c;
+	xferk_conn_publish(c);
+	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, conn_key_half(c));
+	conn_set_peer(c, req, rep.key_half);
+	xferk_conn_arm_timer(c, READ_ONCE(xferk_handshake_timeout_ms));
+
+	ret = conn_attach(c, id->device);
+	if (!ret)
+		ret = conn_rdma_setup(c, id);
+	if (ret) {
+		conn_send_reject(id, XFERK_REJ_RESOURCES);
+		xferk_conn_down(c, ret);
+		return 0;
+	}
+	conn_param_init(&param, id->device, &rep, sizeof(rep));
+	param.initiator_depth = min_t(u8, param.initiator_depth,
+				      ev->param.conn.responder_resources);
+	param.responder_resources = min_t(u8, param.responder_resources,
+					  ev->param.conn.initiator_depth);
+	ret = rdma_accept(id, &param);
+	if (ret)
+		xferk_conn_down(c, ret);
+	return 0;
+}
+
+static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct xferk_conn *c = id->context;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return conn_passive_request(id, ev);
+	if (!c)
+		return 0;	/* the listener itself */
+	if (c->active)
+		conn_active_event(c, id, ev);
+	else
+		conn_passive_event(c, ev);
+	return 0;
+}
+
+/**
+ * xferk_conn_connect() - a connection to a peer host, shared namespace-wide
+ * @net: the caller's network namespace; the connection lives there
+ * @peer: the peer's listener address
+ * @timeout_ms: bound for resolution and handshake of a new connection,
+ *	and for this caller's wait
+ *
+ * A new connection's attempt is bounded by @timeout_ms whoever waits for
+ * it. A caller interrupted by a signal leaves the attempt running for
+ * others; one that gives up for good (timeout, fatal signal) ends an
+ * attempt it started.
+ *
+ * Return: the connection, up, with a reference; or ERR_PTR: -EHOSTUNREACH,
+ * -ECONNREFUSED, -ETIMEDOUT, -EPROTONOSUPPORT, -EPROTO, -ECONNRESET,
+ * -ENODEV, -ENOMEM, or -ERESTARTSYS (a signal; the attempt goes on).
+ */
+struct xferk_conn *xferk_conn_connect(struct net *net,
+				      const struct sockaddr_storage *peer,
+				      unsigned int timeout_ms)
+{
+	struct rdma_cm_id *id;
+	struct xferk_conn *c;
+	bool created = false;
+	long left;
+	int ret;
+
+	mutex_lock(&xferk_conns_lock);
+	c = xferk_conn_find_peer(net, peer);
+	mutex_unlock(&xferk_conns_lock);
+	if (!c) {
+		c = kzalloc(sizeof(*c), XFERK_GFP_USER);
+		if (!c)
+			return ERR_PTR(-ENOMEM);
+		xferk_conn_init(c, &xferk_rdma_transport, net, true);
+		c->peer = *peer;
+		get_random_bytes(conn_key_half(c), 16);
+		id = rdma_create_id(net, xferk_cm_handler, c, RDMA_PS_TCP,
+				    IB_QPT_RC);
+		if (IS_ERR(id)) {
+			xferk_conn_put(c);
+			return ERR_PTR(-ENOMEM);
+		}
+		c->cm_id = id;
+		xferk_conn_publish(c);
+		xferk_conn_get(c);	/* the caller's */
+		created = true;
+		xferk_conn_arm_timer(c, timeout_ms);
+		ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)peer,
+					timeout_ms);
+		if (ret)
+			xferk_conn_down(c, ret);
+	}
+
+	left = wait_for_completion_interruptible_timeout(&c->established,
+							 msecs_to_jiffies(timeout_ms));
+	mutex_lock(&c->lock);
+	ret = c->state == XFERK_CONN_UP ? 0 : c->error;
+	if (c->state == XFERK_CONN_CONNECTING)
+		ret = left ? -ERESTARTSYS : -ETIMEDOUT;
+	mutex_unlock(&c->lock);
+	if (!ret)
+		return c;
+	if (created && (ret == -ETIMEDOUT || fatal_signal_pending(current)))
+		xferk_conn_down(c, ret);
+	xferk_conn_put(c);
+	/* An end that was up and went down while we looked: reset. */
+	if (ret == -ECANCELED || ret == -ESHUTDOWN || ret == -EIO)
+		ret = -ECONNRESET;
+	return ERR_PTR(ret);
+}
+
+/* ---- module ---- */
+
+int xferk_rdma_module_init(void)
+{
+	struct rdma_cm_id *id;
+	int ret;
+
+	ret = ib_register_client(&xferk_ib_client);
+	if (ret)
+		return ret;
+	id = rdma_create_id(&init_net, xferk_cm_handler, NULL, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
+		goto err_client;
+	}
+	ret = rdma_bind_addr(id, (struct sockaddr *)&xferk_listen_sockaddr);
+	if (!ret)
+		ret = rdma_listen(id, 128);
+	if (ret) {
+		pr_err("xferk: cannot listen on %pISpc: %d\n",
+		       &xferk_listen_sockaddr, ret);
+		rdma_destroy_id(id);
+		goto err_client;
+	}
+	xferk_listener = id;
+	return 0;
+
+err_client:
+	ib_unregister_client(&xferk_ib_client);
+	return ret;
+}
+
+/*
+ * Before the connection workqueue goes: no new passive end, every
+ * connection down and torn down, then no device of ours left.
+ */
+void xferk_rdma_module_exit(void)
+{
+	rdma_destroy_id(xferk_listener);
+	xferk_conn_shutdown_all();
+	ib_unregister_client(&xferk_ib_client);
+}
