@@ -15,6 +15,7 @@ PREFIX	?= /usr/local
 LIBDIR	?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR	?= $(PREFIX)/bin
+UDEVDIR	?= /etc/udev/rules.d
 DESTDIR	?=
 
 CC	?= cc
@@ -41,7 +42,7 @@ help:
 	@echo 'make demo       boot Debian 6.1 in qemu, load xferk, show it working'
 	@echo 'make bench      the control-plane benchmark in qemu (stock kernel)'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
-	@echo 'make install    module, library, headers, pkg-config (PREFIX, DESTDIR)'
+	@echo 'make install    module, library, headers, pkg-config, udev rule (PREFIX, DESTDIR, UDEVDIR)'
 
 module:
 	@test -n "$(KDIR)" || { echo 'no kernel build dir: install linux-headers-$$(uname -r) or set KDIR'; exit 1; }
@@ -91,6 +92,8 @@ $(B)/tests/unit/%: tests/unit/%.c tests/kunit/uapi_layout.h $(LIB_SO) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< -L$(B)/lib -Wl,-rpath,$(CURDIR)/$(B)/lib -lxferk -ldl
 
+# The udev rule gives /dev/xferk to group xferk, created here unless the
+# install goes to a staging DESTDIR (a package creates it at its own install).
 install: all
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=extra modules_install
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/xferk $(DESTDIR)$(BINDIR)
@@ -101,6 +104,10 @@ install: all
 	$(PC_SED) libxferk/xferk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/xferk.pc
 	install -m 0644 $(LIBHDRS) $(DESTDIR)$(INCLUDEDIR)/xferk/
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(UDEVDIR)
+	install -m 0644 tools/60-xferk.rules $(DESTDIR)$(UDEVDIR)/
+	if [ -z "$(DESTDIR)" ] && ! getent group xferk >/dev/null; then \
+		groupadd --system xferk; fi
 
 # Host checks for the kernel sources: kernel coding style.
 lint:

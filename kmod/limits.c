@@ -60,7 +60,7 @@ unsigned int xferk_max_chunks_per_file = 262144;
 
 static int chunk_limit_set(const char *val, const struct kernel_param *kp)
 {
-	return param_set_uint_minmax(val, kp, XFERK_MAX_OP_WRS, 1 << 24);
+	return param_set_uint_minmax(val, kp, 1, 1 << 24);
 }
 
 static const struct kernel_param_ops chunk_limit_ops = {
@@ -71,7 +71,7 @@ static const struct kernel_param_ops chunk_limit_ops = {
 module_param_cb(max_chunks_per_file, &chunk_limit_ops,
 		&xferk_max_chunks_per_file, 0644);
 MODULE_PARM_DESC(max_chunks_per_file,
-		 "Work requests of one open file's ops that are not physically complete (default 262144)");
+		 "Work requests of one open file's ops that are not physically complete (default 262144; an op needing more fails with EBUSY)");
 
 unsigned int xferk_max_passive_conns = 256;
 
@@ -90,7 +90,7 @@ module_param_cb(max_passive_conns, &passive_limit_ops,
 MODULE_PARM_DESC(max_passive_conns,
 		 "Connections peers may open to this host's listener; more are refused (default 256, 0: none)");
 
-unsigned int xferk_passive_idle_ms = 60000;
+unsigned int xferk_passive_idle_ms = 300000;
 unsigned int xferk_handshake_timeout_ms = 10000;
 
 /* 100 ms to one day. */
@@ -106,7 +106,7 @@ static const struct kernel_param_ops timeout_ms_ops = {
 
 module_param_cb(passive_idle_ms, &timeout_ms_ops, &xferk_passive_idle_ms, 0644);
 MODULE_PARM_DESC(passive_idle_ms,
-		 "A connection a peer opened is closed if no local user claims it within this time (default 60000)");
+		 "A connection a peer opened is closed if no local user claims it within this time (default 300000)");
 module_param_cb(handshake_timeout_ms, &timeout_ms_ops,
 		&xferk_handshake_timeout_ms, 0644);
 MODULE_PARM_DESC(handshake_timeout_ms,

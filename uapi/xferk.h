@@ -17,7 +17,10 @@
  *    it does not know is zero (-E2BIG otherwise). A size below the first
  *    version's size, or above XFERK_ARG_MAX_SIZE, is -EINVAL / -E2BIG.
  *  - Unknown flag bits and non-zero reserved fields are -EINVAL.
- *  - Output goes back into the first min(size, kernel size) bytes.
+ *  - Output goes back into the first min(size, kernel size) bytes. If it
+ *    cannot be (-EFAULT), whatever the command created is taken back.
+ *  - Every command returns 0 or one of the errnos Documentation/uapi.md
+ *    lists for it; never one that came from a peer or a device.
  *  - New fields are only ever appended; a feature bit in
  *    xferk_ioc_info.features announces each new command or field.
  */
@@ -27,6 +30,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
+/* Mode 0660; udev gives it to group "xferk" (Documentation/security.md). */
 #define XFERK_DEVICE_PATH	"/dev/xferk"
 
 /*
@@ -132,7 +136,11 @@ struct xferk_ioc_connect {
 	__u64 reserved[2];
 };
 
-/* An export token: opaque bytes the caller hands to the peer out of band. */
+/*
+ * An export token: opaque bytes the caller hands to the peer out of band.
+ * It is authenticated with a key only the connection's two kernels know:
+ * a changed or forged token fails IMPORT with EACCES. Treat it as a secret.
+ */
 #define XFERK_TOKEN_SIZE	64
 
 /**
@@ -257,8 +265,10 @@ struct xferk_frag {
  *	the queue's default
  * @reserved2: must be 0
  *
- * With the admission queue, a submit that would exceed a hard limit of the
- * queue or of the open file fails with EBUSY and publishes nothing.
+ * An op beyond XFERK_MAX_OP_BYTES or XFERK_MAX_OP_WRS fails with E2BIG;
+ * one that would exceed a hard limit of the admission queue or of the open
+ * file's unfinished work requests fails with EBUSY; one more op handle
+ * than the file may hold fails with EMFILE. Each publishes nothing.
  */
 struct xferk_ioc_submit {
 	__u32 size;
@@ -347,6 +357,9 @@ struct xferk_op_snapshot {
  * @deadline_ns: absolute CLOCK_MONOTONIC time to give up at, or
  *	XFERK_DEADLINE_NONE; the op itself is unaffected
  * @snap: out: the op after the wait (also when it timed out)
+ *
+ * Returns 0 exactly when @snap shows what was waited for (settled, or
+ * buffer_reusable with XFERK_WAIT_PHYSICAL), ETIMEDOUT otherwise.
  */
 struct xferk_ioc_wait {
 	__u32 size;
@@ -367,8 +380,10 @@ struct xferk_ioc_wait {
  * Fragments not yet posted are dropped at once; posted ones are waited
  * for; if they are not all terminal shortly before the drain deadline,
  * the op's connections are forced to the error state so the device
- * flushes them. Returns 0 when the op is DRAINED (or was already final),
- * ETIMEDOUT when it is QUARANTINED at the drain deadline.
+ * flushes them. Returns 0 exactly when the snapshot returned has
+ * buffer_reusable set (DRAINED, or it was already final), ETIMEDOUT
+ * exactly when it has not (QUARANTINED at the drain deadline). A signal
+ * ends the wait, not the drain (which goes on in the background).
  */
 struct xferk_ioc_cancel {
 	__u32 size;
@@ -457,7 +472,9 @@ struct xferk_ioc_info {
  * (-EINVAL otherwise); XFERK_SUBMIT_CANCEL_ON_DEADLINE always applies. So
  * every parked command completes on its own, also when the ring is closed.
  * With XFERK_SUBMIT_AUTO_RELEASE the op handle is released when the CQE
- * posts, except for a QUARANTINED op (the caller releases that one).
+ * posts, except for a QUARANTINED op (the caller releases that one); a
+ * QUERY, WAIT or CANCEL that finds it gone fails with ESTALE, which then
+ * means "settled, see the CQE".
  * XFERK_IOC_CANCEL through the ring takes a drain deadline within the
  * same bound.
  */

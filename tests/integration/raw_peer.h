@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A "raw peer" for the integration programs: a userspace librdmacm end that
+ * plays a remote host speaking xferk's rdma_cm wire format (protocol
+ * version 2, kmod/rdma.c), so a test can send what a real xferk never
+ * would, or stop half way through a handshake.
+ *
+ *   connect request and accept: struct raw_msg (40 bytes, big-endian)
+ *   reject:                     struct raw_rej (12 bytes, big-endian)
+ *
+ * Include after test.h. Event waits are bounded: every helper fails with
+ * -ETIME rather than block.
+ */
+#ifndef XFERK_RAW_PEER_H
+#define XFERK_RAW_PEER_H
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define RAW_MAGIC	0x5846524bU	/* "XFRK" */
+#define RAW_VERSION	2
+#define RAW_LISTEN_PORT	18515		/* xferk's listen_port default */
+
+/* Reject reasons xferk sends (struct raw_rej.reason). */
+#define RAW_REJ_VERSION		1
+#define RAW_REJ_MALFORMED	2
+#define RAW_REJ_BUSY		3
+#define RAW_REJ_RESOURCES	4
+
+/* IB CM reject reason of rdma_reject(): consumer defined (IB spec 12.6.7). */
+#define RAW_IB_REJ_CONSUMER	28
+
+/* Connect request and accept private data. */
+struct raw_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved;
+	uint64_t caps;
+	uint64_t conn_id;
+	uint8_t key_half[16];
+};
+
+/* Reject private data. */
+struct raw_rej {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved;
+	uint32_t reason;
+};
+
+_Static_assert(sizeof(struct raw_msg) == 40, "raw_msg wire size");
+_Static_assert(sizeof(struct raw_rej) == 12, "raw_rej wire size");
+
+/* A valid version-2 request from connection @conn_id. */
+static inline void raw_msg_init(struct raw_msg *m, uint64_t conn_id)
+{
+	int i;
+
+	memset(m, 0, sizeof(*m));
+	m->magic = htobe32(RAW_MAGIC);
+	m->version = htobe16(RAW_VERSION);
+	m->conn_id = htobe64(conn_id);
+	for (i = 0; i < 16; i++)
+		m->key_half[i] = (uint8_t)rand();
+}
+
+static inline void raw_rej_init(struct raw_rej *r, uint32_t magic,
+				uint32_t reason)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = htobe32(magic);
+	r->version = htobe16(RAW_VERSION);
+	r->reason = htobe32(reason);
+}
+
+static inline uint64_t raw_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An event channel whose reads never block (see raw_get_event()). */
+static inline struct rdma_event_channel *raw_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (!ch) {
+		perror("rdma_create_event_channel");
+		return NULL;
+	}
+	if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK)) {
+		perror("O_NONBLOCK");
+		rdma_destroy_event_channel(ch);
+		return NULL;
+	}
+	return ch;
+}
+
+/*
+ * The next event of @ch within @ms milliseconds: 0 and *@ev (the caller
+ * acks it), -ETIME if none came, another negative errno on failure.
+ */
+static inline int raw_get_event(struct rdma_event_channel *ch, unsigned int ms,
+				struct rdma_cm_event **ev)
+{
+	uint64_t until = raw_now_ms() + ms;
+
+	for (;;) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		uint64_t now = raw_now_ms();
+
+		if (!rdma_get_cm_event(ch, ev))
+			return 0;
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		if (now >= until)
+			return -ETIME;
+		if (poll(&p, 1, (int)(until - now)) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * Waits for event @want on @ch (other events are logged and acked): 0 and
+ * *@ev; -EPROTO and *@ev if another event that ends a connection attempt
+ * came first; -ETIME or another negative errno and *@ev NULL. An event
+ * returned in *@ev is still to be acked (raw_ack()).
+ */
+static inline int raw_expect_event(struct rdma_event_channel *ch,
+				   enum rdma_cm_event_type want, unsigned int ms,
+				   struct rdma_cm_event **ev)
+{
+	uint64_t until = raw_now_ms() + ms;
+	int ret;
+
+	for (;;) {
+		uint64_t now = raw_now_ms();
+
+		*ev = NULL;
+		ret = raw_get_event(ch, now < until ? until - now : 0, ev);
+		if (ret)
+			return ret;
+		if ((*ev)->event == want)
+			return 0;
+		switch ((*ev)->event) {
+		case RDMA_CM_EVENT_ADDR_ERROR:
+		case RDMA_CM_EVENT_ROUTE_ERROR:
+		case RDMA_CM_EVENT_CONNECT_ERROR:
+		case RDMA_CM_EVENT_UNREACHABLE:
+		case RDMA_CM_EVENT_REJECTED:
+		case RDMA_CM_EVENT_DISCONNECTED:
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			fprintf(stderr, "raw peer: %s (status %d) while waiting for %s\n",
+				rdma_event_str((*ev)->event), (*ev)->status,
+				rdma_event_str(want));
+			return -EPROTO;
+		default:
+			fprintf(stderr, "raw peer: ignoring %s\n",
+				rdma_event_str((*ev)->event));
+			rdma_ack_cm_event(*ev);
+		}
+	}
+}
+
+/* Acks the event raw_expect_event() returned, if it returned one. */
+static inline void raw_ack(struct rdma_cm_event *ev)
+{
+	if (ev)
+		rdma_ack_cm_event(ev);
+}
+
+/* An IPv4 address and port; 0 or -EINVAL. */
+static inline int raw_sockaddr(struct sockaddr_in *sin, const char *ip,
+			       uint16_t port)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(port);
+	return inet_pton(AF_INET, ip, &sin->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+/* The local end of @id as "a.b.c.d:port", as debugfs prints peers. */
+static inline void raw_local_name(struct rdma_cm_id *id, char *buf, size_t len)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)rdma_get_local_addr(id);
+	char ip[INET_ADDRSTRLEN] = "?";
+
+	inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(rdma_get_src_port(id)));
+}
+
+/* A raw active end with a QP, address and route resolved. */
+struct raw_conn {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	int has_qp;
+};
+
+static inline void raw_conn_close(struct raw_conn *r)
+{
+	if (r->has_qp)
+		rdma_destroy_qp(r->id);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->id)
+		rdma_destroy_id(r->id);
+	if (r->ch)
+		rdma_destroy_event_channel(r->ch);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Resolves @ip:@port and creates an RC QP on the device it resolved to, so
+ * that the request carries a real QP number and librdmacm completes the
+ * handshake (RTU) when the caller reads the accept. 0 or a negative errno;
+ * on failure everything is released.
+ */
+static inline int raw_conn_open(struct raw_conn *r, const char *ip,
+				uint16_t port, unsigned int ms)
+{
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	ret = raw_sockaddr(&dst, ip, port);
+	if (ret)
+		return ret;
+	r->ch = raw_channel();
+	if (!r->ch)
+		return -ENOMEM;
+	if (rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP)) {
+		ret = -errno;
+		r->id = NULL;
+		goto fail;
+	}
+	if (rdma_resolve_addr(r->id, NULL, (struct sockaddr *)&dst, ms)) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = raw_expect_event(r->ch, RDMA_CM_EVENT_ADDR_RESOLVED, ms + 1000, &ev);
+	raw_ack(ev);
+	if (ret)
+		goto fail;
+	if (rdma_resolve_route(r->id, ms)) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = raw_expect_event(r->ch, RDMA_CM_EVENT_ROUTE_RESOLVED, ms + 1000, &ev);
+	raw_ack(ev);
+	if (ret)
+		goto fail;
+	r->pd = ibv_alloc_pd(r->id->verbs);
+	r->cq = r->pd ? ibv_create_cq(r->id->verbs, 4, NULL, NULL, 0) : NULL;
+	if (!r->cq) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	qa.send_cq = r->cq;
+	qa.recv_cq = r->cq;
+	if (rdma_create_qp(r->id, r->pd, &qa)) {
+		ret = -errno;
+		goto fail;
+	}
+	r->has_qp = 1;
+	return 0;
+fail:
+	fprintf(stderr, "raw peer: cannot reach %s:%u: %s\n", ip, port,
+		strerror(-ret));
+	raw_conn_close(r);
+	return ret;
+}
+
+/* Sends a connect request carrying @priv (at most 56 bytes over RoCE). */
+static inline int raw_conn_connect(struct raw_conn *r, const void *priv,
+				   uint8_t len)
+{
+	struct rdma_conn_param p = {
+		.private_data = priv,
+		.private_data_len = len,
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 6,
+		.rnr_retry_count = 6,
+	};
+
+	return rdma_connect(r->id, &p) ? -errno : 0;
+}
+
+#endif /* XFERK_RAW_PEER_H */

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The io_uring exit monitor cancels the parked submits of a process that
+ * exits, not those of a thread that exits. On a null peer (5 s per
+ * fragment):
+ *  - a second thread submits one op through the process's ring (deadline
+ *    20 s, not auto-released) and ends with pthread_exit() while the
+ *    process and the ring live on. A second later (the monitor looks every
+ *    100 ms) no exit cancel was counted and the op is untouched (still
+ *    running, no cancel request); its CQE then comes with SUCCEEDED.
+ *  - control: a child process parks the same op and exits as a whole:
+ *    the monitor cancels it (uring_exit_cancels + 1) and the op goes away
+ *    (ops_live back to its baseline).
+ *
+ * Regression: the monitor looked at the submitting thread, so the ops of
+ * a thread that exited completed with -ECANCELED although their process
+ * and ring lived on.
+ */
+#include <pthread.h>
+#include <sys/wait.h>
+
+#include "test.h"
+
+#define MS		1000000ULL
+#define DELAY_NS	(5000 * MS)
+
+/* A file with a null peer, a region exported over it and imported; a ring. */
+struct parked {
+	struct xferk *x;
+	struct io_uring ring;
+	struct xferk_frag f;
+	struct xferk_ioc_submit s;
+	int submitted;
+};
+
+static int setup(struct parked *p)
+{
+	uint8_t *buf = t_map(4096);
+	uint64_t conn, mr, exp, remote;
+	struct xferk_token tok;
+	int ret;
+
+	ret = xferk_open(&p->x);
+	if (ret)
+		return ret;
+	ret = xferk_connect_null(p->x, DELAY_NS, &conn);
+	if (!ret)
+		ret = xferk_mr_reg(p->x, buf, 4096, XFERK_ACCESS_ALL, &mr);
+	if (!ret)
+		ret = xferk_export(p->x, conn, mr, 0, 4096,
+				   XFERK_ACCESS_REMOTE_WRITE, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(p->x, conn, &tok, &remote);
+	if (ret)
+		return ret;
+	t_ring(&p->ring, 4, 0, 0);
+	p->f = (struct xferk_frag) { .mr = mr, .len = 4096, .remote = remote,
+				     .opcode = XFERK_OP_WRITE };
+	return 0;
+}
+
+/* One op through the ring; its handle is written back into p->s.op. */
+static void submit(struct parked *p)
+{
+	struct io_uring_sqe *sqe = t_sqe(&p->ring);
+
+	p->s = (struct xferk_ioc_submit) {
+		.size = sizeof(p->s), .frags = (uintptr_t)&p->f, .nr_frags = 1,
+		.frag_size = sizeof(p->f),
+		.deadline_ns = xferk_now_ns() + 20000 * MS,
+		.drain_budget_ns = 5000 * MS, .user_data = 1,
+	};
+	io_uring_prep_xferk_submit(sqe, xferk_fd(p->x), &p->s);
+	io_uring_sqe_set_data64(sqe, 1);
+	p->submitted = io_uring_submit(&p->ring);
+}
+
+static void *submitter(void *arg)
+{
+	submit(arg);
+	pthread_exit(NULL);
+}
+
+static void thread_exits(void)
+{
+	long long cancels = t_stat("uring_exit_cancels"), live = t_stat("ops_live");
+	struct xferk_op_snapshot snap;
+	struct parked p;
+	pthread_t t;
+	uint64_t ud;
+	int i, ret, res = 0;
+
+	ret = setup(&p);
+	T_EXPECT(ret == 0, "setup: %s", strerror(-ret));
+	if (ret)
+		return;
+	T_EXPECT(pthread_create(&t, NULL, submitter, &p) == 0 &&
+		 pthread_join(t, NULL) == 0, "submitting thread");
+	T_EXPECT(p.submitted == 1 && p.s.op, "submitted %d, op %#llx",
+		 p.submitted, (unsigned long long)p.s.op);
+
+	/* The thread is gone; the monitor has looked ten times. */
+	usleep(1000000);
+	T_EXPECT(t_stat("uring_exit_cancels") == cancels,
+		 "%lld exit cancels after a thread exited",
+		 t_stat("uring_exit_cancels") - cancels);
+	ret = xferk_query(p.x, p.s.op, &snap);
+	T_EXPECT(ret == 0 && (snap.state == XFERK_STATE_SUBMITTED ||
+			      snap.state == XFERK_STATE_IN_PROGRESS) &&
+		 snap.cancel_requests == 0,
+		 "op after its thread exited: %d %s, %u cancel requests", ret,
+		 xferk_state_name(snap.state), snap.cancel_requests);
+
+	ret = t_cqe(&p.ring, 30000, &res, &ud);
+	T_EXPECT(ret == 0 && ud == 1, "CQE: %d", ret);
+	T_EXPECT(res == XFERK_STATE_SUCCEEDED, "CQE res %d (%s)", res,
+		 res < 0 ? strerror(-res) : xferk_state_name(res));
+	T_EXPECT(t_stat("uring_exit_cancels") == cancels, "exit cancels %lld",
+		 t_stat("uring_exit_cancels") - cancels);
+	T_EXPECT(xferk_release(p.x, p.s.op) == 0, "release");
+	io_uring_queue_exit(&p.ring);
+	xferk_close(p.x);
+	for (i = 0; i < 50 && t_stat("ops_live") != live; i++)
+		usleep(100000);
+	T_EXPECT(t_stat("ops_live") == live, "ops_live %lld, was %lld",
+		 t_stat("ops_live"), live);
+}
+
+/* Control: the whole process exits with the op parked. */
+static void process_exits(void)
+{
+	long long cancels = t_stat("uring_exit_cancels"), live = t_stat("ops_live");
+	int fds[2], status, i;
+	char c = 0;
+	pid_t pid;
+
+	if (pipe(fds)) {
+		T_EXPECT(0, "pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct parked p;
+
+		close(fds[0]);
+		if (setup(&p))
+			_exit(T_FAIL);
+		submit(&p);
+		if (p.submitted != 1 || !p.s.op || write(fds[1], "R", 1) != 1)
+			_exit(T_FAIL);
+		_exit(0);
+	}
+	close(fds[1]);
+	T_EXPECT(read(fds[0], &c, 1) == 1 && c == 'R', "child parked no op");
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	for (i = 0; i < 100 && t_stat("uring_exit_cancels") == cancels; i++)
+		usleep(100000);
+	T_EXPECT(t_stat("uring_exit_cancels") == cancels + 1,
+		 "exit cancels %lld after the process exited, want 1",
+		 t_stat("uring_exit_cancels") - cancels);
+	for (i = 0; i < 600 && t_stat("ops_live") != live; i++)
+		usleep(100000);
+	T_EXPECT(t_stat("ops_live") == live, "ops_live %lld, was %lld",
+		 t_stat("ops_live"), live);
+}
+
+int main(void)
+{
+	struct xferk *x;
+	uint64_t conn;
+	int ret;
+
+	if (xferk_open(&x))
+		return T_SKIP;
+	ret = xferk_connect_null(x, 0, &conn);
+	xferk_close(x);
+	if (ret == -EPERM)
+		return T_SKIP;		/* the null peer needs CAP_SYS_ADMIN */
+	thread_exits();
+	process_exits();
+	return t_result();
+}
