@@ -33,7 +33,7 @@ UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
 LIBHDRS	:= libxferk/libxferk.h libxferk/xferk_uring.h uapi/xferk.h
 
-.PHONY: all module lib tools tests examples install check demo bench lint clean help
+.PHONY: all module lib tools tests examples install check demo bench fuzz lint clean help
 
 all: module lib tools tests examples
 
@@ -41,6 +41,7 @@ help:
 	@echo 'make            module (against KDIR=$(KDIR)), library, tools, tests'
 	@echo 'make demo       boot Debian 6.1 in qemu, load xferk, show it working'
 	@echo 'make bench      the control-plane benchmark in qemu (stock kernel)'
+	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
 	@echo 'make install    module, library, headers, pkg-config, udev rule (PREFIX, DESTDIR, UDEVDIR)'
 
@@ -121,6 +122,10 @@ demo:
 
 bench:
 	tests/vm/run bench stock
+
+fuzz:
+	tests/vm/run fuzz stock
+	tests/vm/run fuzz debug
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null

@@ -119,6 +119,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_WORK(&c->down_work, conn_down_work);
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);
 	spin_lock_init(&c->cm_lock);
+	init_completion(&c->cm_ready);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->free_sends);
 	c->credits = XFERK_QP_CTXS;

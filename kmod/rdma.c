@@ -340,15 +340,17 @@ static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
 }
 
 /*
- * The cm_id goes first: rdma_destroy_id() waits for a running handler and
- * no handler runs afterwards (and a connected id sends the peer a DREQ).
- * Only then is the QP, which the handler may have just created, touched.
+ * The cm_id goes first: once its creator is done with it, rdma_destroy_id()
+ * waits for a running handler and no handler runs afterwards (and a
+ * connected id sends the peer a DREQ). Only then is the QP, which the
+ * handler may have just created, touched.
  */
 static void conn_rdma_disconnect(struct xferk_conn *c)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	struct rdma_cm_id *id;
 
+	wait_for_completion(&c->cm_ready);
 	spin_lock_irq(&c->cm_lock);
 	id = c->cm_id;
 	c->cm_id = NULL;
@@ -761,6 +763,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	memcpy(&c->peer, &id->route.addr.dst_addr, sizeof(c->peer));
 	get_random_bytes(conn_key_half(c), 16);
 	c->cm_id = id;
+	complete_all(&c->cm_ready);	/* the handler owns @id from here */
 	id->context = c;
 	xferk_conn_publish(c);
 	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, conn_key_half(c));
@@ -850,6 +853,8 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 		xferk_conn_arm_timer(c, timeout_ms);
 		ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)peer,
 					timeout_ms);
+		/* The handler's alone with @id now; teardown may destroy it. */
+		complete_all(&c->cm_ready);
 		if (ret)
 			xferk_conn_down(c, ret);
 	}

@@ -339,6 +339,9 @@ struct xferk_transport {
  * @timer_work: handshake deadline; idle reaping of a passive end
  * @cm_lock: guards @cm_id against the QP event handler (irq-safe)
  * @cm_id: rdma_cm id (RDMA), NULL once teardown destroyed it
+ * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (for
+ *	an active end: its creator's rdma_resolve_addr() returned); teardown
+ *	waits for it before destroying @cm_id
  * @dev: the device its verbs resources live on (ref), NULL until attached
  * @dev_node: in @dev's list (xferk_devs_lock)
  * @pd: protection domain of this connection alone (RDMA)
@@ -354,7 +357,8 @@ struct xferk_transport {
  * @null_work: completes due chunks (null peer)
  *
  * Fencing: the rdma_cm handler runs only until teardown destroys @cm_id
- * (rdma_destroy_id() waits for a running one); teardown frees no verbs
+ * (rdma_destroy_id() waits for a running one, and teardown first waits
+ * for the creator's own call into rdma_cm, @cm_ready); teardown frees no verbs
  * resource before that, and the handler creates none for a connection
  * that is down. The QP event handler reads @cm_id under @cm_lock and
  * sets bits; it runs until the QP is destroyed, before @down_work is
@@ -396,6 +400,7 @@ struct xferk_conn {
 
 	spinlock_t cm_lock;	/* cm_id vs the QP event handler */
 	struct rdma_cm_id *cm_id;
+	struct completion cm_ready;
 	struct xferk_dev *dev;
 	struct list_head dev_node;
 	struct ib_pd *pd;

@@ -146,6 +146,12 @@ bench() {
 	run_test bench/qos "$XFERK_BUILD/bin/xferk-bench" qos
 }
 
+# make fuzz: the uAPI fuzzer for XFERK_FUZZ_SECONDS (make check runs it briefly).
+fuzz() {
+	TEST_TIMEOUT=$((XFERK_FUZZ_SECONDS + 300))
+	run_test fuzz/long "$TESTS/fuzz_uapi" -t "$XFERK_FUZZ_SECONDS" -n 1000000000
+}
+
 main() {
 	echo "guest: kernel $(uname -r), mode $XFERK_MODE" >/dev/ttyS0
 	# Memory cgroups, for the tests of what a user's kernel memory is charged to.
@@ -162,6 +168,8 @@ main() {
 			demo
 		elif [ "$XFERK_MODE" = bench ]; then
 			bench
+		elif [ "$XFERK_MODE" = fuzz ]; then
+			fuzz
 		else
 			[ -e "$XFERK_MODDIR/tests/kunit/xferk_test.ko" ] && run_kunit
 			run_integration

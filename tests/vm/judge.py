@@ -112,7 +112,7 @@ def main():
                 failed = True
                 for l in outputs.get(name, [])[-40:]:
                     print(f"    | {l}")
-    if args.mode in ("demo", "bench"):
+    if args.mode in ("demo", "bench", "fuzz"):
         for name, lines in outputs.items():
             print(f"--- {name}")
             for l in lines:
