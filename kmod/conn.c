@@ -65,15 +65,28 @@ void xferk_conn_get(struct xferk_conn *c)
 	kref_get(&c->ref);
 }
 
+/* The end left CONNECTING (or goes): its creator's attempt is over. */
+static void conn_drop_creator(struct xferk_conn *c)
+{
+	struct xferk_qacct *acct = xchg(&c->creator, NULL);
+
+	if (acct) {
+		atomic_dec(&acct->connecting);
+		xferk_qacct_put(acct);
+	}
+}
+
 static void conn_release(struct kref *ref)
 {
 	struct xferk_conn *c = container_of(ref, struct xferk_conn, ref);
 
+	conn_drop_creator(c);
 	WARN_ON(!list_empty(&c->pending) || !list_empty(&c->posted));
 	WARN_ON(!list_empty(&c->exports));
 	if (c->qdev)
 		xferk_qdev_put(c->qdev);
 	put_net(c->net);
+	kvfree(c->sends);
 	kfree(c);
 }
 
@@ -120,6 +133,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);
 	spin_lock_init(&c->cm_lock);
 	init_completion(&c->cm_ready);
+	init_completion(&c->reg_done);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->free_sends);
 	c->credits = XFERK_QP_CTXS;
@@ -155,10 +169,8 @@ static struct xferk_conn *conn_by_id(u64 local_id)
  *
  * Gives it a fresh local id and lists it; from here on its teardown is
  * the only way to free it (the list holds the initial reference).
- *
- * Return: 0.
  */
-int xferk_conn_publish(struct xferk_conn *c)
+void xferk_conn_publish(struct xferk_conn *c)
 {
 	mutex_lock(&xferk_conns_lock);
 	do {
@@ -170,7 +182,6 @@ int xferk_conn_publish(struct xferk_conn *c)
 			 peer_hash(c->net, &c->peer));
 	list_add_tail(&c->node, &xferk_conns);
 	mutex_unlock(&xferk_conns_lock);
-	return 0;
 }
 
 /* A local object uses the connection: it is never reaped as unused. */
@@ -194,13 +205,14 @@ void xferk_conn_down(struct xferk_conn *c, int error)
 	if (c->state != XFERK_CONN_DOWN) {
 		if (c->state == XFERK_CONN_UP)
 			atomic64_dec(&xferk_stats.peers_connected);
-		c->state = XFERK_CONN_DOWN;
+		WRITE_ONCE(c->state, XFERK_CONN_DOWN);
 		c->error = conn_errno(error);
 		first = true;
 	}
 	mutex_unlock(&c->lock);
 	if (!first)
 		return;
+	conn_drop_creator(c);
 	complete_all(&c->established);
 	queue_work(xferk_conn_wq, &c->teardown_work);
 }
@@ -257,8 +269,8 @@ void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms)
 	mod_delayed_work(xferk_conn_wq, &c->timer_work, msecs_to_jiffies(ms));
 }
 
-/* May a chunk be posted on @c now? With c->lock. */
-static bool conn_postable(struct xferk_conn *c)
+/* May a work request be posted on @c now? With c->lock. */
+bool xferk_conn_postable(struct xferk_conn *c)
 {
 	lockdep_assert_held(&c->lock);
 	return c->state == XFERK_CONN_UP &&
@@ -271,7 +283,7 @@ static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 	struct xferk_chunk *ch;
 
 	lockdep_assert_held(&c->lock);
-	while (conn_postable(c) && c->credits && !list_empty(&c->pending)) {
+	while (xferk_conn_postable(c) && c->credits && !list_empty(&c->pending)) {
 		ch = list_first_entry(&c->pending, struct xferk_chunk, node);
 		list_del(&ch->node);
 		if (xferk_chunk_cancelled(ch))
@@ -324,11 +336,12 @@ void xferk_conn_set_up(struct xferk_conn *c)
 
 	mutex_lock(&c->lock);
 	if (c->state == XFERK_CONN_CONNECTING) {
-		c->state = XFERK_CONN_UP;
+		WRITE_ONCE(c->state, XFERK_CONN_UP);
 		atomic64_inc(&xferk_stats.peers_connected);
 		conn_kick_locked(c, &failed);
 	}
 	mutex_unlock(&c->lock);
+	conn_drop_creator(c);
 	complete_all(&c->established);
 	complete_failed(&failed);
 }
@@ -404,7 +417,7 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 /*
  * The other end of @c on this host (loopback), or NULL; with
  * xferk_conns_lock. The two ends name each other by their local ids, which
- * only this host chooses.
+ * only this host chooses, and one initiated what the other accepted.
  */
 static struct xferk_conn *conn_local_sibling(struct xferk_conn *c)
 {
@@ -414,7 +427,8 @@ static struct xferk_conn *conn_local_sibling(struct xferk_conn *c)
 	if (!c->peer_id || c->transport != &xferk_rdma_transport)
 		return NULL;
 	s = conn_by_id(c->peer_id);
-	if (!s || s == c || s->peer_id != c->local_id || s->net != c->net)
+	if (!s || s == c || s->active == c->active ||
+	    s->peer_id != c->local_id || s->net != c->net)
 		return NULL;
 	return s;
 }
@@ -601,6 +615,27 @@ struct xferk_conn *xferk_conn_find_peer(struct net *net,
 	if (found)
 		xferk_conn_get(found);
 	return found;
+}
+
+/**
+ * xferk_conn_token_key() - what a token exported on @c is made with
+ * @c: the connection end
+ * @peer_id: out: the id of the end that imports it
+ * @key: out: the token key
+ *
+ * Return: false if the handshake has not set them yet.
+ */
+bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
+			  siphash_key_t *key)
+{
+	bool keyed;
+
+	mutex_lock(&xferk_conns_lock);
+	keyed = test_bit(XFERK_CONN_F_KEYED, &c->flags);
+	*peer_id = c->peer_id;
+	*key = c->token_key;
+	mutex_unlock(&xferk_conns_lock);
+	return keyed;
 }
 
 /**

@@ -58,8 +58,24 @@ static void export_release(struct kref *ref)
 	xferk_export_revoke(e);
 	xferk_conn_put(e->conn);
 	xferk_region_put(e->region);
+	atomic_long_sub(e->npages, &e->acct->export_pages);
+	xferk_qacct_put(e->acct);
 	kfree(e);
 	atomic64_dec(&xferk_stats.exports);
+}
+
+/*
+ * Charges an export's pages to its file: what the RDMA stack keeps per
+ * export (page lists, maps) grows with them. Return: 0 or -EMFILE.
+ */
+static int export_charge(struct xferk_qacct *acct, unsigned long npages)
+{
+	if (atomic_long_add_return(npages, &acct->export_pages) <=
+	    READ_ONCE(xferk_max_export_pages_per_file))
+		return 0;
+	atomic_long_sub(npages, &acct->export_pages);
+	atomic64_inc(&xferk_stats.limit_rejects);
+	return -EMFILE;
 }
 
 void xferk_export_put(struct xferk_export *e)
@@ -134,6 +150,8 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	struct xferk_region *r;
 	struct xferk_conn *c;
 	struct xferk_export *e;
+	siphash_key_t key;
+	u64 peer_id;
 	int ret;
 
 	if (a->flags || a->reserved0 ||
@@ -141,6 +159,8 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	    !a->access || (a->access & ~(XFERK_ACCESS_REMOTE_READ |
 					 XFERK_ACCESS_REMOTE_WRITE)))
 		return -EINVAL;
+	if (!xferk_handle_room_limited(xf, XFERK_H_EXPORT))
+		return -EMFILE;
 	e = kzalloc(sizeof(*e), XFERK_GFP_USER);
 	if (!e)
 		return -ENOMEM;
@@ -174,24 +194,27 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		ret = -EPERM;
 		goto err_unlock;
 	}
-	if (!xferk_handle_room_limited(xf, XFERK_H_EXPORT)) {
-		ret = -EMFILE;
+	e->addr = r->addr + a->offset;
+	e->len = a->len;
+	e->npages = (PAGE_ALIGN(e->addr + e->len) - (e->addr & PAGE_MASK)) >>
+		    PAGE_SHIFT;
+	ret = export_charge(xf->qacct, e->npages);
+	if (ret)
 		goto err_unlock;
-	}
 	/* From here on the export is whole: errors go through its release. */
+	kref_get(&xf->qacct->ref);
+	e->acct = xf->qacct;
 	xferk_region_get(r);
 	xferk_conn_get(c);
 	e->region = r;
 	e->conn = c;
-	e->addr = r->addr + a->offset;
-	e->len = a->len;
 	e->access = a->access;
 	atomic64_inc(&xferk_stats.exports);
 
 	mutex_lock(&r->lock);
 	mutex_lock(&c->exports_lock);
 	ret = READ_ONCE(c->state) == XFERK_CONN_UP &&
-	      test_bit(XFERK_CONN_F_KEYED, &c->flags) ?
+	      xferk_conn_token_key(c, &peer_id, &key) ?
 	      c->transport->export(c, e) : -ENOTCONN;
 	if (!ret) {
 		e->live = true;
@@ -212,13 +235,14 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	tok = (struct xferk_token) {
 		.magic = cpu_to_le32(XFERK_TOKEN_MAGIC),
 		.version = cpu_to_le16(XFERK_TOKEN_VERSION),
-		.conn_id = cpu_to_le64(c->peer_id),
+		.conn_id = cpu_to_le64(peer_id),
 		.iova = cpu_to_le64(e->iova),
 		.len = cpu_to_le64(e->len),
 		.rkey = cpu_to_le32(e->rkey),
 		.access = cpu_to_le32(e->access),
 	};
-	tok.mac = cpu_to_le64(token_mac(&tok, &c->token_key));
+	tok.mac = cpu_to_le64(token_mac(&tok, &key));
+	memzero_explicit(&key, sizeof(key));
 	memcpy(a->token, &tok, sizeof(tok));
 	a->handle = e->hobj.handle;
 	return 0;
@@ -278,6 +302,8 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 
 	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
+	if (!xferk_handle_room_limited(xf, XFERK_H_REMOTE))
+		return -EMFILE;
 	memcpy(&tok, a->token, sizeof(tok));
 	if (le32_to_cpu(tok.magic) != XFERK_TOKEN_MAGIC ||
 	    le16_to_cpu(tok.version) != XFERK_TOKEN_VERSION || tok.reserved0 ||

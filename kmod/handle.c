@@ -4,6 +4,7 @@
 #include <linux/bits.h>
 #include <linux/err.h>
 #include <linux/gfp.h>
+#include <linux/random.h>
 #include <kunit/visibility.h>
 
 #include "handle.h"
@@ -30,7 +31,8 @@ void xferk_handles_init(struct xferk_handles *t)
 		tag = (u16)atomic_inc_return(&xferk_next_tag);
 	} while (!tag);
 	t->tag = tag;
-	t->next_gen = 0;
+	/* Files that reuse a tag do not reuse each other's handles. */
+	t->next_gen = get_random_u32();
 	memset(t->count, 0, sizeof(t->count));
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_handles_init);
@@ -120,10 +122,12 @@ static struct xferk_hobj *handle_find(struct xferk_handles *t, u64 handle,
 {
 	struct xferk_hobj *obj;
 
-	if (!handle || H_KIND(handle) != kind || !H_SLOT(handle))
+	if (!handle)
 		return ERR_PTR(-EINVAL);
 	if (H_TAG(handle) != t->tag)
 		return ERR_PTR(-EBADF);
+	if (H_KIND(handle) != kind || !H_SLOT(handle))
+		return ERR_PTR(-EINVAL);
 	obj = xa_load(&t->xa, H_SLOT(handle));
 	if (!obj || obj->handle != handle)
 		return ERR_PTR(-ESTALE);

@@ -4,9 +4,10 @@
  *
  *   63..48 file tag   unique per open file while fewer than 65535 are open
  *   47..44 kind       enum xferk_handle_kind
- *   43..16 generation the file's own counter, bumped on every add: a stale
- *                     handle names no newer object of its file until 2^28
- *                     more handles were created through that file
+ *   43..16 generation the file's own counter, from a random start, bumped
+ *                     on every add: a stale handle names no newer object of
+ *                     its file until 2^28 more handles were created through
+ *                     that file
  *   15..0  slot       index in the file's xarray
  *
  * The table counts its handles per kind and refuses a kind past its limit,

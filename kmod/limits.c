@@ -5,6 +5,8 @@
  * range). Documentation/security.md lists them with their errnos:
  *
  *   handles of one open file, per kind      EMFILE at the limit
+ *   pages one file's exports cover          EMFILE at the limit
+ *   connection attempts one file started    EMFILE at max_conns_per_file
  *   chunks of one file's unfinished ops     EBUSY at the limit
  *   passive connections on the host         the peer is refused
  *
@@ -72,6 +74,12 @@ module_param_cb(max_chunks_per_file, &chunk_limit_ops,
 		&xferk_max_chunks_per_file, 0644);
 MODULE_PARM_DESC(max_chunks_per_file,
 		 "Work requests of one open file's ops that are not physically complete (default 262144; an op needing more fails with EBUSY)");
+
+unsigned long xferk_max_export_pages_per_file = 1UL << 24;
+module_param_named(max_export_pages_per_file, xferk_max_export_pages_per_file,
+		   ulong, 0644);
+MODULE_PARM_DESC(max_export_pages_per_file,
+		 "Pages one open file's exports may cover, summed over its exports (default 16777216: 64 GiB)");
 
 unsigned int xferk_max_passive_conns = 256;
 

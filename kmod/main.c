@@ -107,7 +107,8 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		if (!capable(CAP_SYS_ADMIN))
 			return -EPERM;
 	} else {
-		if (a->null_delay_ns)
+		if (a->null_delay_ns ||
+		    a->timeout_ms > XFERK_CONNECT_MAX_TIMEOUT_MS)
 			return -EINVAL;
 		ret = connect_sockaddr(a, &peer);
 		if (ret)
@@ -122,7 +123,7 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		c = xferk_conn_null_create(a->null_delay_ns);
 	else
 		c = xferk_conn_connect(current->nsproxy->net_ns, &peer,
-				       a->timeout_ms ?: 5000);
+				       a->timeout_ms ?: 5000, xf->qacct);
 	if (IS_ERR(c)) {
 		kfree(cr);
 		return PTR_ERR(c);
@@ -172,7 +173,7 @@ static void drop_object(struct xferk_hobj *ho, bool closing)
 		break;
 	case XFERK_H_OP:
 		op = container_of(ho, struct xferk_op, hobj);
-		if (!xferk_life_physical(&op->life)) {
+		if (!xferk_op_physical(op)) {
 			atomic64_inc(&xferk_stats.ops_orphaned);
 			if (closing)
 				xferk_op_orphan(op);
@@ -269,7 +270,6 @@ static int xferk_open(struct inode *inode, struct file *file)
 		kfree(xf);
 		return -ENOMEM;
 	}
-	xf->owner_tgid = task_tgid_nr(current);
 	mutex_init(&xf->lock);
 	xferk_handles_init(&xf->handles);
 	file->private_data = xf;

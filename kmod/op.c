@@ -46,6 +46,7 @@ static void op_release(struct kref *ref)
 	struct xferk_op *op = container_of(ref, struct xferk_op, ref);
 	u32 i;
 
+	/* No drain is active (it holds a reference), so its timer is idle. */
 	hrtimer_cancel(&op->timer);
 	for (i = 0; i < op->nr_conns; i++)
 		xferk_conn_put(op->conns[i]);
@@ -107,6 +108,9 @@ static void op_apply(struct xferk_op *op, unsigned int what)
 {
 	if (what & XFERK_LIFE_PHYSICAL) {
 		hrtimer_cancel(&op->timer);
+		/* A background drain waiting for its next step ends now. */
+		if (hrtimer_try_to_cancel(&op->drain_timer) == 1)
+			queue_work(xferk_op_wq, &op->cancel_work);
 		op_count_outcome(op, READ_ONCE(op->life.state));
 		if (op->orphaned)
 			atomic64_inc(&xferk_stats.ops_drained_after_exit);
@@ -178,29 +182,123 @@ bool xferk_chunk_cancelled(struct xferk_chunk *ch)
 	return cancelled;
 }
 
-/*
- * Runs a cancel-and-drain in the background: the deadline policy, the exit
- * path and an interrupted CANCEL queue it with a reference and
- * op->drain_deadline set. Once it runs, another request may queue it again.
- */
-static void op_cancel_work(struct work_struct *work)
-{
-	struct xferk_op *op = container_of(work, struct xferk_op, cancel_work);
-	ktime_t until = READ_ONCE(op->drain_deadline);
+static void op_drain_work(struct work_struct *work);
+static void op_cancel_on_conns(struct xferk_op *op, bool force);
 
-	clear_bit(XFERK_OP_CANCEL_QUEUED, &op->flags);
-	xferk_op_cancel_drain(op, until);
-	xferk_op_put(op);
+/* Nothing of the op can touch memory any more. Any context. */
+bool xferk_op_physical(struct xferk_op *op)
+{
+	unsigned long flags;
+	bool done;
+
+	spin_lock_irqsave(&op->lock, flags);
+	done = xferk_life_physical(&op->life);
+	spin_unlock_irqrestore(&op->lock, flags);
+	return done;
 }
 
-/* Queues the background cancel unless one is queued already. */
-static void op_queue_cancel(struct xferk_op *op, ktime_t drain_deadline)
+/**
+ * op_drain_async() - cancel and drain an op in the background
+ * @op: the op
+ * @drain_deadline: absolute bound of the drain
+ *
+ * Any context (the deadline hrtimer calls it). The same steps as
+ * xferk_op_cancel_drain(), driven by op->drain_timer instead of a sleeping
+ * thread, so a drain costs a timer however long its budget. A request
+ * while one runs is folded into it (that one's deadline holds).
+ */
+static void op_drain_async(struct xferk_op *op, ktime_t drain_deadline)
 {
 	if (test_and_set_bit(XFERK_OP_CANCEL_QUEUED, &op->flags))
 		return;
-	WRITE_ONCE(op->drain_deadline, drain_deadline);
+	op->drain_deadline = drain_deadline;
+	op->drain_step = XFERK_DRAIN_BEGIN;
 	kref_get(&op->ref);
 	queue_work(xferk_op_wq, &op->cancel_work);
+}
+
+/*
+ * The background drain's next step is due at @when. Whoever stops the armed
+ * timer queues the step instead of it: the timer itself, or (here, or in
+ * op_apply()) a physical completion that makes waiting pointless.
+ */
+static void op_drain_arm(struct xferk_op *op, ktime_t when)
+{
+	hrtimer_start(&op->drain_timer, when, HRTIMER_MODE_ABS);
+	if (xferk_op_physical(op) && hrtimer_try_to_cancel(&op->drain_timer) == 1)
+		queue_work(xferk_op_wq, &op->cancel_work);
+}
+
+static enum hrtimer_restart op_drain_timer_fired(struct hrtimer *t)
+{
+	struct xferk_op *op = container_of(t, struct xferk_op, drain_timer);
+
+	queue_work(xferk_op_wq, &op->cancel_work);
+	return HRTIMER_NORESTART;
+}
+
+/* Starts a cancel: counters, states, waiters. */
+static void op_drain_begin(struct xferk_op *op)
+{
+	unsigned long flags;
+	unsigned int what, drain;
+
+	spin_lock_irqsave(&op->lock, flags);
+	what = xferk_life_cancel(&op->life);
+	drain = xferk_life_drain_start(&op->life);
+	spin_unlock_irqrestore(&op->lock, flags);
+	if ((what | drain) & XFERK_LIFE_WAKE)
+		wake_up_all(&op->wq);
+	if (drain)
+		atomic64_inc(&xferk_stats.drains);
+	atomic64_inc(&xferk_stats.cancel_requests);
+}
+
+/* The drain deadline passed: QUARANTINED unless physically complete. */
+static void op_drain_expire(struct xferk_op *op)
+{
+	unsigned long flags;
+	unsigned int what;
+
+	spin_lock_irqsave(&op->lock, flags);
+	what = xferk_life_drain_expired(&op->life);
+	spin_unlock_irqrestore(&op->lock, flags);
+	if (what) {
+		atomic64_inc(&xferk_stats.drain_timeouts);
+		atomic64_inc(&xferk_stats.quarantine_events);
+		wake_up_all(&op->wq);
+		xferk_uring_op_settled(op, XFERK_STATE_QUARANTINED);
+	}
+}
+
+/* One step of the background drain; holds its reference until the last. */
+static void op_drain_work(struct work_struct *work)
+{
+	struct xferk_op *op = container_of(work, struct xferk_op, cancel_work);
+	ktime_t now = ktime_get(), until = op->drain_deadline;
+
+	switch (op->drain_step) {
+	case XFERK_DRAIN_BEGIN:
+		op_drain_begin(op);
+		if (xferk_op_physical(op))
+			break;
+		op_cancel_on_conns(op, false);
+		op->drain_step = XFERK_DRAIN_FORCE;
+		op_drain_arm(op, ktime_add(now, ktime_sub(until, now) / 2));
+		return;
+	case XFERK_DRAIN_FORCE:
+		if (xferk_op_physical(op))
+			break;
+		op_cancel_on_conns(op, true);
+		op->drain_step = XFERK_DRAIN_EXPIRE;
+		op_drain_arm(op, until);
+		return;
+	case XFERK_DRAIN_EXPIRE:
+		op_drain_expire(op);
+		break;
+	}
+	clear_bit(XFERK_OP_CANCEL_QUEUED, &op->flags);
+	xferk_op_put(op);
 }
 
 /* After the deadline: the op's undispatched chunks leave the queue unposted. */
@@ -223,8 +321,8 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	spin_unlock_irqrestore(&op->lock, flags);
 	/*
 	 * Never XFERK_LIFE_PHYSICAL: waking and queueing work is all that may
-	 * happen in hardirq. The op holds its physical reference while the
-	 * timer can run (op_apply() cancels the timer before dropping it).
+	 * happen in hardirq. The timer runs while the op lives: op_apply()
+	 * and op_release() cancel it.
 	 */
 	if (what & XFERK_LIFE_WAKE) {
 		atomic64_inc(&xferk_stats.ops_timed_out);
@@ -234,8 +332,8 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 			queue_work(xferk_op_wq, &op->expire_work);
 		}
 		if (op->submit_flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE)
-			op_queue_cancel(op, ktime_add_ns(op->deadline,
-							 op->drain_budget_ns));
+			op_drain_async(op, ktime_add_ns(op->deadline,
+							op->drain_budget_ns));
 	}
 	return HRTIMER_NORESTART;
 }
@@ -313,14 +411,19 @@ static void op_fill_chunks(struct xferk_op *op, u32 *next,
 
 /*
  * The distinct connections of @nr remotes, with a reference each, into
- * @op->conns. Return: 0 or -ENOMEM.
+ * @op->conns, sized to fit. Return: 0 or -ENOMEM.
  */
 static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
 			    u32 nr)
 {
-	u32 i, j;
+	u32 i, j, n = 0;
 
-	op->conns = kvmalloc_array(nr, sizeof(*op->conns), XFERK_GFP_USER);
+	for (i = 0; i < nr; i++) {
+		for (j = 0; j < i && remotes[j]->conn != remotes[i]->conn; j++)
+			;
+		n += j == i;
+	}
+	op->conns = kvmalloc_array(n, sizeof(*op->conns), XFERK_GFP_USER);
 	if (!op->conns)
 		return -ENOMEM;
 	for (i = 0; i < nr; i++) {
@@ -433,36 +536,38 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		}
 	}
 	op->qacct = xf->qacct;
+	op->nr_chunks = nr_chunks;
+	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
+			ktime_get());
+	/* The limits first: the file's chunk budget and the queue. */
 	ret = op_charge_chunks(op->qacct, nr_chunks);
 	if (ret)
 		goto out_unlock;
-	op->chunks = kvcalloc(nr_chunks, sizeof(*op->chunks),
-			      XFERK_GFP_USER);
+	ret = xferk_queue_admit(op, xf->qacct, a, remotes);
+	if (ret)
+		goto out_uncharge;
+	op->chunks = kvcalloc(nr_chunks, sizeof(*op->chunks), XFERK_GFP_USER);
 	if (!op->chunks || op_collect_conns(op, remotes, a->nr_frags)) {
 		ret = -ENOMEM;
-		goto out_uncharge;
+		goto out_unadmit;
 	}
 	kref_init(&op->ref);
 	spin_lock_init(&op->lock);
 	init_waitqueue_head(&op->wq);
-	INIT_WORK(&op->cancel_work, op_cancel_work);
+	INIT_WORK(&op->cancel_work, op_drain_work);
+	hrtimer_init(&op->drain_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	op->drain_timer.function = op_drain_timer_fired;
 	INIT_WORK(&op->expire_work, op_expire_work);
 	op->owner = task_tgid_nr(current);
 	op->user_data = a->user_data;
 	op->submit_flags = a->flags;
 	op->drain_budget_ns = a->drain_budget_ns;
 	op->deadline = deadline;
-	op->nr_chunks = nr_chunks;
-	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
-			ktime_get());
 	for (i = 0; i < a->nr_frags; i++)
 		op_fill_chunks(op, &next, &frags[i], regions[i], remotes[i]);
-	ret = xferk_queue_admit(op, xf->qacct, a);
-	if (ret)
-		goto out_unfill;
 	ret = xferk_handle_add_limited(xf, &op->hobj, XFERK_H_OP);
 	if (ret)
-		goto out_unadmit;
+		goto out_unfill;
 	a->op = op->hobj.handle;
 	/*
 	 * Visible once the lock is dropped: another thread may cancel or
@@ -497,13 +602,13 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	ret = 0;
 	goto out_free;
 
-out_unadmit:
-	xferk_queue_unadmit(op);
 out_unfill:
 	for (i = 0; i < nr_chunks; i++) {
 		xferk_region_put(op->chunks[i].region);
 		xferk_remote_put(op->chunks[i].remote);
 	}
+out_unadmit:
+	xferk_queue_unadmit(op);
 out_uncharge:
 	atomic_sub(nr_chunks, &op->qacct->chunks);
 out_unlock:
@@ -560,13 +665,14 @@ static void op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap)
 static bool op_wait_done(struct xferk_op *op, bool physical)
 {
 	unsigned long flags;
-	bool done;
+	bool settled;
 
+	if (physical)
+		return xferk_op_physical(op);
 	spin_lock_irqsave(&op->lock, flags);
-	done = physical ? xferk_life_physical(&op->life) :
-			  xferk_state_is_settled(op->life.state);
+	settled = xferk_state_is_settled(op->life.state);
 	spin_unlock_irqrestore(&op->lock, flags);
-	return done;
+	return settled;
 }
 
 /*
@@ -641,17 +747,6 @@ static void op_cancel_on_conns(struct xferk_op *op, bool force)
 	}
 }
 
-static bool op_physical(struct xferk_op *op)
-{
-	unsigned long flags;
-	bool done;
-
-	spin_lock_irqsave(&op->lock, flags);
-	done = xferk_life_physical(&op->life);
-	spin_unlock_irqrestore(&op->lock, flags);
-	return done;
-}
-
 /*
  * Sleeps until the op is physically complete or @until. Return: 0 if it
  * is, -ETIME if not, -ERESTARTSYS on a signal (kernel threads get none).
@@ -662,9 +757,9 @@ static int op_wait_physical(struct xferk_op *op, ktime_t until)
 	int ret = 0;
 
 	if (left > 0)
-		ret = wait_event_interruptible_hrtimeout(op->wq, op_physical(op),
+		ret = wait_event_interruptible_hrtimeout(op->wq, xferk_op_physical(op),
 							 left);
-	if (op_physical(op))
+	if (xferk_op_physical(op))
 		return 0;
 	return ret == -ERESTARTSYS ? ret : -ETIME;
 }
@@ -679,7 +774,8 @@ static int op_wait_physical(struct xferk_op *op, ktime_t until)
  * that still has one of them posted is forced into the error state (the
  * device flushes its work requests; other ops on it fail too). An op that
  * is still not physically complete at @drain_deadline is QUARANTINED and
- * becomes DRAINED when its last work request is terminal.
+ * becomes DRAINED when its last work request is terminal. The caller
+ * sleeps through it; op_drain_work() does the same steps on timers.
  *
  * A signal ends the caller's wait, never the drain: the rest of it goes
  * on in the background, to the same deadline.
@@ -690,23 +786,12 @@ static int op_wait_physical(struct xferk_op *op, ktime_t until)
  */
 int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
 {
-	unsigned long flags;
-	unsigned int what, drain;
 	ktime_t now = ktime_get();
 	int ret;
 
-	spin_lock_irqsave(&op->lock, flags);
-	what = xferk_life_cancel(&op->life);
-	drain = xferk_life_drain_start(&op->life);
-	spin_unlock_irqrestore(&op->lock, flags);
-	if ((what | drain) & XFERK_LIFE_WAKE)
-		wake_up_all(&op->wq);
-	if (drain)
-		atomic64_inc(&xferk_stats.drains);
-	atomic64_inc(&xferk_stats.cancel_requests);
-	if (op_physical(op))
+	op_drain_begin(op);
+	if (xferk_op_physical(op))
 		return 0;
-
 	op_cancel_on_conns(op, false);
 	ret = op_wait_physical(op, ktime_add(now, ktime_sub(drain_deadline, now) / 2));
 	if (ret == -ETIME) {
@@ -714,38 +799,29 @@ int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
 		ret = op_wait_physical(op, drain_deadline);
 	}
 	if (ret == -ERESTARTSYS)
-		op_queue_cancel(op, drain_deadline);
+		op_drain_async(op, drain_deadline);
 	if (ret != -ETIME)
 		return ret;
-
-	spin_lock_irqsave(&op->lock, flags);
-	what = xferk_life_drain_expired(&op->life);
-	spin_unlock_irqrestore(&op->lock, flags);
-	if (what) {
-		atomic64_inc(&xferk_stats.drain_timeouts);
-		atomic64_inc(&xferk_stats.quarantine_events);
-		wake_up_all(&op->wq);
-		xferk_uring_op_settled(op, XFERK_STATE_QUARANTINED);
-	}
-	return op_physical(op) ? 0 : -ETIMEDOUT;
-}
-
-/* Closing file: cancel and drain what is still in flight, in the background. */
-void xferk_op_orphan(struct xferk_op *op)
-{
-	if (op_physical(op))
-		return;
-	op->orphaned = true;
-	op_queue_cancel(op, ktime_add_ms(ktime_get(), xferk_exit_drain_ms));
+	op_drain_expire(op);
+	return xferk_op_physical(op) ? 0 : -ETIMEDOUT;
 }
 
 /*
- * The caller never learnt the op's handle (EFAULT on write-back): treat it
- * as a file that closed with the op in flight.
+ * Closing file or exiting process: cancel and drain what is still in
+ * flight, in the background, within exit_drain_ms (and, for a parked
+ * io_uring submit, within its own bound).
  */
-void xferk_op_unpublish(struct xferk_op *op)
+void xferk_op_orphan(struct xferk_op *op)
 {
-	xferk_op_orphan(op);
+	ktime_t until = ktime_add_ms(ktime_get(), READ_ONCE(xferk_exit_drain_ms));
+
+	if (xferk_op_physical(op))
+		return;
+	op->orphaned = true;
+	if (op->ucmd)
+		until = min_t(ktime_t, until,
+			      ktime_add_ns(op->deadline, op->drain_budget_ns));
+	op_drain_async(op, until);
 }
 
 /*

@@ -181,24 +181,26 @@ static void set_next(struct xferk_op *op)
 
 /**
  * xferk_queue_admit() - reserve the op's place in its device's queue
- * @op: the op, chunks filled, not yet published
+ * @op: the op, not yet published; its chunks need not exist yet
  * @acct: the submitting file's account (the op holds it)
  * @a: the submit argument: priority and window
+ * @remotes: the remote of each fragment
  *
  * Return: 0 (admitted, or the queue is bypassed: op->qdev stays NULL),
- * -EXDEV if the op's chunks use connections on different devices, or
+ * -EXDEV if the fragments use connections on different devices, or
  * -EBUSY if a hard limit would be exceeded.
  */
 int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
-		      const struct xferk_ioc_submit *a)
+		      const struct xferk_ioc_submit *a,
+		      struct xferk_remote *const *remotes)
 {
 	struct xferk_sched_item *it = &op->qitem;
-	struct xferk_qdev *q = op->chunks[0].remote->conn->qdev;
+	struct xferk_qdev *q = remotes[0]->conn->qdev;
 	u32 i;
 	int ret;
 
-	for (i = 1; i < op->nr_chunks; i++)
-		if (op->chunks[i].remote->conn->qdev != q)
+	for (i = 1; i < a->nr_frags; i++)
+		if (remotes[i]->conn->qdev != q)
 			return -EXDEV;
 	if (READ_ONCE(xferk_queue_bypass) || !q)
 		return 0;
@@ -206,7 +208,6 @@ int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
 	it->prio = a->priority;
 	it->bytes = op->life.total_bytes;
 	it->undispatched_chunks = op->nr_chunks;
-	set_next(op);
 	spin_lock(&xferk_queue_lock);
 	it->window_bytes = a->window_bytes ?: xferk_queue_limits.op_window_bytes;
 	it->window_chunks = a->window_chunks ?: xferk_queue_limits.op_window_chunks;
@@ -302,13 +303,16 @@ static void queue_kick_work(struct work_struct *work)
 	xferk_qdev_put(q);
 }
 
-/* The op is published: its chunks may go. */
+/* The op is published, its chunks filled: they may go. */
 void xferk_queue_start(struct xferk_op *op)
 {
 	struct xferk_sched_item *it = &op->qitem;
 	ktime_t now = ktime_get();
 
 	spin_lock(&xferk_queue_lock);
+	/* A cancel may have dropped every chunk since the op was published. */
+	if (it->undispatched_chunks)
+		set_next(op);
 	xferk_sched_start(&op->qdev->sched, it, now);
 	queue_kick_locked(op->qdev);
 }

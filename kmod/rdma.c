@@ -25,10 +25,12 @@
  *
  * QPs get bounded ack timeout and retry counts (never the infinite
  * rnr_retry 7), so every posted work request completes in bounded time
- * while the device works. A QP event other than COMM_EST (forwarded to
- * rdma_cm), and any failed or flushed completion, marks the connection's
+ * while the device works. COMM_EST goes to rdma_cm; SQ_DRAINED,
+ * PATH_MIG and LAST_WQE_REACHED are ignored; every other QP event, any
+ * failed or flushed completion and any refused post mark the connection's
  * QP dead at once.
  */
+#include <asm/unaligned.h>
 #include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/random.h>
@@ -110,7 +112,18 @@ struct xferk_send {
 };
 
 static DEFINE_MUTEX(xferk_devs_lock);	/* client data lookups, dev->conns */
+
+/*
+ * The listener. Bound to the wildcard address (the default) it lives on no
+ * device. Bound to one address it lives on that address's device, and
+ * when that device goes rdma_cm asks us to let go of it: we do, and listen
+ * again whenever a device appears.
+ */
+static DEFINE_MUTEX(xferk_listen_lock);	/* the two below */
 static struct rdma_cm_id *xferk_listener;
+static bool xferk_listen_stopped;
+static void listen_work_fn(struct work_struct *work);
+static DECLARE_WORK(xferk_listen_work, listen_work_fn);
 static atomic_t xferk_passive_conns = ATOMIC_INIT(0);
 static struct ib_client xferk_ib_client;
 
@@ -142,6 +155,8 @@ static int xferk_ib_add(struct ib_device *ibdev)
 	mutex_lock(&xferk_devs_lock);
 	ib_set_client_data(ibdev, &xferk_ib_client, d);
 	mutex_unlock(&xferk_devs_lock);
+	/* A listener that lost its device may find its address here. */
+	queue_work(xferk_conn_wq, &xferk_listen_work);
 	return 0;
 }
 
@@ -320,8 +335,11 @@ static int conn_rdma_post(struct xferk_conn *c, struct xferk_chunk *ch)
 	if (ret) {
 		send_unmap(dev, s, chunk_dir(ch));
 		s->ch = NULL;
-		/* Not the driver's code: the chunk fails with ENOMEM or EIO. */
-		return ret == -ENOMEM ? -ENOMEM : -EIO;
+		if (ret == -ENOMEM)
+			return -ENOMEM;
+		/* A QP that refuses a valid post is not ready to send. */
+		xferk_conn_qp_dead(c, -ECONNRESET);
+		return -EIO;
 	}
 	list_del(&s->node);
 	ch->send = s;
@@ -362,7 +380,11 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
 }
 
-/* QP first, then CQ: ib_free_cq() waits for a running completion callback. */
+/*
+ * QP first, then CQ: ib_free_cq() waits for a running completion callback.
+ * A registration still waiting for its completion gets none now: it is
+ * released here, as failed (before teardown revokes exports).
+ */
 static void conn_rdma_quiesce(struct xferk_conn *c)
 {
 	if (c->qp)
@@ -371,6 +393,7 @@ static void conn_rdma_quiesce(struct xferk_conn *c)
 		ib_free_cq(c->cq);
 	c->qp = NULL;
 	c->cq = NULL;
+	complete(&c->reg_done);
 }
 
 static void conn_rdma_destroy(struct xferk_conn *c)
@@ -378,59 +401,171 @@ static void conn_rdma_destroy(struct xferk_conn *c)
 	if (c->pd)
 		ib_dealloc_pd(c->pd);
 	c->pd = NULL;
-	kvfree(c->sends);
-	c->sends = NULL;
 	INIT_LIST_HEAD(&c->free_sends);
 	conn_detach(c);
 	if (!c->active)
 		atomic_dec(&xferk_passive_conns);
 }
 
+/* The remote address of an export: random, with @addr's page offset. */
+static u64 export_iova(u64 addr)
+{
+	return (get_random_u64() & GENMASK_ULL(46, PAGE_SHIFT)) |
+	       offset_in_page(addr);
+}
+
+/* The completion of an export's registration work request. */
+static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_conn *c = cq->cq_context;
+
+	if (wc->status != IB_WC_SUCCESS)
+		xferk_conn_qp_dead(c, -ECONNRESET);
+	WRITE_ONCE(c->reg_status, wc->status == IB_WC_SUCCESS ? 0 : -EIO);
+	complete(&c->reg_done);
+}
+
+/*
+ * Posts the fast registration of @mr and waits for it. One at a time per
+ * connection (c->exports_lock), in the send queue's one spare slot. The
+ * wait is bounded: a registration that does not complete kills the QP,
+ * and teardown completes reg_done once the QP is gone.
+ */
+static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
+{
+	struct ib_reg_wr wr = {
+		.wr.opcode = IB_WR_REG_MR,
+		.wr.wr_cqe = &c->reg_cqe,
+		.wr.send_flags = IB_SEND_SIGNALED,
+		.mr = mr,
+		.key = mr->rkey,
+		.access = access,
+	};
+	int ret;
+
+	lockdep_assert_held(&c->exports_lock);
+	c->reg_cqe.done = conn_reg_done;
+	reinit_completion(&c->reg_done);
+	/* What it reads if teardown, not the completion, releases it. */
+	WRITE_ONCE(c->reg_status, -ENOTCONN);
+	mutex_lock(&c->lock);
+	ret = xferk_conn_postable(c) ? ib_post_send(c->qp, &wr.wr, NULL) :
+				       -ENOTCONN;
+	mutex_unlock(&c->lock);
+	if (ret == -ENOTCONN)
+		return ret;
+	if (ret) {
+		xferk_conn_qp_dead(c, -ECONNRESET);
+		return -EIO;
+	}
+	if (!wait_for_completion_timeout(&c->reg_done, 5 * HZ)) {
+		xferk_conn_qp_dead(c, -ECONNRESET);
+		wait_for_completion(&c->reg_done);
+	}
+	return READ_ONCE(c->reg_status);
+}
+
+/*
+ * Fast registration of the region's own pinned pages: nothing is pinned or
+ * charged a second time, nobody walks the page tables again.
+ */
+static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
+		       int access, unsigned long npages)
+{
+	struct ib_device *dev = c->pd->device;
+	struct xferk_region *r = e->region;
+	unsigned long first = (e->addr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
+	struct ib_mr *mr;
+	int nents, ret;
+
+	ret = sg_alloc_table_from_pages(&e->sgt, r->pages + first, npages,
+					offset_in_page(e->addr), e->len,
+					XFERK_GFP_USER);
+	if (ret)
+		return -ENOMEM;
+	nents = ib_dma_map_sg(dev, e->sgt.sgl, e->sgt.orig_nents,
+			      DMA_BIDIRECTIONAL);
+	if (!nents) {
+		ret = -EIO;
+		goto err_free;
+	}
+	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, npages);
+	if (IS_ERR(mr)) {
+		ret = PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
+		goto err_unmap;
+	}
+	if (ib_map_mr_sg(mr, e->sgt.sgl, nents, NULL, PAGE_SIZE) != nents) {
+		ret = -EIO;
+		goto err_mr;
+	}
+	/* Never the DMA address (a kernel address on some devices). */
+	mr->iova = export_iova(e->addr);
+	ib_update_fast_reg_key(mr, get_random_u8());
+	ret = conn_reg_mr(c, mr, access);
+	if (ret)
+		goto err_mr;
+	e->mr = mr;
+	return 0;
+
+err_mr:
+	ib_dereg_mr(mr);
+err_unmap:
+	ib_dma_unmap_sg(dev, e->sgt.sgl, e->sgt.orig_nents, DMA_BIDIRECTIONAL);
+err_free:
+	sg_free_table(&e->sgt);
+	return ret;
+}
+
 /*
  * An export registers the exported range in this connection's PD, so only
- * this peer's QP can use the key (hardware enforced). The registration pins
- * the pages once more and charges them to RLIMIT_MEMLOCK; they are charged
- * to the region already, so the region lends its charge for them to the
- * registration while it lives: every page is charged once.
+ * this peer's QP can use the key (the hardware enforces it), at a random
+ * remote address, so a key reused later never matches an old token. The
+ * region's own pages are registered by fast registration where the device
+ * maps that many pages in one MR; a longer range (soft-RoCE maps 512 pages)
+ * is registered as user memory, which pins and charges its pages to
+ * RLIMIT_MEMLOCK a second time.
  */
 static int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
 {
-	struct mm_struct *mm = e->region->mm;
+	const struct ib_device_attr *attrs = &c->pd->device->attrs;
 	unsigned long npages = (PAGE_ALIGN(e->addr + e->len) -
 				(e->addr & PAGE_MASK)) >> PAGE_SHIFT;
 	int access = 0;
 	struct ib_mr *mr;
+	int ret;
 
 	/* Verbs require local write with remote write; not with read alone. */
 	if (e->access & XFERK_ACCESS_REMOTE_WRITE)
 		access |= IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
 	if (e->access & XFERK_ACCESS_REMOTE_READ)
 		access |= IB_ACCESS_REMOTE_READ;
-	atomic64_sub(npages, &mm->pinned_vm);
-	mr = ib_reg_user_mr(c->pd, e->addr, e->len, e->addr, access);
-	if (IS_ERR(mr)) {
-		atomic64_add(npages, &mm->pinned_vm);
-		switch (PTR_ERR(mr)) {
-		case -ENOMEM:
-		case -EFAULT:
-			return PTR_ERR(mr);
-		default:
-			return -EIO;
-		}
+	if ((attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
+	    npages <= attrs->max_fast_reg_page_list_len) {
+		ret = export_frwr(c, e, access, npages);
+		if (ret)
+			return ret;
+	} else {
+		mr = ib_reg_user_mr(c->pd, e->addr, e->len,
+				    export_iova(e->addr), access);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
+			       PTR_ERR(mr) : -EIO;
+		e->mr = mr;
 	}
-	e->mr = mr;
-	e->lent_pages = npages;
-	e->iova = e->addr;
-	e->rkey = mr->rkey;
+	e->iova = e->mr->iova;
+	e->rkey = e->mr->rkey;
 	return 0;
 }
 
 static void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e)
 {
 	ib_dereg_mr(e->mr);
-	atomic64_add(e->lent_pages, &e->region->mm->pinned_vm);
+	if (e->sgt.sgl) {
+		ib_dma_unmap_sg(c->pd->device, e->sgt.sgl, e->sgt.orig_nents,
+				DMA_BIDIRECTIONAL);
+		sg_free_table(&e->sgt);
+	}
 	e->mr = NULL;
-	e->lent_pages = 0;
 }
 
 const struct xferk_transport xferk_rdma_transport = {
@@ -475,16 +610,16 @@ static void conn_qp_event(struct ib_event *ev, void *ctx)
 	}
 }
 
-/* PD, CQ, QP and send slots for a connection on @id's (attached) device. */
+/*
+ * PD, CQ and QP for a connection on @id's (attached) device; its send slots
+ * were allocated with the connection, charged to whoever caused it.
+ */
 static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 {
 	struct ib_device *dev = id->device;
 	struct ib_qp_init_attr init = {};
 	int i, ret;
 
-	c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends), GFP_KERNEL);
-	if (!c->sends)
-		return -ENOMEM;
 	for (i = 0; i < XFERK_QP_CTXS; i++)
 		list_add_tail(&c->sends[i].node, &c->free_sends);
 	c->pd = ib_alloc_pd(dev, 0);
@@ -493,7 +628,7 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 		c->pd = NULL;
 		return ret;
 	}
-	/* One CQE per chunk, + 1 for a drain marker. */
+	/* One CQE per chunk, + 1 for an export's registration. */
 	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 1, 0, IB_POLL_WORKQUEUE);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
@@ -507,8 +642,8 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 	init.qp_type = IB_QPT_RC;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.port_num = id->port_num;
-	init.cap.max_send_wr = XFERK_QP_CTXS + 1;	/* + 1 for a drain */
-	init.cap.max_recv_wr = 1;			/* drain only */
+	init.cap.max_send_wr = XFERK_QP_CTXS + 1;	/* + 1: registration */
+	init.cap.max_recv_wr = 1;			/* nothing is received */
 	init.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge, XFERK_MAX_SGE);
 	init.cap.max_recv_sge = 1;
 	ret = rdma_create_qp(id, c->pd, &init);
@@ -562,7 +697,9 @@ static void conn_set_peer(struct xferk_conn *c, const struct xferk_cm_msg *m,
 		key[i] = key_half[i] ^ m->key_half[i];
 	mutex_lock(&xferk_conns_lock);
 	c->peer_id = be64_to_cpu(m->conn_id);
-	memcpy(&c->token_key, key, sizeof(key));
+	/* The same words on both ends, whatever their byte order. */
+	c->token_key.key[0] = get_unaligned_le64(key);
+	c->token_key.key[1] = get_unaligned_le64(key + 8);
 	set_bit(XFERK_CONN_F_KEYED, &c->flags);
 	mutex_unlock(&xferk_conns_lock);
 	memzero_explicit(key, sizeof(key));
@@ -710,7 +847,7 @@ static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
 	}
 }
 
-static int conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)
+static void conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)
 {
 	struct xferk_cm_rej rej = {
 		.magic = cpu_to_be32(XFERK_CM_MAGIC),
@@ -719,7 +856,7 @@ static int conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)
 	};
 
 	atomic64_inc(&xferk_stats.conns_rejected);
-	return rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
 /*
@@ -753,7 +890,10 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return -EBUSY;
 	}
 	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	if (!c) {
+	if (c)
+		c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends), GFP_KERNEL);
+	if (!c || !c->sends) {
+		kfree(c);
 		atomic_dec(&xferk_passive_conns);
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
 		return -ENOMEM;
@@ -761,13 +901,10 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	/* Passive ends live in the listener's namespace. */
 	xferk_conn_init(c, &xferk_rdma_transport, &init_net, false);
 	memcpy(&c->peer, &id->route.addr.dst_addr, sizeof(c->peer));
-	get_random_bytes(conn_key_half(c), 16);
 	c->cm_id = id;
 	complete_all(&c->cm_ready);	/* the handler owns @id from here */
 	id->context = c;
 	xferk_conn_publish(c);
-	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, conn_key_half(c));
-	conn_set_peer(c, req, rep.key_half);
 	xferk_conn_arm_timer(c, READ_ONCE(xferk_handshake_timeout_ms));
 
 	ret = conn_attach(c, id->device);
@@ -778,6 +915,10 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		xferk_conn_down(c, ret);
 		return 0;
 	}
+	/* Keyed, hence importable, only once its QP's limits are final. */
+	get_random_bytes(conn_key_half(c), 16);
+	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, conn_key_half(c));
+	conn_set_peer(c, req, rep.key_half);
 	conn_param_init(&param, id->device, &rep, sizeof(rep));
 	param.initiator_depth = min_t(u8, param.initiator_depth,
 				      ev->param.conn.responder_resources);
@@ -789,6 +930,25 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
+/*
+ * The listener's own events: its device going away. Non-zero makes rdma_cm
+ * destroy it, which it may only when module exit did not take it first.
+ */
+static int listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	bool mine = false;
+
+	if (ev->event != RDMA_CM_EVENT_DEVICE_REMOVAL)
+		return 0;
+	mutex_lock(&xferk_listen_lock);
+	if (xferk_listener == id) {
+		xferk_listener = NULL;
+		mine = true;
+	}
+	mutex_unlock(&xferk_listen_lock);
+	return mine;
+}
+
 static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct xferk_conn *c = id->context;
@@ -796,7 +956,7 @@ static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return conn_passive_request(id, ev);
 	if (!c)
-		return 0;	/* the listener itself */
+		return listener_event(id, ev);
 	if (c->active)
 		conn_active_event(c, id, ev);
 	else
@@ -804,12 +964,64 @@ static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
+/*
+ * A new connection attempt to @peer, counted against @acct's connection
+ * limit until it leaves CONNECTING; with a reference for the caller.
+ */
+static struct xferk_conn *conn_start(struct net *net,
+				     const struct sockaddr_storage *peer,
+				     unsigned int timeout_ms,
+				     struct xferk_qacct *acct)
+{
+	struct rdma_cm_id *id;
+	struct xferk_conn *c;
+	int ret;
+
+	if (atomic_inc_return(&acct->connecting) >
+	    READ_ONCE(xferk_handle_limit[XFERK_H_CONN])) {
+		atomic_dec(&acct->connecting);
+		atomic64_inc(&xferk_stats.limit_rejects);
+		return ERR_PTR(-EMFILE);
+	}
+	c = kzalloc(sizeof(*c), XFERK_GFP_USER);
+	if (c)
+		c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends),
+				    XFERK_GFP_USER);
+	if (!c || !c->sends) {
+		kfree(c);
+		atomic_dec(&acct->connecting);
+		return ERR_PTR(-ENOMEM);
+	}
+	xferk_conn_init(c, &xferk_rdma_transport, net, true);
+	kref_get(&acct->ref);
+	c->creator = acct;
+	c->peer = *peer;
+	get_random_bytes(conn_key_half(c), 16);
+	id = rdma_create_id(net, xferk_cm_handler, c, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id)) {
+		xferk_conn_put(c);
+		return ERR_PTR(-ENOMEM);
+	}
+	c->cm_id = id;
+	xferk_conn_publish(c);
+	xferk_conn_get(c);	/* the caller's */
+	xferk_conn_arm_timer(c, timeout_ms);
+	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)peer, timeout_ms);
+	/* The handler's alone with @id now; teardown may destroy it. */
+	complete_all(&c->cm_ready);
+	if (ret)
+		xferk_conn_down(c, ret);
+	return c;
+}
+
 /**
- * xferk_conn_connect() - a connection to a peer host, shared namespace-wide
+ * xferk_conn_connect() - a connection to a peer, shared namespace-wide
  * @net: the caller's network namespace; the connection lives there
  * @peer: the peer's listener address
  * @timeout_ms: bound for resolution and handshake of a new connection,
- *	and for this caller's wait
+ *	and for this caller's wait (at most XFERK_CONNECT_MAX_TIMEOUT_MS)
+ * @acct: the caller's file's account; a new attempt counts against its
+ *	connection limit until it is up or down
  *
  * A new connection's attempt is bounded by @timeout_ms whoever waits for
  * it. A caller interrupted by a signal leaves the attempt running for
@@ -818,13 +1030,14 @@ static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
  *
  * Return: the connection, up, with a reference; or ERR_PTR: -EHOSTUNREACH,
  * -ECONNREFUSED, -ETIMEDOUT, -EPROTONOSUPPORT, -EPROTO, -ECONNRESET,
- * -ENODEV, -ENOMEM, or -ERESTARTSYS (a signal; the attempt goes on).
+ * -ENODEV, -ENOMEM, -EIO, -EMFILE, or -ERESTARTSYS (a signal; the attempt
+ * goes on).
  */
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
-				      unsigned int timeout_ms)
+				      unsigned int timeout_ms,
+				      struct xferk_qacct *acct)
 {
-	struct rdma_cm_id *id;
 	struct xferk_conn *c;
 	bool created = false;
 	long left;
@@ -834,29 +1047,10 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 	c = xferk_conn_find_peer(net, peer);
 	mutex_unlock(&xferk_conns_lock);
 	if (!c) {
-		c = kzalloc(sizeof(*c), XFERK_GFP_USER);
-		if (!c)
-			return ERR_PTR(-ENOMEM);
-		xferk_conn_init(c, &xferk_rdma_transport, net, true);
-		c->peer = *peer;
-		get_random_bytes(conn_key_half(c), 16);
-		id = rdma_create_id(net, xferk_cm_handler, c, RDMA_PS_TCP,
-				    IB_QPT_RC);
-		if (IS_ERR(id)) {
-			xferk_conn_put(c);
-			return ERR_PTR(-ENOMEM);
-		}
-		c->cm_id = id;
-		xferk_conn_publish(c);
-		xferk_conn_get(c);	/* the caller's */
+		c = conn_start(net, peer, timeout_ms, acct);
+		if (IS_ERR(c))
+			return c;
 		created = true;
-		xferk_conn_arm_timer(c, timeout_ms);
-		ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)peer,
-					timeout_ms);
-		/* The handler's alone with @id now; teardown may destroy it. */
-		complete_all(&c->cm_ready);
-		if (ret)
-			xferk_conn_down(c, ret);
 	}
 
 	left = wait_for_completion_interruptible_timeout(&c->established,
@@ -866,47 +1060,70 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 	if (c->state == XFERK_CONN_CONNECTING)
 		ret = left ? -ERESTARTSYS : -ETIMEDOUT;
 	mutex_unlock(&c->lock);
+	if (!ret && test_bit(XFERK_CONN_F_QP_DEAD, &c->flags))
+		ret = -ECONNRESET;
 	if (!ret)
 		return c;
 	if (created && (ret == -ETIMEDOUT || fatal_signal_pending(current)))
 		xferk_conn_down(c, ret);
 	xferk_conn_put(c);
 	/* An end that was up and went down while we looked: reset. */
-	if (ret == -ECANCELED || ret == -ESHUTDOWN || ret == -EIO)
+	if (ret == -ECANCELED || ret == -ESHUTDOWN)
 		ret = -ECONNRESET;
 	return ERR_PTR(ret);
 }
 
-/* ---- module ---- */
+/* ---- the listener, the module ---- */
+
+/* Listens on listen_addr, unless it does or the module is going. */
+static int listener_start(void)
+{
+	struct rdma_cm_id *id;
+	int ret = 0;
+
+	mutex_lock(&xferk_listen_lock);
+	if (xferk_listener || xferk_listen_stopped)
+		goto out;
+	id = rdma_create_id(&init_net, xferk_cm_handler, NULL, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
+		goto out;
+	}
+	ret = rdma_bind_addr(id, (struct sockaddr *)&xferk_listen_sockaddr);
+	if (!ret)
+		ret = rdma_listen(id, 128);
+	if (ret)
+		rdma_destroy_id(id);
+	else
+		xferk_listener = id;
+out:
+	mutex_unlock(&xferk_listen_lock);
+	return ret;
+}
+
+static void listen_work_fn(struct work_struct *work)
+{
+	int ret = listener_start();
+
+	if (ret)
+		pr_warn_ratelimited("xferk: cannot listen on %pISpc: %d\n",
+				    &xferk_listen_sockaddr, ret);
+}
 
 int xferk_rdma_module_init(void)
 {
-	struct rdma_cm_id *id;
 	int ret;
 
 	ret = ib_register_client(&xferk_ib_client);
 	if (ret)
 		return ret;
-	id = rdma_create_id(&init_net, xferk_cm_handler, NULL, RDMA_PS_TCP,
-			    IB_QPT_RC);
-	if (IS_ERR(id)) {
-		ret = PTR_ERR(id);
-		goto err_client;
-	}
-	ret = rdma_bind_addr(id, (struct sockaddr *)&xferk_listen_sockaddr);
-	if (!ret)
-		ret = rdma_listen(id, 128);
+	ret = listener_start();
 	if (ret) {
 		pr_err("xferk: cannot listen on %pISpc: %d\n",
 		       &xferk_listen_sockaddr, ret);
-		rdma_destroy_id(id);
-		goto err_client;
+		xferk_rdma_module_exit();
 	}
-	xferk_listener = id;
-	return 0;
-
-err_client:
-	ib_unregister_client(&xferk_ib_client);
 	return ret;
 }
 
@@ -916,7 +1133,16 @@ err_client:
  */
 void xferk_rdma_module_exit(void)
 {
-	rdma_destroy_id(xferk_listener);
+	struct rdma_cm_id *id;
+
+	mutex_lock(&xferk_listen_lock);
+	id = xferk_listener;
+	xferk_listener = NULL;
+	xferk_listen_stopped = true;
+	mutex_unlock(&xferk_listen_lock);
+	cancel_work_sync(&xferk_listen_work);
+	if (id)
+		rdma_destroy_id(id);
 	xferk_conn_shutdown_all();
 	ib_unregister_client(&xferk_ib_client);
 }

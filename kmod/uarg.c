@@ -185,9 +185,10 @@ int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
  * @ret: the handler's result
  *
  * Copies back after success, and after -ETIMEDOUT for commands whose
- * output is meaningful then. If the copy fails, a handle the command
- * published is taken back (an op is cancelled and drained in the
- * background): the caller, who gets EFAULT, could never name it.
+ * output is meaningful then; commands without output copy nothing. If the
+ * copy fails, a handle the command published is taken back (an op is
+ * cancelled and drained in the background): the caller, who gets EFAULT,
+ * could never name it. What WAIT, QUERY or CANCEL did stays done.
  *
  * Return: @ret, or -EFAULT if the copy failed.
  */
@@ -196,6 +197,9 @@ int xferk_arg_copy_out(struct xferk_file *xf,
 		       const union xferk_ioc_arg *arg, void __user *uarg,
 		       u32 usize, int ret)
 {
+	/* The commands that drop a handle have no output. */
+	if (desc->drop_kind)
+		return ret;
 	if (ret && !(ret == -ETIMEDOUT && desc->out_on_timeout))
 		return ret;
 	if (!copy_to_user(uarg, arg, min_t(u32, usize, desc->size)))

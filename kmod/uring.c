@@ -33,9 +33,10 @@
  *
  * Lifetime: a parked command holds a reference to the file (io_uring's),
  * so the file, and with it the module, outlives it. An op on xferk_parked
- * is not yet claimed, hence not yet physically complete, hence referenced;
- * a claimed one holds a reference for its completion until the CQE posts,
- * so auto-release drops that op's handle and no other.
+ * is not yet claimed and still holds its physical reference, which
+ * op_apply() drops only after claiming; a claimed one holds a reference
+ * for its completion until the CQE posts, so auto-release drops that op's
+ * handle and no other.
  */
 #include <linux/sched.h>
 #include <linux/sched/signal.h>

@@ -71,7 +71,6 @@
 
 /**
  * struct xferk_file - state of one open file of /dev/xferk
- * @owner_tgid: thread group that opened the file, for tables and limits
  * @lock: serializes handle-table changes and lookups with taking references
  * @handles: the file's handles (counted per kind against the limits)
  * @qacct: the file's account: queue admission and chunk budget (ref)
@@ -81,7 +80,6 @@
  * and keep the account).
  */
 struct xferk_file {
-	pid_t owner_tgid;
 	struct mutex lock;	/* handle table changes, lookup + get */
 	struct xferk_handles handles;
 	struct xferk_qacct *qacct;
@@ -90,6 +88,7 @@ struct xferk_file {
 /* limits.c: Documentation/security.md lists each limit and its errno */
 extern u32 xferk_handle_limit[XFERK_H_KINDS];
 extern unsigned int xferk_max_chunks_per_file;
+extern unsigned long xferk_max_export_pages_per_file;
 extern unsigned int xferk_max_passive_conns;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
@@ -249,7 +248,7 @@ void xferk_region_deregister(struct xferk_region *r);
 
 /* conn.c, rdma.c, nullpeer.c */
 
-/* Chunks (send work requests) in flight per connection; + 1 for a drain. */
+/* Chunks (send work requests) in flight per connection. */
 #define XFERK_QP_CTXS	128
 
 enum xferk_conn_state {
@@ -322,6 +321,8 @@ struct xferk_transport {
  *	of the errnos documented for CONNECT and for chunks
  * @flags: XFERK_CONN_F_* bits
  * @qp_error: the error the QP event handler recorded for @down_work
+ * @creator: the account of the file whose CONNECT started this end (ref),
+ *	until it leaves CONNECTING
  * @established: completed when @state leaves CONNECTING
  * @lock: protects posting state: @state, @pending, @posted, @credits,
  *	the send slots
@@ -350,6 +351,9 @@ struct xferk_transport {
  * @qp_num: its number, for tables
  * @sends: XFERK_QP_CTXS send slots (RDMA), the free ones on @free_sends
  * @free_sends: send slots not in use (@lock)
+ * @reg_cqe: completion of an export's registration work request
+ * @reg_done: completed by it, or by teardown once the QP is gone
+ * @reg_status: its result (0 or -EIO); the three are @exports_lock's
  * @qdev: the admission queue of the connection's device (ref); NULL
  *	until the device is known
  * @sqp: the QP's dispatch window in that queue (xferk_queue_lock)
@@ -381,6 +385,7 @@ struct xferk_conn {
 	int error;
 	unsigned long flags;
 	int qp_error;
+	struct xferk_qacct *creator;
 	struct completion established;
 
 	struct mutex lock;	/* posting state, see above */
@@ -409,6 +414,9 @@ struct xferk_conn {
 	u32 qp_num;
 	struct xferk_send *sends;
 	struct list_head free_sends;
+	struct ib_cqe reg_cqe;
+	struct completion reg_done;
+	int reg_status;
 
 	struct xferk_qdev *qdev;
 	struct xferk_sched_qp sqp;
@@ -439,7 +447,7 @@ void xferk_conn_shutdown_all(void);
 void xferk_conn_module_exit(void);
 void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 		     struct net *net, bool active);
-int xferk_conn_publish(struct xferk_conn *c);
+void xferk_conn_publish(struct xferk_conn *c);
 void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
@@ -447,6 +455,9 @@ void xferk_conn_set_up(struct xferk_conn *c);
 void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
+bool xferk_conn_postable(struct xferk_conn *c);
+bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
+			  siphash_key_t *key);
 void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch);
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
@@ -462,7 +473,8 @@ int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
-				      unsigned int timeout_ms);
+				      unsigned int timeout_ms,
+				      struct xferk_qacct *acct);
 
 /* nullpeer.c */
 struct xferk_conn *xferk_conn_null_create(u64 delay_ns);
@@ -485,8 +497,10 @@ void xferk_null_module_exit(void);
  * @iova: address the peer uses (transport-defined)
  * @rkey: remote key (transport-defined)
  * @mr: the RDMA memory region, NULL once revoked (conn->exports_lock)
- * @lent_pages: pages whose RLIMIT_MEMLOCK charge the region lends to @mr
- *	while it lives (conn->exports_lock)
+ * @sgt: fast registration: the region's pages it maps, DMA-mapped while
+ *	@mr lives (conn->exports_lock)
+ * @npages: pages it covers, charged to @acct's max_export_pages_per_file
+ * @acct: the exporting file's account (ref)
  * @live: not yet revoked (conn->exports_lock)
  */
 struct xferk_export {
@@ -502,7 +516,9 @@ struct xferk_export {
 	u64 iova;
 	u32 rkey;
 	struct ib_mr *mr;
-	unsigned long lent_pages;
+	struct sg_table sgt;
+	unsigned long npages;
+	struct xferk_qacct *acct;
 	bool live;
 };
 
@@ -603,9 +619,12 @@ struct xferk_chunk {
  * @drain_budget_ns: drain budget of the deadline policy
  * @flags: XFERK_OP_* bits
  * @orphaned: its file was closed before it was physically complete
- * @drain_deadline: bound of the queued background cancel
- * @cancel_work: background cancel-and-drain (deadline policy, exit,
- *	an interrupted CANCEL)
+ * @drain_deadline: bound of the background drain (while
+ *	XFERK_OP_CANCEL_QUEUED)
+ * @drain_step: its next step, enum xferk_drain_step (its work item only)
+ * @drain_timer: when that step is due
+ * @cancel_work: the background drain's steps (deadline policy, exit, an
+ *	interrupted CANCEL)
  * @ucmd: the parked io_uring SUBMIT command, or NULL; set before the op
  *	is published, completed once (XFERK_OP_UCMD_CLAIMED) when it settles
  * @ucmd_task: the task that submitted @ucmd (ref until claimed)
@@ -639,6 +658,8 @@ struct xferk_op {
 	unsigned long flags;
 	bool orphaned;
 	ktime_t drain_deadline;
+	u8 drain_step;
+	struct hrtimer drain_timer;
 	struct work_struct cancel_work;
 	struct io_uring_cmd *ucmd;
 	struct task_struct *ucmd_task;
@@ -655,9 +676,16 @@ struct xferk_op {
 };
 
 /* struct xferk_op.flags */
-#define XFERK_OP_CANCEL_QUEUED	0	/* cancel_work holds a reference */
+#define XFERK_OP_CANCEL_QUEUED	0	/* a background drain runs; holds a reference */
 #define XFERK_OP_UCMD_CLAIMED	1	/* whoever sets it completes ucmd */
 #define XFERK_OP_EXIT_CANCEL	2	/* ucmd_task exited: cancelled, -ECANCELED */
+
+/* Steps of the background drain (struct xferk_op.drain_step). */
+enum xferk_drain_step {
+	XFERK_DRAIN_BEGIN,	/* cancel, drop unposted chunks */
+	XFERK_DRAIN_FORCE,	/* halfway: fail the connections still posting */
+	XFERK_DRAIN_EXPIRE,	/* the deadline: QUARANTINED if not physical */
+};
 
 extern spinlock_t xferk_ops_lock;
 extern struct list_head xferk_ops;
@@ -670,9 +698,9 @@ int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline);
 void xferk_op_orphan(struct xferk_op *op);
+bool xferk_op_physical(struct xferk_op *op);
 int xferk_op_module_init(void);
 void xferk_op_module_exit(void);
-void xferk_op_unpublish(struct xferk_op *op);
 extern unsigned int xferk_exit_drain_ms;
 void xferk_chunk_complete(struct xferk_chunk *ch, int error);
 bool xferk_chunk_cancelled(struct xferk_chunk *ch);
@@ -723,11 +751,16 @@ struct xferk_qdev {
  * @ref: the file and each of its ops
  * @chunks: chunks of its ops that are not physically complete, against
  *	max_chunks_per_file
+ * @connecting: connections its CONNECTs started that are not yet up or
+ *	down, against max_conns_per_file
+ * @export_pages: pages its exports cover, against max_export_pages_per_file
  */
 struct xferk_qacct {
 	struct xferk_sched_account a;
 	struct kref ref;
 	atomic_t chunks;
+	atomic_t connecting;
+	atomic_long_t export_pages;
 };
 
 extern spinlock_t xferk_queue_lock;
@@ -742,7 +775,8 @@ void xferk_qdev_put(struct xferk_qdev *q);
 struct xferk_qacct *xferk_qacct_create(void);
 void xferk_qacct_put(struct xferk_qacct *a);
 int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
-		      const struct xferk_ioc_submit *a);
+		      const struct xferk_ioc_submit *a,
+		      struct xferk_remote *const *remotes);
 void xferk_queue_unadmit(struct xferk_op *op);
 void xferk_queue_start(struct xferk_op *op);
 void xferk_queue_drop(struct xferk_op *op);

@@ -111,6 +111,9 @@ struct xferk_ioc_handle {
 /* XFERK_IOC_CONNECT flags */
 #define XFERK_CONNECT_NULL_PEER	(1U << 0)	/* scripted peer, CAP_SYS_ADMIN */
 
+/* Longest timeout_ms a CONNECT may ask for (EINVAL beyond). */
+#define XFERK_CONNECT_MAX_TIMEOUT_MS	60000
+
 /**
  * struct xferk_ioc_connect - XFERK_IOC_CONNECT: a host-wide connection
  * @size: sizeof as the caller knows it
@@ -118,7 +121,7 @@ struct xferk_ioc_handle {
  * @family: AF_INET or AF_INET6 (ignored for the null peer)
  * @port: the peer's listen_port, host byte order; 0 means the default
  * @timeout_ms: bound for address/route resolution and the handshake;
- *	0 means 5000
+ *	0 means 5000, at most XFERK_CONNECT_MAX_TIMEOUT_MS
  * @addr: IPv4 (first 4 bytes) or IPv6 address, network byte order
  * @null_delay_ns: null peer only: delay before each fragment completes
  * @handle: out: the connection's handle
@@ -176,7 +179,8 @@ struct xferk_ioc_export {
  * struct xferk_ioc_import - XFERK_IOC_IMPORT: a remote handle from a token
  * @size: sizeof as the caller knows it
  * @flags: must be 0
- * @conn: connection handle to the peer that exported the token
+ * @conn: a connection handle of this file (for a null peer's token: that
+ *	null peer's); the token itself names the connection end to use
  * @token: the token as XFERK_IOC_EXPORT produced it on the peer
  * @handle: out: the remote handle for fragments
  * @reserved: must be 0
@@ -378,7 +382,7 @@ struct xferk_ioc_wait {
  * @snap: out: the op afterwards (also with ETIMEDOUT: QUARANTINED)
  *
  * Fragments not yet posted are dropped at once; posted ones are waited
- * for; if they are not all terminal shortly before the drain deadline,
+ * for; if they are not all terminal halfway to the drain deadline,
  * the op's connections are forced to the error state so the device
  * flushes them. Returns 0 exactly when the snapshot returned has
  * buffer_reusable set (DRAINED, or it was already final), ETIMEDOUT

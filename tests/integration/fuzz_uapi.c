@@ -72,7 +72,7 @@
 #define PG		4096UL
 
 /* Budget. */
-#define DEF_ITERS	12000UL		/* stock kernel: about 30 s */
+#define DEF_ITERS	40000UL		/* stock kernel: about 25 s */
 #define DEF_SECS	30U
 #define DEBUG_ITERS	2000UL		/* debug kernel: about 60 s */
 #define DEBUG_SECS	60U
@@ -107,6 +107,7 @@
 #define RW_REMOTE	(XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE)
 #define RW_LOCAL	(XFERK_ACCESS_LOCAL_SRC | XFERK_ACCESS_LOCAL_DST)
 #define KTIME_MAX_NS	((uint64_t)INT64_MAX)
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* ------------------------------------------------------------------ */
 /* The run                                                             */
@@ -217,7 +218,7 @@ static const char *errname(int e)
 	static unsigned int n;
 	unsigned int i;
 
-	for (i = 0; i < sizeof(errnames) / sizeof(errnames[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(errnames); i++)
 		if (errnames[i].e == e)
 			return errnames[i].name;
 	n = (n + 1) % 4;
@@ -337,7 +338,7 @@ static void *watchdog(void *arg)
 			_exit(T_FAIL);
 		}
 		if (now > t_hard_stop) {
-			fprintf(stderr, "FAIL [%s] watchdog: the run did not end in time (in: %s)\n",
+			fprintf(stderr, "FAIL [%s]: the run did not end in time (in: %s)\n",
 				role, since ? wd.what : "no call");
 			print_trace();
 			print_repro(stderr);
@@ -403,7 +404,14 @@ static void disarm_signal(void)
 /* The documented errnos (the contract being documented now)           */
 /* ------------------------------------------------------------------ */
 
-/* Besides EFAULT, EINVAL and E2BIG (argument rules), which every command has. */
+/*
+ *   every command (argument rules)   EFAULT, EINVAL, E2BIG
+ *   an unknown command               ENOTTY (and nothing else)
+ *   below: each command's own; through io_uring the same, never EAGAIN
+ *   or a kernel-internal errno (>= 512); a parked SUBMIT's CQE carries a
+ *   settled state (SUCCEEDED, FAILED, TIMED_OUT, DRAINED, QUARANTINED) or
+ *   -ECANCELED.
+ */
 static const int errs_none[] = { 0 };
 static const int errs_mr_reg[] = { EOVERFLOW, ENOMEM, EOPNOTSUPP, EINTR, EDQUOT,
 				   EMFILE, 0 };
@@ -519,12 +527,14 @@ static uint8_t *none_page;	/* PROT_NONE */
  * Where one call's argument struct and fragment array live until the call
  * is over (its CQE, for io_uring): two pages and a guard page, and
  * FRAG_BYTES and a guard page. A slot of a ring closed with the call in
- * flight is retired: the kernel may still write into it.
+ * flight is retired until the call's due time: the kernel may still
+ * read or write it until then.
  */
 struct slot {
 	uint8_t *arg;
 	uint8_t *frags;
 	bool busy, retired, ro;
+	uint64_t retired_until;
 };
 
 static struct slot slots[MAX_SLOTS];
@@ -556,14 +566,23 @@ static void map_memory(void)
 	none_page = map_or_die(PG, PROT_NONE, 0);
 }
 
+static void slot_put(struct slot *s);
+
 static struct slot *slot_get(void)
 {
+	uint64_t now = now_ns();
 	struct slot *s;
 	unsigned int i;
 
-	for (i = 0; i < nslots; i++)
-		if (!slots[i].busy && !slots[i].retired)
+	for (i = 0; i < nslots; i++) {
+		s = &slots[i];
+		if (s->retired && now > s->retired_until) {
+			s->retired = false;
+			slot_put(s);
+		}
+		if (!s->busy)
 			break;
+	}
 	if (i == nslots) {
 		if (nslots == MAX_SLOTS) {
 			fail("out of argument slots");
@@ -925,23 +944,30 @@ static struct tok *tok_find(const uint8_t *b)
 	return NULL;
 }
 
-/* Prefers tokens of live exports of file @fi. */
+static bool tok_live(int fi, const struct tok *t)
+{
+	struct fz_file *F = &files[fi];
+	unsigned int i;
+
+	if (t->fi != fi || t->gen != F->gen)
+		return false;
+	for (i = 0; i < NOBJ; i++)
+		if (F->obj[i].live && F->obj[i].kind == K_EXPORT &&
+		    !memcmp(F->obj[i].token, t->b, XFERK_TOKEN_SIZE))
+			return true;
+	return false;
+}
+
+/* Mostly a token of a live export of file @fi; else any seen. */
 static struct tok *tok_random(int fi)
 {
 	struct tok *cand[NTOKENS];
 	unsigned int i, n = 0;
 
 	if (chance(80))
-		for (i = 0; i < NTOKENS; i++) {
-			struct tok *t = &toks[i];
-			struct obj *o;
-
-			if (!t->used || t->fi != fi || t->gen != files[fi].gen)
-				continue;
-			o = obj_random(&files[fi], K_EXPORT, NULL);
-			if (o)
-				cand[n++] = t;
-		}
+		for (i = 0; i < NTOKENS; i++)
+			if (toks[i].used && tok_live(fi, &toks[i]))
+				cand[n++] = &toks[i];
 	if (!n)
 		for (i = 0; i < NTOKENS; i++)
 			if (toks[i].used)
@@ -982,23 +1008,26 @@ static bool not_kind_op(const struct obj *o)
 static uint64_t pick_handle(struct call *c, int kind)
 {
 	struct fz_file *F = &files[c->fi];
+	int other = (c->fi + 1 + (int)below(NFILES - 1)) % NFILES;
 	unsigned int r = (unsigned int)below(100);
-	struct obj *o;
-	int other;
+	struct obj *live = obj_random(F, kind, NULL);
+	struct obj *o = NULL;
 
-	if (r < 64 && (o = obj_random(F, kind, NULL)))
-		return o->h;
-	if (r < 71 && (o = obj_random(F, 0, kind == K_OP ? not_kind_op : NULL)) &&
-	    o->kind != kind)
+	if (r < 64 && live)
+		return live->h;
+	if (r < 71)
+		o = obj_random(F, 0, kind == K_OP ? not_kind_op : NULL);
+	if (o && o->kind != kind)
 		return o->h;
 	if (r < 79 && F->ndead)
 		return F->dead[below(min64(F->ndead, NDEAD))];
-	other = (c->fi + 1 + (int)below(NFILES - 1)) % NFILES;
-	if (r < 86 && (o = obj_random(&files[other], kind, NULL)))
+	o = r < 86 ? obj_random(&files[other], kind, NULL) : NULL;
+	if (o)
 		return o->h;
 	if (r < 89 && nforeign)
 		return foreign[below(min64(nforeign, NFOREIGN))];
-	if (r < 95 && ((o = obj_random(F, kind, NULL)) || (o = obj_random(F, 0, NULL))))
+	o = live ? live : obj_random(F, 0, NULL);
+	if (r < 95 && o)
 		return o->h ^ (1ULL << below(64));
 	if (r < 97)
 		return 0;
@@ -1179,7 +1208,7 @@ static void gen_connect(struct call *c, uint8_t *a)
 		x->timeout_ms = (uint32_t)range(200, 1000);
 		if (r < 50) {
 			x->family = AF_INET;
-			set_v4(x->addr, bad4[below(sizeof(bad4) / sizeof(bad4[0]))]);
+			set_v4(x->addr, bad4[below(ARRAY_SIZE(bad4))]);
 			x->port = chance(50) ? 0 : (uint16_t)rnd32();
 		} else if (r < 75) {
 			/* Our peer, but a port nobody listens on. */
@@ -1191,8 +1220,7 @@ static void gen_connect(struct call *c, uint8_t *a)
 			x->timeout_ms = (uint32_t)range(500, 2000);
 		} else {
 			x->family = AF_INET6;
-			inet_pton(AF_INET6, bad6[below(sizeof(bad6) / sizeof(bad6[0]))],
-				  x->addr);
+			inet_pton(AF_INET6, bad6[below(ARRAY_SIZE(bad6))], x->addr);
 		}
 	} else {
 		x->timeout_ms = (uint32_t)range(200, 1000);
@@ -1540,9 +1568,10 @@ static void gen_submit(struct call *c, uint8_t *a)
 	x->flags = r < 50 ? 0 : r < 75 ? XFERK_SUBMIT_CANCEL_ON_DEADLINE :
 		   r < 90 ? XFERK_SUBMIT_CANCEL_ON_DEADLINE | XFERK_SUBMIT_AUTO_RELEASE :
 		   r < 95 ? XFERK_SUBMIT_AUTO_RELEASE : rnd32();
-	c->budget = x->drain_budget_ns = gen_budget();
+	x->drain_budget_ns = gen_budget();
 	if (!c->ring && !(x->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && chance(80))
-		c->budget = x->drain_budget_ns = 0;
+		x->drain_budget_ns = 0;
+	c->budget = x->drain_budget_ns;
 	x->deadline_ns = gen_deadline(c, DL_SUBMIT);
 	x->user_data = rnd();
 	r = (unsigned int)below(100);
@@ -1676,7 +1705,8 @@ static bool is_cqe_state(int s)
 static void call_desc(const struct call *c, char *buf, size_t len)
 {
 	if (c->ring)
-		snprintf(buf, len, "%s (ring %d%s%s, cmd_op %#x, size %u, %s, op/handle %#" PRIx64 ")",
+		snprintf(buf, len,
+			 "%s (ring %d%s%s, cmd_op %#x, size %u, %s, op/handle %#" PRIx64 ")",
 			 c->cmd ? c->cmd->name : "unknown", c->ri,
 			 rings[c->ri].flags & IORING_SETUP_SQE128 ? " SQE128" : "",
 			 rings[c->ri].flags & IORING_SETUP_CQE32 ? " CQE32" : "",
@@ -1769,7 +1799,8 @@ static void op_snapshot(struct call *c, const struct xferk_op_snapshot *s, bool 
 	if (!snap_invariants(c, s))
 		return;
 	states_seen[s->state]++;
-	if (!same || !(o = obj_find_kind(&files[c->fi], c->h, K_OP)))
+	o = same ? obj_find_kind(&files[c->fi], c->h, K_OP) : NULL;
+	if (!o)
 		return;
 	r = &o->op;
 	if (s->user_data != r->user_data || s->total_bytes != r->total_bytes ||
@@ -1988,7 +2019,8 @@ static void done_mr_reg(struct call *c, int res, bool same)
 		return;
 	memcpy(&x, c->uarg, sizeof(x));
 	c->out_h = x.handle;
-	if (!same || !(o = obj_add(&files[c->fi], K_REGION, x.handle)))
+	o = same ? obj_add(&files[c->fi], K_REGION, x.handle) : NULL;
+	if (!o)
 		return;
 	o->addr = x.addr;
 	o->len = x.len;
@@ -2014,7 +2046,8 @@ static void done_connect(struct call *c, int res, bool same)
 		return;
 	memcpy(&x, c->uarg, sizeof(x));
 	c->out_h = x.handle;
-	if (!same || !(o = obj_add(&files[c->fi], K_CONN, x.handle)))
+	o = same ? obj_add(&files[c->fi], K_CONN, x.handle) : NULL;
+	if (!o)
 		return;
 	o->null = x.flags & XFERK_CONNECT_NULL_PEER;
 	o->rdma = !o->null;
@@ -2037,7 +2070,8 @@ static void done_export(struct call *c, int res, bool same)
 	cn = same ? obj_find_kind(&files[c->fi], x.conn, K_CONN) : NULL;
 	if (same)
 		tok_add(x.token, x.len, x.access, cn && cn->null, cn && cn->rdma, c->fi);
-	if (!same || !(o = obj_add(&files[c->fi], K_EXPORT, x.handle)))
+	o = same ? obj_add(&files[c->fi], K_EXPORT, x.handle) : NULL;
+	if (!o)
 		return;
 	o->conn = x.conn;
 	o->mr = x.mr;
@@ -2058,7 +2092,8 @@ static void done_import(struct call *c, int res, bool same)
 		return;
 	memcpy(&x, c->uarg, sizeof(x));
 	c->out_h = x.handle;
-	if (!same || !(o = obj_add(&files[c->fi], K_REMOTE, x.handle)))
+	o = same ? obj_add(&files[c->fi], K_REMOTE, x.handle) : NULL;
+	if (!o)
 		return;
 	o->conn = x.conn;
 	memcpy(o->token, x.token, XFERK_TOKEN_SIZE);
@@ -2111,13 +2146,17 @@ static void done_submit(struct call *c, int res, bool same)
 	}
 	if (!parked)
 		return;
-	/* A parked submit: the handle went back at issue, and in CQE32. */
+	/*
+	 * A parked submit: the handle went back at issue, and in CQE32. Issued
+	 * from io-wq (IOSQE_ASYNC), the worker writes it after publishing the
+	 * op, which may settle (and its CQE be reaped) before that.
+	 */
 	call_desc(c, d, sizeof(d));
 	if (c->rw) {
 		memcpy(&h, c->uarg + offsetof(struct xferk_ioc_submit, op), 8);
-		if (!h)
+		if (!h && !c->async)
 			fail("%s: parked, but no op handle was written back", d);
-		else if (c->op_h && h != c->op_h)
+		else if (h && c->op_h && h != c->op_h)
 			fail("%s: the op handle changed from %#" PRIx64 " to %#" PRIx64,
 			     d, c->op_h, h);
 	}
@@ -2164,7 +2203,7 @@ static void done_wait(struct call *c, int res, bool same)
 	op_snapshot(c, &s, same);
 	call_desc(c, d, sizeof(d));
 	cond = phys ? s.buffer_reusable : is_settled(s.state);
-	if ((res == 0) != cond)
+	if (!res != cond)
 		fail("%s returned %s, but its snapshot is %s and %s%s", d,
 		     res_name(res, false), state_name((int)s.state),
 		     s.buffer_reusable ? "reusable" : "not reusable",
@@ -2209,7 +2248,7 @@ static void done_cancel(struct call *c, int res, bool same)
 	memcpy(&s, c->uarg + offsetof(struct xferk_ioc_cancel, snap), sizeof(s));
 	op_snapshot(c, &s, same);
 	call_desc(c, d, sizeof(d));
-	if ((res == 0) != (s.buffer_reusable == 1))
+	if (!res != !!s.buffer_reusable)
 		fail("%s returned %s, but its snapshot is %s and %s", d,
 		     res_name(res, false), state_name((int)s.state),
 		     s.buffer_reusable ? "reusable" : "not reusable");
@@ -2357,26 +2396,29 @@ static bool is_drop(const struct call *c)
 static void envelope(struct call *c, uint8_t *a)
 {
 	const struct cmd *cmd = c->cmd;
-	uint32_t S = cmd->size, M = cmd->min_size, size = S, flags;
+	uint32_t ksize = cmd->size, first = cmd->min_size, size = ksize, flags;
 	unsigned int r = (unsigned int)below(1000), nrsv;
 	const struct rsv *rv;
 
 	if (r < 700) {
-		size = S;
+		size = ksize;
 	} else if (r < 750) {
-		size = M < S ? (uint32_t)range(M, S - 1) : S;	/* an older caller */
+		/* An older caller's. */
+		size = ksize > first ? (uint32_t)range(first, ksize - 1) : ksize;
 	} else if (r < 810) {
-		size = S + 8 * (uint32_t)range(1, 16);		/* a newer one, zero tail */
+		/* A newer caller's, zero tail. */
+		size = ksize + 8 * (uint32_t)range(1, 16);
 	} else if (r < 830) {
-		size = S + (uint32_t)range(1, 7);
+		size = ksize + (uint32_t)range(1, 7);
 	} else if (r < 860) {
-		size = S + (uint32_t)range(1, 64);		/* non-zero tail */
-		a[S + below(size - S)] = (uint8_t)range(1, 255);
+		/* A newer caller's, non-zero tail. */
+		size = ksize + (uint32_t)range(1, 64);
+		a[ksize + below(size - ksize)] = (uint8_t)range(1, 255);
 	} else if (r < 880) {
 		size = XFERK_ARG_MAX_SIZE;
 	} else if (r < 890) {
 		size = XFERK_ARG_MAX_SIZE;
-		a[S + below(XFERK_ARG_MAX_SIZE - S)] = (uint8_t)range(1, 255);
+		a[ksize + below(XFERK_ARG_MAX_SIZE - ksize)] = (uint8_t)range(1, 255);
 	} else if (r < 930) {
 		switch (below(4)) {
 		case 0:
@@ -2401,13 +2443,13 @@ static void envelope(struct call *c, uint8_t *a)
 			size = 4;
 			break;
 		case 2:
-			size = M - 1;
+			size = first - 1;
 			break;
 		case 3:
-			size = M - 8;
+			size = first - 8;
 			break;
 		default:
-			size = (uint32_t)below(M);
+			size = (uint32_t)below(first);
 			break;
 		}
 	}
@@ -2457,7 +2499,8 @@ static void gen_unknown(struct call *c, uint8_t *a)
 	case 2:
 		do {
 			type = (unsigned int)below(256);
-			for (vfs = false, i = 0; i < sizeof(vfs_types) / sizeof(vfs_types[0]); i++)
+			vfs = false;
+			for (i = 0; i < ARRAY_SIZE(vfs_types); i++)
 				vfs |= type == vfs_types[i];
 		} while (vfs || type == XFERK_IOC_MAGIC);
 		nr = (unsigned int)below(256);
@@ -2663,9 +2706,10 @@ static void ring_issue(struct call *c)
 	npending++;
 	if (is_cmd(c, C_SUBMIT))
 		npending_submits++;
-	if (is_drop(c) && (o = obj_find(&files[c->fi], c->h)))
+	o = obj_find(&files[c->fi], c->h);
+	if (o && is_drop(c))
 		o->drops_pending++;
-	if (is_cmd(c, C_CANCEL) && (o = obj_find_kind(&files[c->fi], c->h, K_OP)))
+	if (o && o->kind == K_OP && is_cmd(c, C_CANCEL))
 		o->op.bg_cancel = true;
 	call_desc(c, d, sizeof(d));
 	c->t0 = now_ns();
@@ -2730,10 +2774,15 @@ static void cqe_arrived(int ri, const struct io_uring_cqe *cqe, uint64_t big0)
 	c->big0 = big0;
 	if (c->overdue)
 		st.late_cqes++;
-	if (is_drop(c) && files[c->fi].gen == c->fgen &&
-	    (o = obj_find(&files[c->fi], c->h)) && o->drops_pending)
+	o = files[c->fi].gen == c->fgen ? obj_find(&files[c->fi], c->h) : NULL;
+	if (o && is_drop(c) && o->drops_pending)
 		o->drops_pending--;
 	finish(c, cqe->res);
+	/* An io-wq worker may still be writing the op handle back: keep it. */
+	if (c->async && is_cmd(c, C_SUBMIT)) {
+		c->slot->retired = true;
+		c->slot->retired_until = c->t1 + SEC;
+	}
 	call_free(c);
 }
 
@@ -2822,6 +2871,7 @@ static void ring_close(int ri)
 			retired_due = max64(retired_due, c->due);
 		}
 		c->slot->retired = true;
+		c->slot->retired_until = c->due;
 		st.retired++;
 		free(c);
 	}
@@ -2862,7 +2912,8 @@ static void file_close(int fi)
 	memset(F->seen, 0, NSEEN * sizeof(*F->seen));
 	F->nseen = 0;
 	F->ndead = 0;
-	F->src_mr = F->dst_mr = 0;
+	F->src_mr = 0;
+	F->dst_mr = 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -3087,7 +3138,7 @@ static struct chain *chain_build(int fi, bool rdma)
 	dst = ensure_region(fi, true);
 	if (!dst)
 		return NULL;
-	conn = real_connect(fi, rdma, delays[below(sizeof(delays) / sizeof(delays[0]))]);
+	conn = real_connect(fi, rdma, delays[below(ARRAY_SIZE(delays))]);
 	if (!conn) {
 		if (rdma) {
 			st.rdma_connect_failed++;
@@ -3098,9 +3149,11 @@ static struct chain *chain_build(int fi, bool rdma)
 	exp = real_export(fi, conn, dst, token);
 	rem = exp ? real_import(fi, conn, token) : 0;
 	if (!rem) {
-		if (exp && (o = obj_find(F, exp)))
+		o = obj_find(F, exp);
+		if (o)
 			real_drop(fi, o, false);
-		if ((o = obj_find(F, conn)))
+		o = obj_find(F, conn);
+		if (o)
 			real_drop(fi, o, false);
 		return NULL;
 	}
@@ -3329,8 +3382,8 @@ static void real_teardown(int fi)
 
 	if (r < 40) {
 		op = obj_random(F, K_OP, op_has_src);
-		if (op && (o = obj_find_kind(F, op->op.src_mr, K_REGION)) &&
-		    !o->drops_pending && !op->op.phys_at)
+		o = op ? obj_find_kind(F, op->op.src_mr, K_REGION) : NULL;
+		if (o && !o->drops_pending && !op->op.phys_at)
 			st.deregs_busy++;
 	} else if (r < 60) {
 		o = obj_random(F, K_EXPORT, NULL);
@@ -3554,6 +3607,7 @@ static void summary(bool by_time, uint64_t elapsed, unsigned long done)
 {
 	static const char *const path[2] = { "ioctl", "io_uring" };
 	unsigned long calls[2] = { 0, 0 };
+	double secs = (double)elapsed / SEC;
 	unsigned int p, ci, s;
 	char *buf = NULL;
 	size_t len = 0;
@@ -3566,7 +3620,7 @@ static void summary(bool by_time, uint64_t elapsed, unsigned long done)
 			for (s = 0; s < NRES; s++)
 				calls[p] += counts[p][ci][s];
 	fprintf(f, "[%s] %lu iterations in %.1f s (%.0f/s), ended by the %s; seed %#" PRIx64 "\n",
-		role, done, (double)elapsed / SEC, done / ((double)elapsed / SEC + 1e-9),
+		role, done, secs, (double)done / (secs + 1e-9),
 		by_time ? "time limit" : "iteration budget", opt.seed);
 	fprintf(f, "[%s] %lu ioctl calls, %lu io_uring commands, %u failures\n",
 		role, calls[0], calls[1], nfail);
@@ -3632,7 +3686,7 @@ static void fuzz_main(void)
 	if (unpriv) {
 		/* Without the null peer everything runs over RDMA: check it is there. */
 		if (!chain_get(0, true))
-			printf("[%s] no RDMA connection to %s: the unprivileged part moves no data\n",
+			printf("[%s] no RDMA connection to %s: no data moves\n",
 			       role, t_peer());
 	} else if (!chain_get(0, true)) {
 		printf("[%s] no RDMA connection to %s: fuzzing on the null peer only\n",
@@ -3666,7 +3720,8 @@ static const char *const stat_names[] = {
 	"ops_live", "pinned_pages", "quarantined_pages", "regions", "exports",
 	"uring_parked",
 };
-#define NSTATS	(sizeof(stat_names) / sizeof(stat_names[0]))
+
+#define NSTATS	ARRAY_SIZE(stat_names)
 
 static void read_stats(long long *v)
 {
@@ -3716,9 +3771,9 @@ static void settle(const long long *base)
 	}
 	for (i = 0; i < NSTATS; i++)
 		if (v[i] != base[i])
-			fail("stats/%s is %lld %d s after everything was closed, %lld at the start%s",
+			fail("stats/%s is %lld %d s after everything closed, %lld at the start%s",
 			     stat_names[i], v[i], SETTLE_SECS, base[i],
-			     v[i] < base[i] ? " (lower: an earlier test's leftovers went meanwhile?)" : "");
+			     v[i] < base[i] ? " (lower: leftovers of an earlier test went?)" : "");
 }
 
 static void user_main(void)
@@ -3840,9 +3895,11 @@ int main(int argc, char **argv)
 		return T_FAIL;
 	}
 	close(fd);
-	if ((v = t_param("listen_port")) > 0)
+	v = t_param("listen_port");
+	if (v > 0)
 		listen_port = (unsigned int)v;
-	if ((v = t_param("flush_timeout_ms")) > 0)
+	v = t_param("flush_timeout_ms");
+	if (v > 0)
 		flush_timeout_ns = (uint64_t)v * MS;
 
 	printf("%s: seed %#" PRIx64 ", %lu iterations, %u s, %s kernel\n"
@@ -3879,6 +3936,8 @@ int main(int argc, char **argv)
 	printf("%s: %s (seed %#" PRIx64 ")\n", prog, t_failures ? "FAIL" : "PASS",
 	       opt.seed);
 	if (t_failures)
-		print_repro(stdout);
+		printf("reproduce: %s -s %#" PRIx64 " -n %lu -t %u%s\n", prog,
+		       opt.seed, opt.iters, opt.secs,
+		       opt.only ? (opt.only == 'R' ? " -R" : " -U") : "");
 	return t_result();
 }

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * An export reaches the pages its region pinned, nothing else: a process
+ * that registers a range, then unmaps it and maps fresh memory at the same
+ * address, exports the range and lets the peer write through the token:
+ * the write lands in the region's pinned pages (read back through a READ),
+ * not in the fresh mapping, and no further page is pinned for the export.
+ * Done unprivileged with RLIMIT_MEMLOCK at exactly the region, again and
+ * again.
+ *
+ * Regression: an export registered the range as user memory anew (a second
+ * walk of the page tables) while the region lent it its RLIMIT_MEMLOCK
+ * charge: after a remap, every export pinned fresh pages charged to nobody,
+ * so a process could pin without bound beyond its rlimit.
+ */
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "test.h"
+
+#define LEN	(64 << 10)
+#define ROUNDS	8
+
+static long long vm_pin_kb(void)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %lld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static int child(void)
+{
+	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	uint8_t *src = t_map(LEN), *back = t_map(LEN), *dst = t_map(LEN);
+	uint64_t conn, src_mr, back_mr, dst_mr, exp, remote;
+	struct xferk_op_snapshot s;
+	struct xferk_token tok;
+	struct xferk *x;
+	int round, ret;
+
+	t_become_user(1);
+	if (xferk_open(&x) || xferk_connect(x, t_peer(), 0, 10000, &conn) ||
+	    xferk_mr_reg(x, src, LEN, XFERK_ACCESS_LOCAL_SRC, &src_mr) ||
+	    xferk_mr_reg(x, back, LEN, XFERK_ACCESS_LOCAL_DST, &back_mr) ||
+	    xferk_mr_reg(x, dst, LEN, rw, &dst_mr))
+		return T_FAIL;
+	for (round = 0; round < ROUNDS; round++) {
+		struct xferk_frag f = { .mr = src_mr, .len = LEN,
+					.opcode = XFERK_OP_WRITE };
+
+		/* Fresh memory where the region's pages were mapped. */
+		if (mmap(dst, LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != dst)
+			return T_FAIL;
+		memset(dst, 0xee, LEN);
+		ret = xferk_export(x, conn, dst_mr, 0, LEN, rw, &tok, &exp);
+		T_EXPECT(ret == 0, "round %d: export: %s", round, strerror(-ret));
+		if (ret || xferk_import(x, conn, &tok, &remote))
+			return T_FAIL;
+		t_fill(src, LEN, round);
+		f.remote = remote;
+		T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED,
+			 "round %d: write", round);
+		f = (struct xferk_frag) { .mr = back_mr, .len = LEN,
+					  .remote = remote,
+					  .opcode = XFERK_OP_READ };
+		T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED &&
+			 t_check(back, LEN, round) < 0,
+			 "round %d: the export does not reach the region's pages",
+			 round);
+		T_EXPECT(dst[0] == 0xee && dst[LEN - 1] == 0xee,
+			 "round %d: the write landed in the fresh mapping", round);
+		T_EXPECT(vm_pin_kb() == 3 * LEN / 1024, "round %d: VmPin %lld kB",
+			 round, vm_pin_kb());
+		xferk_unimport(x, remote);
+		xferk_unexport(x, exp);
+	}
+	xferk_close(x);
+	return t_result();
+}
+
+int main(void)
+{
+	struct rlimit rl = { 3 * LEN, 3 * LEN };
+	int status;
+	pid_t pid;
+
+	if (access("/dev/xferk", F_OK))
+		return T_SKIP;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return T_FAIL;
+	pid = fork();
+	if (pid == 0)
+		exit(child());
+	waitpid(pid, &status, 0);
+	T_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == T_PASS,
+		 "child: status %#x", status);
+	return t_result();
+}

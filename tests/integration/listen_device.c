@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A listener bound to one address lives on that address's RDMA device.
+ * With xferk loaded with listen_addr=10.99.0.1, deleting the device must
+ * not wait for xferk (it lets go of its listener), and once the device is
+ * back xferk listens again by itself. The module is reloaded with its
+ * defaults afterwards.
+ *
+ * Regression: the listener ignored the removal of its device, and rdma_cm
+ * waited for it: `rdma link delete` hung until xferk was unloaded.
+ */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "test.h"
+
+static char mod[512];
+
+static int sh(const char *cmd)
+{
+	int ret = system(cmd);
+
+	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
+}
+
+/* Loads xferk with @params, then gives the device to its group. */
+static int load(const char *params)
+{
+	char cmd[700];
+
+	snprintf(cmd, sizeof(cmd), "insmod %s %s && chgrp xferk /dev/xferk",
+		 mod, params);
+	return sh(cmd);
+}
+
+/* Connects to the listener within @ms; 0 or an errno. */
+static int connect_within(unsigned int ms)
+{
+	unsigned int waited;
+	int ret = -1;
+
+	for (waited = 0; waited <= ms && ret; waited += 500) {
+		struct xferk *x;
+		uint64_t conn;
+
+		ret = xferk_open(&x);
+		if (!ret) {
+			ret = xferk_connect(x, "10.99.0.1", 0, 2000, &conn);
+			xferk_close(x);
+		}
+		if (ret)
+			usleep(500000);
+	}
+	return ret;
+}
+
+int main(void)
+{
+	const char *dir = getenv("XFERK_MODDIR");
+	int i, status, ret;
+	pid_t pid;
+
+	if (!dir || access("/dev/xferk", F_OK))
+		return T_SKIP;
+	snprintf(mod, sizeof(mod), "%s/kmod/xferk.ko", dir);
+	if (sh("rmmod xferk") || load("listen_addr=10.99.0.1")) {
+		fprintf(stderr, "cannot reload xferk\n");
+		load("");
+		return T_FAIL;
+	}
+	ret = connect_within(10000);
+	T_EXPECT(ret == 0, "connect to the bound listener: %s", strerror(-ret));
+
+	pid = fork();
+	if (pid == 0)
+		exit(sh("rdma link delete rxe0"));
+	for (i = 0; i < 300 && !waitpid(pid, &status, WNOHANG); i++)
+		usleep(100000);
+	T_EXPECT(i < 300, "rdma link delete hangs on xferk's listener");
+	if (i == 300) {
+		/* Unloading lets go of the listener, and the delete ends. */
+		sh("rmmod xferk");
+		waitpid(pid, &status, 0);
+		sh("rdma link add rxe0 type rxe netdev dummy0");
+		load("");
+		return T_FAIL;
+	}
+	T_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		 "rdma link delete: status %#x", status);
+	T_EXPECT(sh("rdma link add rxe0 type rxe netdev dummy0") == 0,
+		 "device back");
+	ret = connect_within(20000);
+	T_EXPECT(ret == 0, "listening again once the device is back: %s",
+		 strerror(-ret));
+
+	T_EXPECT(sh("rmmod xferk") == 0 && load("") == 0, "reload with defaults");
+	return t_result();
+}
