@@ -122,7 +122,8 @@ static struct xferk_hobj *handle_find(struct xferk_handles *t, u64 handle,
 {
 	struct xferk_hobj *obj;
 
-	if (!handle)
+	/* No file has tag 0. */
+	if (!H_TAG(handle))
 		return ERR_PTR(-EINVAL);
 	if (H_TAG(handle) != t->tag)
 		return ERR_PTR(-EBADF);

@@ -2,8 +2,10 @@
 /*
  * What one open file may make the kernel hold, hit by an unprivileged
  * process (Documentation/security.md): each kind of handle has its limit
- * (EMFILE, and room again once one is dropped), the chunks of a file's
- * unfinished ops have theirs (EBUSY until they finish), regions are bounded
+ * (EMFILE, and room again once one is dropped), so do the pages its
+ * exports cover and its connection attempts in progress (EMFILE), the
+ * chunks of a file's unfinished ops have theirs (EBUSY until they
+ * finish), regions are bounded
  * by RLIMIT_MEMLOCK and by the machine's memory before anything is
  * allocated (ENOMEM, EOVERFLOW; no warning in the kernel log), and the
  * limits themselves only take values in their range.
@@ -24,6 +26,7 @@
 static const char *const params[] = {
 	"max_regions_per_file", "max_conns_per_file", "max_exports_per_file",
 	"max_imports_per_file", "max_ops_per_file", "max_chunks_per_file",
+	"max_export_pages_per_file",
 };
 #define NPARAMS	(sizeof(params) / sizeof(params[0]))
 
@@ -138,6 +141,55 @@ static int chunks_child(void)
 	return t_result();
 }
 
+/*
+ * The pages a file's exports cover (4 here), and its connection attempts
+ * in progress (1 here): two attempts to addresses nobody answers, one
+ * through the ring and one through the ioctl; whichever starts second is
+ * refused, whatever the scheduling.
+ */
+static int exports_attempts_child(int unused)
+{
+	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	struct xferk_ioc_connect a = { .size = sizeof(a), .family = AF_INET,
+				       .timeout_ms = 3000,
+				       .addr = { 10, 99, 0, 78 } };
+	uint8_t *buf = t_map(16 * KB);
+	uint64_t conn, mr, exp[3], c2, ud;
+	struct xferk_token tok;
+	struct io_uring ring;
+	struct xferk *x;
+	int res, ret, refused;
+
+	t_become_user(1);
+	if (xferk_open(&x))
+		return T_FAIL;
+	/* No handle yet: only the attempts count. */
+	t_ring(&ring, 4, 0, 0);
+	io_uring_prep_xferk_cmd(t_sqe(&ring), xferk_fd(x), XFERK_IOC_CONNECT, &a);
+	io_uring_submit(&ring);
+	ret = xferk_connect(x, "10.99.0.79", 0, 3000, &c2);
+	if (t_cqe(&ring, 30000, &res, &ud))
+		res = -ETIME;
+	refused = (ret == -EMFILE) + (res == -EMFILE);
+	T_EXPECT(refused == 1, "attempts: ioctl %d, ring %d; want one EMFILE",
+		 ret, res);
+
+	if (xferk_connect(x, t_peer(), 0, 10000, &conn) ||
+	    xferk_mr_reg(x, buf, 16 * KB, XFERK_ACCESS_ALL, &mr))
+		return T_FAIL;
+	T_EXPECT(xferk_export(x, conn, mr, 0, 8 * KB, rw, &tok, &exp[0]) == 0 &&
+		 xferk_export(x, conn, mr, 8 * KB, 8 * KB, rw, &tok, &exp[1]) == 0,
+		 "two exports of two pages");
+	T_EXPECT_ERR(xferk_export(x, conn, mr, 0, 4 * KB, rw, &tok, &exp[2]),
+		     EMFILE);
+	T_EXPECT(xferk_unexport(x, exp[0]) == 0 &&
+		 xferk_export(x, conn, mr, 0, 4 * KB, rw, &tok, &exp[2]) == 0,
+		 "room again after an unexport");
+	io_uring_queue_exit(&ring);
+	xferk_close(x);
+	return t_result();
+}
+
 /* Huge lengths: refused before anything is allocated. */
 static int lengths_child(int unprivileged)
 {
@@ -227,11 +279,16 @@ int main(void)
 	run("chunk budget", chunks, 0);
 	restore();
 
+	t_set_param("max_export_pages_per_file", 4);
+	t_set_param("max_conns_per_file", 1);
+	run("export pages, connection attempts", exports_attempts_child, 0);
+	restore();
+
 	rl.rlim_cur = rl.rlim_max = 1 << 20;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
 	run("lengths, unprivileged", lengths_child, 1);
 	run("lengths, root", lengths_child, 0);
-	T_EXPECT(t_stat("limit_rejects") >= rejects + 6, "limit_rejects %lld, was %lld",
+	T_EXPECT(t_stat("limit_rejects") >= rejects + 8, "limit_rejects %lld, was %lld",
 		 t_stat("limit_rejects"), rejects);
 	return t_result();
 }

@@ -10,6 +10,8 @@
  *    CQE for the CANCEL (0, snapshot DRAINED) and one for the submit
  *    (DRAINED).
  *  - QUERY and RELEASE commands run inline; a second RELEASE is ESTALE.
+ *  - auto-release: once the CQE is posted the handle is gone, and a QUERY
+ *    or CANCEL of it is ESTALE (Documentation/uapi.md: "settled").
  */
 #include <unistd.h>
 
@@ -136,6 +138,27 @@ static void cancel(struct io_uring *ring, struct xferk *x, struct xferk_frag *f)
 	T_EXPECT_ERR(res, ESTALE);
 }
 
+static void auto_release(struct io_uring *ring, struct xferk *x,
+			 struct xferk_frag *f)
+{
+	struct xferk_ioc_submit s = {
+		.size = sizeof(s), .frags = (uintptr_t)f, .nr_frags = 1,
+		.frag_size = sizeof(*f), .deadline_ns = xferk_now_ns() + 20000 * MS,
+		.flags = XFERK_SUBMIT_AUTO_RELEASE,
+	};
+	struct xferk_op_snapshot snap;
+	uint64_t ud;
+	int res;
+
+	io_uring_prep_xferk_submit(t_sqe(ring), xferk_fd(x), &s);
+	io_uring_submit(ring);
+	T_EXPECT(t_cqe(ring, 15000, &res, &ud) == 0 &&
+		 res == XFERK_STATE_SUCCEEDED, "auto-release CQE: %d", res);
+	T_EXPECT_ERR(xferk_query(x, s.op, &snap), ESTALE);
+	T_EXPECT_ERR(xferk_cancel_drain(x, s.op, xferk_now_ns() + 1000 * MS,
+					&snap), ESTALE);
+}
+
 int main(void)
 {
 	long long pinned = t_stat("pinned_pages"), live = t_stat("ops_live");
@@ -157,6 +180,7 @@ int main(void)
 	f.mr = l.src_mr;
 	f.remote = l.remote;
 	cancel(&ring, l.x, &f);
+	auto_release(&ring, l.x, &f);
 
 	io_uring_queue_exit(&ring);
 	xferk_close(l.x);
