@@ -71,7 +71,7 @@ static void conn_drop_creator(struct xferk_conn *c)
 	struct xferk_qacct *acct = xchg(&c->creator, NULL);
 
 	if (acct) {
-		atomic_dec(&acct->connecting);
+		atomic_long_dec(&acct->connecting);
 		xferk_qacct_put(acct);
 	}
 }

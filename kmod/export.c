@@ -64,20 +64,6 @@ static void export_release(struct kref *ref)
 	atomic64_dec(&xferk_stats.exports);
 }
 
-/*
- * Charges an export's pages to its file: what the RDMA stack keeps per
- * export (page lists, maps) grows with them. Return: 0 or -EMFILE.
- */
-static int export_charge(struct xferk_qacct *acct, unsigned long npages)
-{
-	if (atomic_long_add_return(npages, &acct->export_pages) <=
-	    READ_ONCE(xferk_max_export_pages_per_file))
-		return 0;
-	atomic_long_sub(npages, &acct->export_pages);
-	atomic64_inc(&xferk_stats.limit_rejects);
-	return -EMFILE;
-}
-
 void xferk_export_put(struct xferk_export *e)
 {
 	kref_put(&e->ref, export_release);
@@ -198,7 +184,9 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	e->len = a->len;
 	e->npages = (PAGE_ALIGN(e->addr + e->len) - (e->addr & PAGE_MASK)) >>
 		    PAGE_SHIFT;
-	ret = export_charge(xf->qacct, e->npages);
+	/* What the RDMA stack keeps per export grows with its pages. */
+	ret = xferk_charge(&xf->qacct->export_pages, e->npages,
+			   READ_ONCE(xferk_max_export_pages_per_file), -EMFILE);
 	if (ret)
 		goto err_unlock;
 	/* From here on the export is whole: errors go through its release. */

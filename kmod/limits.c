@@ -120,6 +120,25 @@ module_param_cb(handshake_timeout_ms, &timeout_ms_ops,
 MODULE_PARM_DESC(handshake_timeout_ms,
 		 "A connection a peer opened is closed if its handshake does not finish within this time (default 10000)");
 
+/**
+ * xferk_charge() - take @n from a file's budget, all or nothing
+ * @used: what the file holds of it
+ * @n: how much more
+ * @limit: the budget
+ * @error: what to return when it does not fit
+ *
+ * Return: 0, or @error (counted in stats/limit_rejects).
+ */
+int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
+		 int error)
+{
+	if (atomic_long_add_return(n, used) <= limit)
+		return 0;
+	atomic_long_sub(n, used);
+	atomic64_inc(&xferk_stats.limit_rejects);
+	return error;
+}
+
 static void count_reject(int ret)
 {
 	if (ret == -EMFILE)

@@ -93,7 +93,7 @@ static void op_free_chunks(struct xferk_op *op)
 	}
 	WRITE_ONCE(op->chunks, NULL);
 	kvfree(chunks);
-	atomic_sub(op->nr_chunks, &op->qacct->chunks);
+	atomic_long_sub(op->nr_chunks, &op->qacct->chunks);
 }
 
 /*
@@ -439,20 +439,6 @@ static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
 	return 0;
 }
 
-/*
- * Reserves @nr chunks of the file's budget. Return: 0, or -EBUSY when the
- * file's unfinished ops hold max_chunks_per_file already.
- */
-static int op_charge_chunks(struct xferk_qacct *acct, u32 nr)
-{
-	if (atomic_add_return(nr, &acct->chunks) <=
-	    READ_ONCE(xferk_max_chunks_per_file))
-		return 0;
-	atomic_sub(nr, &acct->chunks);
-	atomic64_inc(&xferk_stats.limit_rejects);
-	return -EBUSY;
-}
-
 /**
  * xferk_op_submit() - validate a batch, publish it as an op and start it
  * @xf: the submitting file
@@ -540,7 +526,8 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
 			ktime_get());
 	/* The limits first: the file's chunk budget and the queue. */
-	ret = op_charge_chunks(op->qacct, nr_chunks);
+	ret = xferk_charge(&op->qacct->chunks, nr_chunks,
+			   READ_ONCE(xferk_max_chunks_per_file), -EBUSY);
 	if (ret)
 		goto out_unlock;
 	ret = xferk_queue_admit(op, xf->qacct, a, remotes);
@@ -610,7 +597,7 @@ out_unfill:
 out_unadmit:
 	xferk_queue_unadmit(op);
 out_uncharge:
-	atomic_sub(nr_chunks, &op->qacct->chunks);
+	atomic_long_sub(nr_chunks, &op->qacct->chunks);
 out_unlock:
 	mutex_unlock(&xf->lock);
 	if (op) {

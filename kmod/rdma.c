@@ -977,19 +977,17 @@ static struct xferk_conn *conn_start(struct net *net,
 	struct xferk_conn *c;
 	int ret;
 
-	if (atomic_inc_return(&acct->connecting) >
-	    READ_ONCE(xferk_handle_limit[XFERK_H_CONN])) {
-		atomic_dec(&acct->connecting);
-		atomic64_inc(&xferk_stats.limit_rejects);
-		return ERR_PTR(-EMFILE);
-	}
+	ret = xferk_charge(&acct->connecting, 1,
+			   READ_ONCE(xferk_handle_limit[XFERK_H_CONN]), -EMFILE);
+	if (ret)
+		return ERR_PTR(ret);
 	c = kzalloc(sizeof(*c), XFERK_GFP_USER);
 	if (c)
 		c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends),
 				    XFERK_GFP_USER);
 	if (!c || !c->sends) {
 		kfree(c);
-		atomic_dec(&acct->connecting);
+		atomic_long_dec(&acct->connecting);
 		return ERR_PTR(-ENOMEM);
 	}
 	xferk_conn_init(c, &xferk_rdma_transport, net, true);

@@ -94,6 +94,8 @@ extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
 int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,
 			     u8 kind);
+int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
+		 int error);
 bool xferk_handle_room_limited(struct xferk_file *xf, u8 kind);
 
 /* main.c: module parameters (read-only after load) and command handlers */
@@ -758,8 +760,8 @@ struct xferk_qdev {
 struct xferk_qacct {
 	struct xferk_sched_account a;
 	struct kref ref;
-	atomic_t chunks;
-	atomic_t connecting;
+	atomic_long_t chunks;
+	atomic_long_t connecting;
 	atomic_long_t export_pages;
 };
 

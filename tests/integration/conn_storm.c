@@ -112,9 +112,11 @@ int main(void)
 		return T_SKIP;
 	attempts = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (attempts == MAP_FAILED || idle <= 0)
+	if (attempts == MAP_FAILED)
 		return T_FAIL;
-	t_set_param("passive_idle_ms", 100);
+	/* Churn: loopback pairs come and go (where the parameter exists). */
+	if (idle > 0)
+		t_set_param("passive_idle_ms", 100);
 	srand(getpid());
 	for (i = 0; i < WORKERS; i++)
 		pids[i] = spawn(rand());
@@ -133,7 +135,8 @@ int main(void)
 		waitpid(pids[i], &status, 0);
 		failed += WIFEXITED(status) && WEXITSTATUS(status) != 0;
 	}
-	t_set_param("passive_idle_ms", idle);
+	if (idle > 0)
+		t_set_param("passive_idle_ms", idle);
 	fprintf(stderr, "%ld attempts, %d kills\n", *attempts, kills);
 	T_EXPECT(*attempts >= ATTEMPTS, "only %ld attempts", *attempts);
 	T_EXPECT(!failed, "%d workers saw an undocumented errno", failed);
