@@ -22,7 +22,8 @@
  * chunks of a file's unfinished ops are bounded by max_chunks_per_file.
  *
  * Locking: op->lock (irq-safe: the deadline hrtimer takes it) guards
- * op->life and nothing else; it is never held while calling out.
+ * op->life and op->drain_deadline; nothing but queue_work() is called
+ * under it.
  */
 #include <linux/hrtimer.h>
 #include <linux/module.h>
@@ -205,27 +206,52 @@ bool xferk_op_physical(struct xferk_op *op)
  * Any context (the deadline hrtimer calls it). The same steps as
  * xferk_op_cancel_drain(), driven by op->drain_timer instead of a sleeping
  * thread, so a drain costs a timer however long its budget. A request
- * while one runs is folded into it (that one's deadline holds).
+ * while one runs is folded into it, with the earlier of the two deadlines:
+ * a step waiting for a later time is then due at once.
  */
 static void op_drain_async(struct xferk_op *op, ktime_t drain_deadline)
 {
-	if (test_and_set_bit(XFERK_OP_CANCEL_QUEUED, &op->flags))
-		return;
-	op->drain_deadline = drain_deadline;
-	op->drain_step = XFERK_DRAIN_BEGIN;
-	kref_get(&op->ref);
-	queue_work(xferk_op_wq, &op->cancel_work);
+	unsigned long flags;
+	bool sooner = false;
+
+	spin_lock_irqsave(&op->lock, flags);
+	if (!test_and_set_bit(XFERK_OP_CANCEL_QUEUED, &op->flags)) {
+		op->drain_deadline = drain_deadline;
+		op->drain_step = XFERK_DRAIN_BEGIN;
+		kref_get(&op->ref);
+		queue_work(xferk_op_wq, &op->cancel_work);
+	} else if (drain_deadline < op->drain_deadline) {
+		op->drain_deadline = drain_deadline;
+		sooner = true;
+	}
+	spin_unlock_irqrestore(&op->lock, flags);
+	if (sooner && hrtimer_try_to_cancel(&op->drain_timer) == 1)
+		queue_work(xferk_op_wq, &op->cancel_work);
+}
+
+static ktime_t op_drain_deadline(struct xferk_op *op)
+{
+	unsigned long flags;
+	ktime_t until;
+
+	spin_lock_irqsave(&op->lock, flags);
+	until = op->drain_deadline;
+	spin_unlock_irqrestore(&op->lock, flags);
+	return until;
 }
 
 /*
- * The background drain's next step is due at @when. Whoever stops the armed
- * timer queues the step instead of it: the timer itself, or (here, or in
- * op_apply()) a physical completion that makes waiting pointless.
+ * The background drain's next step is due at @when, computed from the
+ * deadline @until. Whoever stops the armed timer queues the step instead
+ * of it: the timer itself, a physical completion that makes waiting
+ * pointless (here, or in op_apply()), or an earlier deadline (here, or in
+ * op_drain_async()).
  */
-static void op_drain_arm(struct xferk_op *op, ktime_t when)
+static void op_drain_arm(struct xferk_op *op, ktime_t when, ktime_t until)
 {
 	hrtimer_start(&op->drain_timer, when, HRTIMER_MODE_ABS);
-	if (xferk_op_physical(op) && hrtimer_try_to_cancel(&op->drain_timer) == 1)
+	if ((xferk_op_physical(op) || op_drain_deadline(op) < until) &&
+	    hrtimer_try_to_cancel(&op->drain_timer) == 1)
 		queue_work(xferk_op_wq, &op->cancel_work);
 }
 
@@ -275,7 +301,7 @@ static void op_drain_expire(struct xferk_op *op)
 static void op_drain_work(struct work_struct *work)
 {
 	struct xferk_op *op = container_of(work, struct xferk_op, cancel_work);
-	ktime_t now = ktime_get(), until = op->drain_deadline;
+	ktime_t now = ktime_get(), until = op_drain_deadline(op);
 
 	switch (op->drain_step) {
 	case XFERK_DRAIN_BEGIN:
@@ -284,14 +310,14 @@ static void op_drain_work(struct work_struct *work)
 			break;
 		op_cancel_on_conns(op, false);
 		op->drain_step = XFERK_DRAIN_FORCE;
-		op_drain_arm(op, ktime_add(now, ktime_sub(until, now) / 2));
+		op_drain_arm(op, ktime_add(now, ktime_sub(until, now) / 2), until);
 		return;
 	case XFERK_DRAIN_FORCE:
 		if (xferk_op_physical(op))
 			break;
 		op_cancel_on_conns(op, true);
 		op->drain_step = XFERK_DRAIN_EXPIRE;
-		op_drain_arm(op, until);
+		op_drain_arm(op, until, until);
 		return;
 	case XFERK_DRAIN_EXPIRE:
 		op_drain_expire(op);

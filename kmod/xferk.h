@@ -609,7 +609,8 @@ struct xferk_chunk {
  * @ref: handle + one until physically complete (+ one while an io_uring
  *	completion for it is on its way)
  * @node: in xferk_ops (xferk_ops_lock), for debugfs
- * @lock: protects @life; taken from the deadline hrtimer (irq-safe)
+ * @lock: protects @life and @drain_deadline; taken from the deadline
+ *	hrtimer (irq-safe)
  * @life: lifecycle and accounting
  * @wq: waiters for @life changes
  * @deadline: absolute, KTIME_MAX for none
@@ -622,7 +623,7 @@ struct xferk_chunk {
  * @flags: XFERK_OP_* bits
  * @orphaned: its file was closed before it was physically complete
  * @drain_deadline: bound of the background drain (while
- *	XFERK_OP_CANCEL_QUEUED)
+ *	XFERK_OP_CANCEL_QUEUED; @lock)
  * @drain_step: its next step, enum xferk_drain_step (its work item only)
  * @drain_timer: when that step is due
  * @cancel_work: the background drain's steps (deadline policy, exit, an

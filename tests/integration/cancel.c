@@ -3,8 +3,13 @@
  * Cancel and drain: queued fragments dropped at once, posted ones drained;
  * cancel of a finished op and a second cancel change nothing; a drain that
  * cannot finish in time quarantines the op until the device is done; the
- * cancel-on-deadline policy; the quarantine limit. Uses the null peer for
- * deterministic timing (no data moves).
+ * cancel-on-deadline policy; the quarantine limit. Uses the null peer (no
+ * data moves), slow enough that an op is still in flight whenever the test
+ * needs it to be: seconds per fragment, more on the debug kernel, and
+ * drain budgets of a minute or more where the drain must end on its own.
+ * Then over rxe: a cancel right after a 64 MiB submit drops the chunks not
+ * yet posted (the op's first completion held back by a fault knob so that
+ * it cannot finish first).
  */
 #include <unistd.h>
 
@@ -12,8 +17,28 @@
 
 #define MS	1000000ULL
 
+/* A null peer's time per fragment: far longer than the test's own steps. */
+static uint64_t slow_ms(void)
+{
+	return t_debug_kernel() ? 15000 : 5000;
+}
+
+/* A drain budget the slow null peer fits in with room to spare. */
+static uint64_t long_drain_ms(void)
+{
+	return t_debug_kernel() ? 120000 : 60000;
+}
+
 static struct xferk *x;
 static uint64_t mr;
+static long long saved_delay_ms = -1;
+
+static void restore_faults(void)
+{
+	t_fault_clear();
+	if (saved_delay_ms >= 0)
+		t_fault_set("delay_ms", saved_delay_ms);
+}
 
 static uint64_t null_remote(uint64_t delay_ns, uint64_t *conn)
 {
@@ -30,13 +55,14 @@ static uint64_t null_remote(uint64_t delay_ns, uint64_t *conn)
 /*
  * 300 fragments on a slow peer: as many posted as the admission queue's
  * windows allow (the QP's 128 send slots when it is bypassed), the rest
- * queued.
+ * queued. The cancel comes long before the posted ones complete; they
+ * complete within the first half of the drain budget, on their own.
  */
 static void cancel_queued_and_posted(void)
 {
 	static struct xferk_frag f[300];
 	struct xferk_op_snapshot s;
-	uint64_t conn, remote = null_remote(500 * MS, &conn), op, t0;
+	uint64_t conn, remote = null_remote(slow_ms() * MS, &conn), op, t0;
 	long long posted = t_queue_stat("qp_window");
 	int i, ret;
 
@@ -49,7 +75,7 @@ static void cancel_queued_and_posted(void)
 					     .opcode = XFERK_OP_WRITE };
 	T_EXPECT(xferk_submit(x, f, 300, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
 	t0 = xferk_now_ns();
-	ret = xferk_cancel_drain(x, op, t0 + 5000 * MS, &s);
+	ret = xferk_cancel_drain(x, op, t0 + long_drain_ms() * MS, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED,
 		 "cancel: %d %s", ret, xferk_state_name(s.state));
 	T_EXPECT(s.first_error == -ECANCELED && s.buffer_reusable &&
@@ -85,11 +111,17 @@ static void cancel_finished_is_noop(uint64_t remote)
 	xferk_release(x, op);
 }
 
-/* The drain budget ends before the device is done: QUARANTINED, then DRAINED. */
+/*
+ * The drain budget ends before the device is done: QUARANTINED, then
+ * DRAINED. The null peer's fragment takes far longer than the drain: at
+ * half the budget the drain takes the null peer down, whose teardown ends
+ * the fragment after flush_timeout_ms (5 s by default), long after the
+ * 200 ms drain deadline.
+ */
 static void quarantine_then_drained(void)
 {
 	struct xferk_op_snapshot s;
-	uint64_t conn, remote = null_remote(1500 * MS, &conn), op;
+	uint64_t conn, remote = null_remote(4 * slow_ms() * MS, &conn), op;
 	struct xferk_frag f = { .mr = mr, .len = 8192, .remote = remote,
 				.opcode = XFERK_OP_WRITE };
 	long long qevents = t_stat("quarantine_events");
@@ -105,7 +137,8 @@ static void quarantine_then_drained(void)
 	T_EXPECT(t_stat("quarantine_events") == qevents + 1, "quarantine_events");
 	T_EXPECT(t_file_has("/sys/kernel/debug/xferk/quarantine", " quarantined"),
 		 "not in the quarantine registry");
-	ret = xferk_wait(x, op, xferk_now_ns() + 20000 * MS, XFERK_WAIT_PHYSICAL, &s);
+	ret = xferk_wait(x, op, xferk_now_ns() + long_drain_ms() * MS,
+			 XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
 		 s.first_error == -ECANCELED && s.late_completions == 1,
 		 "later: %d %s err %d late %u", ret, xferk_state_name(s.state),
@@ -114,24 +147,33 @@ static void quarantine_then_drained(void)
 	xferk_disconnect(x, conn);
 }
 
+/*
+ * The op's deadline passes long before its fragment is done: TIMED_OUT,
+ * then the policy's background drain, whose budget outlasts the fragment:
+ * DRAINED when the fragment completes.
+ */
 static void cancel_on_deadline_policy(void)
 {
 	struct xferk_submit_opts opts = {
 		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
-		.drain_budget_ns = 5000 * MS,
+		.drain_budget_ns = long_drain_ms() * MS,
 	};
 	struct xferk_op_snapshot s;
-	uint64_t conn, remote = null_remote(800 * MS, &conn), op;
-	struct xferk_frag f = { .mr = mr, .len = 4096, .remote = remote,
+	uint64_t conn, remote, op;
+	struct xferk_frag f = { .mr = mr, .len = 4096,
 				.opcode = XFERK_OP_WRITE };
 	int ret;
 
-	ret = xferk_submit_ex(x, &f, 1, xferk_now_ns() + 100 * MS, &opts, &op);
+	remote = null_remote((t_debug_kernel() ? 15000 : 10000) * MS, &conn);
+	f.remote = remote;
+	ret = xferk_submit_ex(x, &f, 1, xferk_now_ns() + t_scaled_ms(500) * MS,
+			      &opts, &op);
 	T_EXPECT(ret == 0, "submit: %d", ret);
-	ret = xferk_wait(x, op, xferk_now_ns() + 20000 * MS, XFERK_WAIT_PHYSICAL, &s);
+	ret = xferk_wait(x, op, xferk_now_ns() + 2 * long_drain_ms() * MS,
+			 XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED &&
 		 s.first_error == -ETIMEDOUT && s.deadline_timeouts == 1 &&
-		 s.cancel_requests == 1, "policy: %s err %d",
+		 s.cancel_requests == 1, "policy: %d %s err %d", ret,
 		 xferk_state_name(s.state), s.first_error);
 	xferk_release(x, op);
 	opts.flags = 0;	/* a budget without the policy is invalid */
@@ -140,7 +182,7 @@ static void cancel_on_deadline_policy(void)
 }
 
 /* At the quarantine limit new registrations fail with EDQUOT. */
-static void quarantine_limit(void)
+static void quarantine_limit(const struct t_counters *base)
 {
 	const char *limit = "/sys/class/misc/xferk/quarantine_limit_bytes";
 	uint8_t *b = t_map(1 << 16);
@@ -149,7 +191,7 @@ static void quarantine_limit(void)
 	struct xferk_frag f;
 
 	T_EXPECT(xferk_mr_reg(x, b, 1 << 16, XFERK_ACCESS_ALL, &m) == 0, "reg");
-	T_EXPECT(xferk_connect_null(x, 800 * MS, &conn) == 0 &&
+	T_EXPECT(xferk_connect_null(x, slow_ms() * MS, &conn) == 0 &&
 		 xferk_export(x, conn, m, 0, 1 << 16, XFERK_ACCESS_REMOTE_WRITE,
 			      &tok, &exp) == 0 &&
 		 xferk_import(x, conn, &tok, &remote) == 0, "peer");
@@ -158,12 +200,15 @@ static void quarantine_limit(void)
 	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
 	T_EXPECT(t_write_file(limit, "4096") == 0, "set limit");
 	T_EXPECT(xferk_unexport(x, exp) == 0 && xferk_mr_dereg(x, m) == 0, "dereg");
-	T_EXPECT(t_stat("quarantined_pages") == 16, "quarantined_pages %lld",
-		 t_stat("quarantined_pages"));
+	T_EXPECT(t_stat("quarantined_pages") == base->quarantined_pages + 16,
+		 "quarantined_pages %lld, was %lld", t_stat("quarantined_pages"),
+		 base->quarantined_pages);
 	T_EXPECT_ERR(xferk_mr_reg(x, b, 4096, XFERK_ACCESS_LOCAL_SRC, &m2), EDQUOT);
 	T_EXPECT(xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, NULL) == 0,
 		 "wait");
-	T_EXPECT(t_stat("quarantined_pages") == 0, "quarantined_pages after");
+	T_EXPECT(t_stat_wait("quarantined_pages", base->quarantined_pages,
+			     t_scaled_ms(10000)) == base->quarantined_pages,
+		 "quarantined_pages after: %lld", t_stat("quarantined_pages"));
 	T_EXPECT(xferk_mr_reg(x, b, 4096, XFERK_ACCESS_LOCAL_SRC, &m2) == 0 &&
 		 xferk_mr_dereg(x, m2) == 0, "reg after the quarantine emptied");
 	T_EXPECT(t_write_file(limit, "0") == 0, "clear limit");
@@ -172,10 +217,16 @@ static void quarantine_limit(void)
 	munmap(b, 1 << 16);
 }
 
-/* Over rxe: cancel right after submitting 64 MiB; queued chunks never go out. */
+/*
+ * Over rxe: cancel right after submitting 64 MiB; queued chunks never go
+ * out. The op's first completion is held back (fault knobs
+ * delay_completions/delay_ms, armed while no other op is live, so this op
+ * uses them), so the cancel surely comes before the op could finish.
+ */
 static void cancel_rdma_posted(void)
 {
 	const uint64_t len = 64ULL << 20;
+	const unsigned int hold_ms = t_debug_kernel() ? 10000 : 5000;
 	uint64_t conn, src_mr, dst_mr, remote, op;
 	uint8_t *src = t_map(len), *dst = t_map(len + 4096);
 	struct xferk_op_snapshot s;
@@ -188,13 +239,20 @@ static void cancel_rdma_posted(void)
 	}
 	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
+		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
 	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
-	ret = xferk_cancel_drain(x, op, xferk_now_ns() + 30000 * MS, &s);
+	/* Posted chunks complete on their own within half the budget. */
+	ret = xferk_cancel_drain(x, op, xferk_now_ns() +
+				 (t_debug_kernel() ? 60000 : 30000) * MS, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
 		 s.in_flight_bytes == 0 && s.transferred_bytes < len,
 		 "rdma cancel: %d %s, %llu of %llu bytes", ret,
 		 xferk_state_name(s.state), (unsigned long long)s.transferred_bytes,
 		 (unsigned long long)len);
+	T_EXPECT(t_fault_get("delay_completions") == 0, "delay knob not used");
+	restore_faults();
 	xferk_release(x, op);
 	xferk_mr_dereg(x, src_mr);
 	xferk_mr_dereg(x, dst_mr);
@@ -204,11 +262,15 @@ static void cancel_rdma_posted(void)
 
 int main(void)
 {
+	struct t_counters base;
 	uint8_t *buf;
 	uint64_t conn, fast;
 
 	if (xferk_open(&x))
 		return T_SKIP;
+	saved_delay_ms = t_fault_get("delay_ms");
+	atexit(restore_faults);
+	t_settle(&base);
 	buf = t_map(2 << 20);
 	T_EXPECT(xferk_mr_reg(x, buf, 2 << 20, XFERK_ACCESS_ALL, &mr) == 0, "reg");
 	fast = null_remote(0, &conn);
@@ -216,10 +278,11 @@ int main(void)
 	cancel_finished_is_noop(fast);
 	quarantine_then_drained();
 	cancel_on_deadline_policy();
-	quarantine_limit();
+	quarantine_limit(&base);
 	cancel_rdma_posted();
 	xferk_close(x);
-	T_EXPECT(t_stat("pinned_pages") == 0, "pinned_pages %lld",
-		 t_stat("pinned_pages"));
+	T_EXPECT(t_stat_wait("pinned_pages", base.pinned_pages, t_scaled_ms(10000)) ==
+		 base.pinned_pages, "pinned_pages %lld, was %lld",
+		 t_stat("pinned_pages"), base.pinned_pages);
 	return t_result();
 }

@@ -4,6 +4,11 @@
  * connection on it is torn down in order, the op in flight fails with a
  * connection errno once nothing can touch its pages, the pages are
  * unpinned, and after the device comes back new connections work.
+ *
+ * The op is surely in flight when the device goes: the completion of one
+ * of its work requests is swallowed (fault knob swallow_completions, armed
+ * while no other op is live on the host, so the op itself uses it), and
+ * only the teardown of its connection can end that work request.
  */
 #include <unistd.h>
 
@@ -28,26 +33,39 @@ static int setup(struct xferk *x, uint8_t *src, uint8_t *dst, uint64_t *conn,
 	return t_setup(x, src, LEN, dst, LEN + SLACK, conn, mr_src, &mr_dst, remote);
 }
 
+static void restore(void)
+{
+	t_fault_clear();
+}
+
 int main(void)
 {
 	uint64_t conn, mr_src, remote, op;
-	long long pinned = t_stat("pinned_pages");
 	struct xferk_op_snapshot s;
+	struct t_counters base;
 	struct xferk_frag f;
 	struct xferk *x;
 	uint8_t *src, *dst;
-	int i, ret;
+	int ret;
 
 	if (xferk_open(&x))
 		return T_SKIP;
+	atexit(restore);
+	t_settle(&base);
 	src = t_map(LEN);
 	dst = t_map(LEN + SLACK);
 	if (setup(x, src, dst, &conn, &mr_src, &remote))
 		return T_FAIL;
 	f = (struct xferk_frag) { .mr = mr_src, .len = LEN, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("swallow_completions", 1) == 0, "fault knob");
 	ret = xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
 	T_EXPECT(ret == 0, "submit: %s", strerror(-ret));
+	/* One work request of the op completed on the device, unreported. */
+	T_EXPECT(t_fault_taken("swallow_completions", t_scaled_ms(30000)) == 0 &&
+		 xferk_query(x, op, &s) == 0 && s.state == XFERK_STATE_IN_PROGRESS,
+		 "op not held in flight: %s", xferk_state_name(s.state));
 	sh("rdma link delete rxe0");
 
 	ret = xferk_wait(x, op, xferk_now_ns() + 120000000000ULL,
@@ -62,13 +80,13 @@ int main(void)
 		 "transferred %llu in flight %llu",
 		 (unsigned long long)s.transferred_bytes,
 		 (unsigned long long)s.in_flight_bytes);
-	for (i = 0; i < 100 && t_stat("peers_connected") > 0; i++)
-		usleep(50000);
-	T_EXPECT(t_stat("peers_connected") == 0, "peers_connected %lld",
-		 t_stat("peers_connected"));
+	restore();
+	T_EXPECT(t_stat_wait("peers_connected", 0, t_scaled_ms(10000)) == 0,
+		 "peers_connected %lld", t_stat("peers_connected"));
 	xferk_close(x);
-	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
-		 t_stat("pinned_pages"), pinned);
+	T_EXPECT(t_stat_wait("pinned_pages", base.pinned_pages, t_scaled_ms(10000)) ==
+		 base.pinned_pages, "pinned_pages %lld, was %lld",
+		 t_stat("pinned_pages"), base.pinned_pages);
 
 	/* The device comes back; so do connections. */
 	if (sh("rdma link add rxe0 type rxe netdev dummy0"))

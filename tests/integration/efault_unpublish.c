@@ -142,7 +142,7 @@ static void connect_cmd(void)
 		 t_peer());
 	set_param("max_conns_per_file", 2);	/* it holds one */
 	T_EXPECT_ERR(ioctl_ro(XFERK_IOC_CONNECT, &a, sizeof(a)), EFAULT);
-	ret = xferk_connect(l.x, t_peer(), 0, 10000, &conn);
+	ret = xferk_connect(l.x, t_peer(), 0, t_connect_ms(), &conn);
 	T_EXPECT(ret == 0, "CONNECT after the failed one: %s", strerror(-ret));
 	if (!ret)
 		T_EXPECT(xferk_disconnect(l.x, conn) == 0, "disconnect");
@@ -209,8 +209,7 @@ static void import_cmd(void)
 
 static void submit_cmd(void)
 {
-	long long live = t_stat("ops_live"), submitted = t_stat("ops_submitted");
-	long long cancels = t_stat("cancel_requests");
+	long long live, submitted, cancels;
 	struct xferk_frag f = { .mr = l.src_mr, .len = 4096, .remote = l.remote,
 				.opcode = XFERK_OP_WRITE };
 	struct xferk_ioc_submit a = {
@@ -220,6 +219,14 @@ static void submit_cmd(void)
 	struct xferk_op_snapshot s;
 	int i, ret;
 
+	/*
+	 * The baseline once the op of import_cmd()'s transfer is gone: its
+	 * last reference may go just after its wait returned.
+	 */
+	t_settle(NULL);
+	live = t_stat("ops_live");
+	submitted = t_stat("ops_submitted");
+	cancels = t_stat("cancel_requests");
 	set_param("max_ops_per_file", 1);	/* it holds none */
 	/* The background drain has ample time for a completion 1 s late. */
 	set_param("exit_drain_ms", 20000);
@@ -248,6 +255,7 @@ int main(void)
 
 	if (access(XFERK_DEVICE_PATH, F_OK))
 		return T_SKIP;
+	t_settle(NULL);
 	pinned = t_stat("pinned_pages");
 	regions = t_stat("regions");
 	for (i = 0; i < NPARAMS; i++) {
@@ -269,9 +277,9 @@ int main(void)
 	submit_cmd();
 	restore();
 	xferk_close(l.x);
-	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
-		 t_stat("pinned_pages"), pinned);
-	T_EXPECT(t_stat("regions") == regions, "regions %lld, was %lld",
-		 t_stat("regions"), regions);
+	T_EXPECT(t_stat_wait("pinned_pages", pinned, t_scaled_ms(10000)) == pinned,
+		 "pinned_pages %lld, was %lld", t_stat("pinned_pages"), pinned);
+	T_EXPECT(t_stat_wait("regions", regions, t_scaled_ms(10000)) == regions,
+		 "regions %lld, was %lld", t_stat("regions"), regions);
 	return t_result();
 }

@@ -123,7 +123,7 @@ static void read_only(void)
 		T_EXPECT(0, "mprotect, open");
 		return;
 	}
-	ret = xferk_connect(x, t_peer(), 0, 10000, &conn);
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
 	T_EXPECT(ret == 0, "connect: %s", strerror(-ret));
 	if (!ret) {
 		ret = xferk_mr_reg(x, ro, len, XFERK_ACCESS_REMOTE_READ, &ro_mr);
@@ -197,7 +197,7 @@ static int memlock_child(void)
 	if (xferk_open(&x))
 		return T_FAIL;
 	T_EXPECT(vm_pin_kb() == 0, "VmPin %ld kB at start", vm_pin_kb());
-	ret = xferk_connect(x, t_peer(), 0, 10000, &conn);
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
 	if (!ret)
 		ret = xferk_mr_reg(x, src, SRC_LEN, XFERK_ACCESS_LOCAL_SRC |
 				   XFERK_ACCESS_LOCAL_DST, &src_mr);

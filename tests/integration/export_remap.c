@@ -46,7 +46,8 @@ static int child(void)
 	int round, ret;
 
 	t_become_user(1);
-	if (xferk_open(&x) || xferk_connect(x, t_peer(), 0, 10000, &conn) ||
+	if (xferk_open(&x) ||
+	    xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn) ||
 	    xferk_mr_reg(x, src, LEN, XFERK_ACCESS_LOCAL_SRC, &src_mr) ||
 	    xferk_mr_reg(x, back, LEN, XFERK_ACCESS_LOCAL_DST, &back_mr) ||
 	    xferk_mr_reg(x, dst, LEN, rw, &dst_mr))

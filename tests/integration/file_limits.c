@@ -81,10 +81,11 @@ static int handles_child(void)
 		 xferk_mr_reg(x, buf + 48 * KB, 4 * KB, XFERK_ACCESS_ALL,
 			      &mr[2]) == 0, "room again after a dereg");
 
-	T_EXPECT(xferk_connect(x, t_peer(), 0, 10000, &conn[0]) == 0 &&
-		 xferk_connect(x, t_peer(), 0, 10000, &conn[1]) == 0,
+	T_EXPECT(xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn[0]) == 0 &&
+		 xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn[1]) == 0,
 		 "two connection handles");
-	T_EXPECT_ERR(xferk_connect(x, t_peer(), 0, 10000, &conn[2]), EMFILE);
+	T_EXPECT_ERR(xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn[2]),
+		     EMFILE);
 
 	for (i = 0; i < 2; i++)
 		T_EXPECT(xferk_export(x, conn[0], mr[1], 0, 8 * KB, rw, &tok,
@@ -174,7 +175,7 @@ static int exports_attempts_child(int unused)
 	T_EXPECT(refused == 1, "attempts: ioctl %d, ring %d; want one EMFILE",
 		 ret, res);
 
-	if (xferk_connect(x, t_peer(), 0, 10000, &conn) ||
+	if (xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn) ||
 	    xferk_mr_reg(x, buf, 16 * KB, XFERK_ACCESS_ALL, &mr))
 		return T_FAIL;
 	T_EXPECT(xferk_export(x, conn, mr, 0, 8 * KB, rw, &tok, &exp[0]) == 0 &&

@@ -8,6 +8,9 @@
  * next CONNECT gets a new connection on which a new export, import and
  * transfer succeed: no later work is posted to the dead QP.
  *
+ * The knob is armed while no other op is live on the host: the post it
+ * takes is this test's.
+ *
  * Regression: flush completions were not fatal and there was no QP event
  * handler, so the connection stayed "up", CONNECT kept handing it out and
  * every later op on it failed with ECANCELED until the peer disconnected.
@@ -42,26 +45,36 @@ static int write_once(struct t_loop *l, struct xferk_op_snapshot *s)
 	return t_run(l->x, &f, 1, s);
 }
 
+static void restore(void)
+{
+	t_fault_clear();
+}
+
 int main(void)
 {
 	long long errors = t_stat("qp_errors");
 	struct t_loop l;
 	struct xferk_op_snapshot s;
-	int ret, i;
+	uint64_t until;
+	int ret;
 
 	t_loop_open(&l, LEN, LEN + 4096);
+	atexit(restore);
 	t_fill(l.src, LEN, 3);
 	ret = write_once(&l, &s);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "warm-up: %d", ret);
 
+	T_EXPECT(t_quiet() == 0, "other ops are live");
 	T_EXPECT(t_write_file(FAULT, "1") == 0, "fault: %s", strerror(errno));
 	ret = write_once(&l, &s);
+	T_EXPECT(t_fault_get("qp_error") == 0, "the op's post did not take the knob");
 	t_write_file(FAULT, "0");
 	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -ECONNRESET,
 		 "op on the failed QP: state %d first_error %d", ret,
 		 s.first_error);
 	/* The connection is down at once, not when the peer says so. */
-	for (i = 0; i < 100 && up_but_dead(); i++)
+	until = t_now_ms() + t_scaled_ms(5000);
+	while (up_but_dead() && t_now_ms() < until)
 		usleep(50000);
 	T_EXPECT(up_but_dead() == 0, "a connection with a dead QP is still up");
 	T_EXPECT(t_stat("qp_errors") > errors, "qp_errors %lld, was %lld",

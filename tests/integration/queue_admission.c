@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The admission queue's control plane, on the null peer (deterministic
- * timing; no RDMA behaviour is claimed here):
+ * The admission queue's control plane, on the null peer (no RDMA behaviour
+ * is claimed here). With qp_window 1, one op holds the connection's window
+ * while the rest of the test runs: its one chunk's completion is held back
+ * by the fault knobs delay_completions/delay_ms (a null peer with no delay
+ * of its own; no other op is live on the host, so the knob is this op's),
+ * and the test checks that it was still in flight at the end.
  *  - a queued op is SUBMITTED, never IN_PROGRESS; cancelling it drops it
  *    without posting (DRAINED, nothing dispatched);
  *  - a submit beyond a hard limit (queued ops, queued bytes, the file's ops
@@ -20,6 +24,15 @@
 #define MS	1000000ULL
 #define Q	"/sys/class/misc/xferk/queue/"
 #define BYPASS	"/sys/module/xferk/parameters/queue_bypass"
+
+static long long saved_delay_ms = -1;
+
+static void restore_faults(void)
+{
+	t_fault_clear();
+	if (saved_delay_ms >= 0)
+		t_fault_set("delay_ms", saved_delay_ms);
+}
 
 static int q_set(const char *name, long long v)
 {
@@ -53,6 +66,9 @@ static uint32_t state_of(struct xferk *x, uint64_t op)
 
 int main(void)
 {
+	/* How long the slow op holds the window: far longer than the checks. */
+	const unsigned int hold_ms = t_debug_kernel() ? 30000 : 10000;
+	const unsigned int bound_ms = hold_ms + t_scaled_ms(30000);
 	long long submitted, rejects, dispatched, cancelled;
 	long long qp_window, max_ops, max_bytes, file_ops;
 	uint64_t conn, mr, emr, exp, remote, slow, op[8], extra, rconn, rremote;
@@ -67,9 +83,15 @@ int main(void)
 		return T_SKIP;
 	if (!(xferk_features(x) & XFERK_FEAT_QUEUE) || t_queue_stat("qp_window") < 0)
 		return T_FAIL;
+	saved_delay_ms = t_fault_get("delay_ms");
+	if (saved_delay_ms < 0) {
+		fprintf(stderr, "no fault knob delay_ms\n");
+		return T_FAIL;
+	}
+	atexit(restore_faults);
 	buf = t_map(1 << 20);
-	/* Each op's one chunk takes 300 ms: whatever is behind it waits. */
-	if (xferk_connect_null(x, 300 * MS, &conn) ||
+	/* Chunks complete at once, unless a fault knob holds one back. */
+	if (xferk_connect_null(x, 0, &conn) ||
 	    xferk_mr_reg(x, buf, 1 << 19, XFERK_ACCESS_ALL, &mr) ||
 	    xferk_mr_reg(x, buf + (1 << 19), 1 << 19, XFERK_ACCESS_ALL, &emr) ||
 	    xferk_export(x, conn, emr, 0, 1 << 19, XFERK_ACCESS_REMOTE_READ |
@@ -88,10 +110,20 @@ int main(void)
 	T_EXPECT(q_set("qp_window", 1) == 0 && q_set("max_queued_ops", 3) == 0 &&
 		 q_set("max_queued_bytes", 12 * 4096) == 0, "tunables");
 
-	/* One op occupies the QP window; the next ones wait in the queue. */
+	/*
+	 * One op occupies the QP window; the next ones wait in the queue. Its
+	 * chunk's completion sleeps hold_ms in the completion worker, the
+	 * chunk still posted. No other op is live, so the knob is its own.
+	 */
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
+		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
 	T_EXPECT(submit(x, f, 1, XFERK_PRIO_BULK, XFERK_DEADLINE_NONE, &slow) == 0,
 		 "slow op");
-	usleep(50000);
+	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(10000)) == 0 &&
+		 state_of(x, slow) == XFERK_STATE_IN_PROGRESS,
+		 "slow op not held in flight: %s",
+		 xferk_state_name(state_of(x, slow)));
 	dispatched = t_queue_stat("dispatched");
 	for (i = 0; i < 3; i++)
 		T_EXPECT(submit(x, &f[1 + i], 1, XFERK_PRIO_NORMAL,
@@ -137,28 +169,35 @@ int main(void)
 	T_EXPECT(q_set("file_max_ops", file_ops) == 0, "file_max_ops");
 
 	/* A deadline that passes in the queue: TIMED_OUT, never posted. */
-	T_EXPECT(submit(x, &f[5], 1, XFERK_PRIO_BULK, xferk_now_ns() + 50 * MS,
-			&op[3]) == 0, "short deadline");
-	ret = xferk_wait(x, op[3], xferk_now_ns() + 5000 * MS,
+	T_EXPECT(submit(x, &f[5], 1, XFERK_PRIO_BULK, xferk_now_ns() +
+			t_scaled_ms(500) * MS, &op[3]) == 0, "short deadline");
+	ret = xferk_wait(x, op[3], xferk_now_ns() + (uint64_t)bound_ms * MS,
 			 XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_TIMED_OUT &&
 		 s.transferred_bytes == 0 && s.buffer_reusable,
 		 "queued past its deadline: %d %s", ret, xferk_state_name(s.state));
 	xferk_release(x, op[3]);
+	/* Everything above ran while the slow op held the window. */
+	T_EXPECT(state_of(x, slow) == XFERK_STATE_IN_PROGRESS,
+		 "slow op finished early (%s): the checks above ran with the window free",
+		 xferk_state_name(state_of(x, slow)));
 
 	/* The rest completes in order; only 3 ops ever reached the device. */
 	for (i = 0; i < 2; i++) {
-		ret = xferk_wait(x, op[i], xferk_now_ns() + 5000 * MS,
+		ret = xferk_wait(x, op[i], xferk_now_ns() + (uint64_t)bound_ms * MS,
 				 XFERK_WAIT_PHYSICAL, &s);
 		T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED, "op %d: %s",
 			 i, xferk_state_name(s.state));
 		xferk_release(x, op[i]);
 	}
-	T_EXPECT(xferk_wait(x, slow, xferk_now_ns() + 5000 * MS, 0, &s) == 0 &&
+	T_EXPECT(xferk_wait(x, slow, xferk_now_ns() + (uint64_t)bound_ms * MS, 0,
+			    &s) == 0 &&
 		 s.state == XFERK_STATE_SUCCEEDED, "slow op");
 	xferk_release(x, slow);
 	T_EXPECT(t_queue_stat("dispatched") - dispatched == 2, "dispatched %lld",
 		 t_queue_stat("dispatched") - dispatched);
+	T_EXPECT(t_fault_get("delay_completions") == 0, "delay knob left armed");
+	restore_faults();
 
 	/* Bad input changes nothing. */
 	T_EXPECT_ERR(submit(x, f, 1, XFERK_PRIO_COUNT, XFERK_DEADLINE_NONE,
@@ -176,7 +215,7 @@ int main(void)
 	xferk_release(x, extra);
 
 	/* One op is one queue item: its fragments must share a device. */
-	T_EXPECT(xferk_connect(x, t_peer(), 0, 10000, &rconn) == 0 &&
+	T_EXPECT(xferk_connect(x, t_peer(), 0, t_connect_ms(), &rconn) == 0 &&
 		 xferk_export(x, rconn, emr, 0, 1 << 19, XFERK_ACCESS_REMOTE_WRITE,
 			      &tok, &exp) == 0 &&
 		 xferk_import(x, rconn, &tok, &rremote) == 0, "rxe peer");

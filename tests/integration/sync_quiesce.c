@@ -28,7 +28,7 @@ static uint64_t rejecting_remote(void)
 	uint64_t conn_b, mr, exp, remote;
 	struct xferk_token tok;
 
-	if (xferk_connect(x, "10.99.0.2", 0, 10000, &conn_b) ||
+	if (xferk_connect(x, "10.99.0.2", 0, t_connect_ms(), &conn_b) ||
 	    xferk_mr_reg(x, small, 4096, XFERK_ACCESS_REMOTE_WRITE, &mr) ||
 	    xferk_export(x, conn_b, mr, 0, 4096, XFERK_ACCESS_REMOTE_WRITE, &tok,
 			 &exp) ||
@@ -101,7 +101,7 @@ static int round_trip(int naive)
 int main(void)
 {
 	int slow = t_debug_kernel();
-	int rounds = slow ? 3 : 50, i, naive_hits = 0, sync_hits = 0;
+	int rounds = slow ? 3 : 20, i, naive_hits = 0, sync_hits = 0;
 	uint64_t dst_mr;
 
 	len = slow ? 8ULL << 20 : 64ULL << 20;

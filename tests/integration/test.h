@@ -60,6 +60,12 @@ static inline int t_debug_kernel(void)
 	return k && !strcmp(k, "debug");
 }
 
+/* A CONNECT timeout (ms) for rxe: the debug kernel's handshake is slow. */
+static inline unsigned int t_connect_ms(void)
+{
+	return t_debug_kernel() ? 60000 : 10000;
+}
+
 /* A ring with @entries SQEs and IORING_SETUP_* @flags; exits on failure. */
 static inline void t_ring(struct io_uring *ring, unsigned int entries,
 			  unsigned int cq_entries, unsigned int flags)
@@ -159,21 +165,27 @@ static inline long t_check(const uint8_t *p, size_t len, uint64_t seed)
 	return -1;
 }
 
-/* A number from /sys/class/misc/xferk/@group/@name, or -1. */
-static inline long long t_sysfs_number(const char *group, const char *name)
+/* The number a (sysfs, debugfs) file holds, or -1. */
+static inline long long t_read_number(const char *path)
 {
-	char path[128];
 	long long v = -1;
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof(path), "/sys/class/misc/xferk/%s/%s", group, name);
-	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%lld", &v) != 1)
 			v = -1;
 		fclose(f);
 	}
 	return v;
+}
+
+/* A number from /sys/class/misc/xferk/@group/@name, or -1. */
+static inline long long t_sysfs_number(const char *group, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/misc/xferk/%s/%s", group, name);
+	return t_read_number(path);
 }
 
 /* A module counter from /sys/class/misc/xferk/stats. */
@@ -192,17 +204,9 @@ static inline long long t_queue_stat(const char *name)
 static inline long long t_param(const char *name)
 {
 	char path[128];
-	long long v = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/sys/module/xferk/parameters/%s", name);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%lld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return t_read_number(path);
 }
 
 /* Writes @val to a sysfs/debugfs file; 0 or -1 with errno. */
@@ -295,7 +299,7 @@ static inline int t_setup(struct xferk *x, void *src, uint64_t src_len,
 	uint64_t exp;
 	int ret;
 
-	ret = xferk_connect(x, t_peer(), 0, 10000, conn);
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), conn);
 	if (!ret)
 		ret = xferk_mr_reg(x, src, src_len, XFERK_ACCESS_LOCAL_SRC |
 				   XFERK_ACCESS_LOCAL_DST, src_mr);
@@ -360,4 +364,157 @@ static inline int t_run(struct xferk *x, const struct xferk_frag *f,
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, snap);
 	xferk_release(x, op);
 	return ret ? ret : (int)snap->state;
+}
+
+/*
+ * Time. The debug kernel (KASAN, lockdep) runs everything 3-10 times
+ * slower than the stock one, and soft-RoCE about 28 times. A bound that
+ * only guards against a hang is scaled with t_scaled_ms(); a test whose
+ * timing depends on RDMA picks its own values with t_debug_kernel().
+ */
+#define T_DEBUG_SLOWDOWN	4
+
+/* @ms on the stock kernel, T_DEBUG_SLOWDOWN times that on the debug one. */
+static inline unsigned int t_scaled_ms(unsigned int ms)
+{
+	return t_debug_kernel() ? ms * T_DEBUG_SLOWDOWN : ms;
+}
+
+/* CLOCK_MONOTONIC in milliseconds (the clock of the op deadlines). */
+static inline uint64_t t_now_ms(void)
+{
+	return xferk_now_ns() / 1000000;
+}
+
+/*
+ * Polls stats/@name every 50 ms until it reads @want, for at most @ms
+ * milliseconds; returns the value last read. For counters that follow an
+ * event with a delay: a waiter woken for an op's physical completion can
+ * return before the op's last reference goes (ops_live, pinned pages).
+ */
+static inline long long t_stat_wait(const char *name, long long want,
+				    unsigned int ms)
+{
+	uint64_t until = t_now_ms() + ms;
+	long long v;
+
+	while ((v = t_stat(name)) != want && t_now_ms() < until)
+		usleep(50000);
+	return v;
+}
+
+/* The host-wide counters a test compares at its end with its start. */
+struct t_counters {
+	long long ops_live, pinned_pages, quarantined_pages, uring_parked;
+};
+
+static inline void t_read_counters(struct t_counters *c)
+{
+	c->ops_live = t_stat("ops_live");
+	c->pinned_pages = t_stat("pinned_pages");
+	c->quarantined_pages = t_stat("quarantined_pages");
+	c->uring_parked = t_stat("uring_parked");
+}
+
+/*
+ * Waits until what earlier tests left behind is gone: their ops drained
+ * in the background after their files closed, connections torn down. That
+ * is: no op live on the host, no command parked, and the counters the
+ * same over two reads 200 ms apart; at most 30 s (60 s on the debug
+ * kernel). @c (may be NULL) gets the counters then: the baseline of the
+ * caller's "back to where it was" checks. Does not fail the test: it says
+ * so and returns -1 if the counters did not settle (the caller's own
+ * checks then decide).
+ */
+static inline int t_settle(struct t_counters *c)
+{
+	uint64_t until = t_now_ms() + (t_debug_kernel() ? 60000 : 30000);
+	struct t_counters a, b;
+	int settled;
+
+	t_read_counters(&a);
+	for (;;) {
+		usleep(200000);
+		t_read_counters(&b);
+		settled = !b.ops_live && !b.uring_parked &&
+			  !memcmp(&a, &b, sizeof(a));
+		if (settled || t_now_ms() > until)
+			break;
+		a = b;
+	}
+	if (!settled)
+		fprintf(stderr, "note: counters not settled: ops_live %lld, uring_parked %lld, pinned_pages %lld\n",
+			b.ops_live, b.uring_parked, b.pinned_pages);
+	if (c)
+		*c = b;
+	return settled ? 0 : -1;
+}
+
+/*
+ * Fault knobs (Documentation/fault-injection.md): each means "the next N"
+ * of its events anywhere on the host. Arm one only once t_quiet() said no
+ * other op is live, check with t_fault_taken() that it was used before
+ * relying on it, and put every knob back to 0 afterwards (t_fault_clear(),
+ * also from atexit).
+ */
+#define T_FAULT_DIR	"/sys/kernel/debug/xferk/fault/"
+
+/* Sets knob @name to @val; 0 or -1 with errno. */
+static inline int t_fault_set(const char *name, long long val)
+{
+	char path[128], v[32];
+
+	snprintf(path, sizeof(path), T_FAULT_DIR "%s", name);
+	snprintf(v, sizeof(v), "%lld", val);
+	return t_write_file(path, v);
+}
+
+/* Knob @name's value, or -1. */
+static inline long long t_fault_get(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), T_FAULT_DIR "%s", name);
+	return t_read_number(path);
+}
+
+/* Waits (at most @ms) until knob @name reads 0: all of it was used. 0 or -1. */
+static inline int t_fault_taken(const char *name, unsigned int ms)
+{
+	uint64_t until = t_now_ms() + ms;
+	long long v;
+
+	while ((v = t_fault_get(name)) > 0 && t_now_ms() < until)
+		usleep(10000);
+	return v == 0 ? 0 : -1;
+}
+
+/* Every counting knob back to 0 (delay_ms is a value, not a count). */
+static inline void t_fault_clear(void)
+{
+	static const char *const knobs[] = {
+		"swallow_completions", "delay_completions", "fail_post",
+		"fail_qp", "qp_error",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+		t_fault_set(knobs[i], 0);
+}
+
+/*
+ * Waits until no op is live on the host (at most 30 s, 60 s on the debug
+ * kernel): a fault knob armed next can then be used only by the caller's
+ * own ops (every completion and post belongs to a live op), provided the
+ * caller has none live either. 0, or -1 (with a message) if ops stayed.
+ */
+static inline int t_quiet(void)
+{
+	unsigned int ms = t_debug_kernel() ? 60000 : 30000;
+
+	if (!t_stat_wait("ops_live", 0, ms))
+		return 0;
+	fprintf(stderr, "ops_live %lld: other ops could use a fault knob\n",
+		t_stat("ops_live"));
+	return -1;
 }

@@ -22,7 +22,7 @@ static int export_to(struct xferk *x, const char *ip, uint64_t mr,
 {
 	uint64_t exp;
 
-	return xferk_connect(x, ip, 0, 10000, conn) ?:
+	return xferk_connect(x, ip, 0, t_connect_ms(), conn) ?:
 	       xferk_export(x, *conn, mr, 0, LEN, RW, tok, &exp);
 }
 

@@ -3,12 +3,16 @@
  * Exactly one CQE per parked submit, over soft-RoCE:
  *  - deadline: a work request whose completion is swallowed; the op times
  *    out, is cancelled and drained, and is QUARANTINED at its drain
- *    deadline: one CQE with res QUARANTINED (buffers not reusable). A WAIT
- *    command then reports DRAINED once the teardown destroyed the QP, and
- *    the submit posts nothing more.
- *  - cancel: a CANCEL command on an op whose completion is delayed: one
- *    CQE for the CANCEL (0, snapshot DRAINED) and one for the submit
- *    (DRAINED).
+ *    deadline: one CQE with res QUARANTINED (buffers not reusable; the
+ *    teardown that ends it waits flush_timeout_ms 5 s, so the pages are
+ *    checked while it is still quarantined). A WAIT command then reports
+ *    DRAINED once the teardown destroyed the QP, and the submit posts
+ *    nothing more.
+ *  - cancel: a CANCEL command on an op whose completion is delayed by
+ *    seconds: one CQE for the CANCEL (0, snapshot DRAINED) and one for the
+ *    submit (DRAINED).
+ * The fault knobs are armed while no other op is live on the host, so
+ * these ops use them; each is checked to be used before it is relied on.
  *  - QUERY and RELEASE commands run inline; a second RELEASE is ESTALE.
  *  - auto-release: once the CQE is posted the handle is gone, and a QUERY
  *    or CANCEL of it is ESTALE (Documentation/uapi.md: "settled").
@@ -20,6 +24,17 @@
 #define MS		1000000ULL
 #define FAULT		"/sys/kernel/debug/xferk/fault/"
 #define FLUSH_TIMEOUT	"/sys/module/xferk/parameters/flush_timeout_ms"
+
+static long long saved_flush = -1, saved_delay_ms = -1;
+
+static void restore(void)
+{
+	t_fault_clear();
+	if (saved_delay_ms >= 0)
+		t_fault_set("delay_ms", saved_delay_ms);
+	if (saved_flush > 0)
+		t_set_param("flush_timeout_ms", saved_flush);
+}
 
 static struct xferk_ioc_submit submit_one(struct io_uring *ring, int fd,
 					  struct xferk_frag *f, uint64_t deadline,
@@ -64,13 +79,21 @@ static void deadline_expiry(struct io_uring *ring, struct xferk *x,
 	long long pinned;
 	struct xferk_ioc_submit s;
 	struct xferk_ioc_wait w = { .size = sizeof(w), .flags = XFERK_WAIT_PHYSICAL };
+	struct xferk_op_snapshot snap = { .state = XFERK_STATE_COUNT };
 	uint64_t ud;
 	int res;
 
+	/* Long enough to look at the quarantined op before the QP goes. */
+	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "5000") == 0, "flush timeout");
+	T_EXPECT(t_quiet() == 0, "other ops are live");
 	T_EXPECT(t_write_file(FAULT "swallow_completions", "1") == 0, "fault");
 	s = submit_one(ring, xferk_fd(x), f, xferk_now_ns() + 200 * MS,
 		       500 * MS, 1);
-	T_EXPECT(t_cqe(ring, 10000, &res, &ud) == 0 && ud == 1,
+	/* Its completion, swallowed: a TIMED_OUT op cannot complete now. */
+	T_EXPECT(t_fault_taken("swallow_completions", t_scaled_ms(10000)) == 0 &&
+		 xferk_query(x, s.op, &snap) == 0 && !snap.physical_complete,
+		 "completion not swallowed: %s", xferk_state_name(snap.state));
+	T_EXPECT(t_cqe(ring, t_scaled_ms(10000), &res, &ud) == 0 && ud == 1,
 		 "deadline CQE");
 	T_EXPECT(res == XFERK_STATE_QUARANTINED, "res %d (%s)", res,
 		 xferk_state_name(res));
@@ -86,33 +109,50 @@ static void deadline_expiry(struct io_uring *ring, struct xferk *x,
 	T_EXPECT(res == 0 && w.snap.state == XFERK_STATE_DRAINED &&
 		 w.snap.buffer_reusable && w.snap.deadline_timeouts == 1,
 		 "WAIT: %d %s", res, xferk_state_name(w.snap.state));
-	T_EXPECT(t_stat("pinned_pages") < pinned, "drained pages still pinned");
+	T_EXPECT(t_stat_wait("pinned_pages", pinned - 256, t_scaled_ms(10000)) <
+		 pinned, "drained pages still pinned");
 	T_EXPECT(t_cqe(ring, 300, &res, &ud) == -ETIME,
 		 "second CQE for %llu: %d", (unsigned long long)ud, res);
 	T_EXPECT(xferk_release(x, s.op) == 0, "release");
+	restore();
 }
 
 static void cancel(struct io_uring *ring, struct xferk *x, struct xferk_frag *f)
 {
+	const unsigned int delay_ms = t_debug_kernel() ? 15000 : 5000;
+	/* Half of it well beyond the delay; with the deadline, within 60 s. */
+	const unsigned int drain_ms = t_debug_kernel() ? 45000 : 20000;
 	struct xferk_ioc_cancel c = { .size = sizeof(c) };
 	struct xferk_ioc_query q = { .size = sizeof(q) };
 	struct xferk_ioc_handle h = { .size = sizeof(h) };
+	struct xferk_op_snapshot snap = { .state = XFERK_STATE_COUNT };
 	struct io_uring_sqe *sqe;
 	struct xferk_ioc_submit s;
 	int res, got = 0, i;
+	char v[32];
 	uint64_t ud;
 
-	T_EXPECT(t_write_file(FAULT "delay_ms", "800") == 0 &&
+	snprintf(v, sizeof(v), "%u", delay_ms);
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_write_file(FAULT "delay_ms", v) == 0 &&
 		 t_write_file(FAULT "delay_completions", "1") == 0, "fault");
-	s = submit_one(ring, xferk_fd(x), f, xferk_now_ns() + 20000 * MS, 0, 3);
+	/* The op's deadline lies beyond the drain: only the cancel ends it. */
+	s = submit_one(ring, xferk_fd(x), f,
+		       xferk_now_ns() + (drain_ms + 5000ULL) * MS, 0, 3);
+	/* Its completion is being handled delay_ms late: still in flight. */
+	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(10000)) == 0 &&
+		 xferk_query(x, s.op, &snap) == 0 &&
+		 snap.state == XFERK_STATE_IN_PROGRESS,
+		 "completion not delayed: %s", xferk_state_name(snap.state));
 	c.op = s.op;
-	c.drain_deadline_ns = xferk_now_ns() + 10000 * MS;
+	/* The op drains on its own, within the first half of the budget. */
+	c.drain_deadline_ns = xferk_now_ns() + drain_ms * MS;
 	sqe = t_sqe(ring);
 	io_uring_prep_xferk_cancel(sqe, xferk_fd(x), &c);
 	io_uring_sqe_set_data64(sqe, 4);
 	io_uring_submit(ring);
 	for (i = 0; i < 2; i++) {
-		if (t_cqe(ring, 15000, &res, &ud))
+		if (t_cqe(ring, drain_ms + 10000, &res, &ud))
 			break;
 		got |= ud == 3 ? 1 : 2;
 		if (ud == 3)
@@ -136,6 +176,7 @@ static void cancel(struct io_uring *ring, struct xferk *x, struct xferk_frag *f)
 		 "RELEASE");
 	res = run_cmd(ring, xferk_fd(x), XFERK_IOC_RELEASE, &h, 7, 5000);
 	T_EXPECT_ERR(res, ESTALE);
+	restore();
 }
 
 static void auto_release(struct io_uring *ring, struct xferk *x,
@@ -161,13 +202,22 @@ static void auto_release(struct io_uring *ring, struct xferk *x,
 
 int main(void)
 {
-	long long pinned = t_stat("pinned_pages"), live = t_stat("ops_live");
+	struct t_counters base;
 	struct io_uring ring;
 	struct xferk_frag f;
 	struct t_loop l;
 
+	if (access(XFERK_DEVICE_PATH, F_OK))
+		return T_SKIP;
+	saved_flush = t_param("flush_timeout_ms");
+	saved_delay_ms = t_fault_get("delay_ms");
+	if (saved_flush <= 0 || saved_delay_ms < 0) {
+		fprintf(stderr, "no parameter flush_timeout_ms or knob delay_ms\n");
+		return T_FAIL;
+	}
+	atexit(restore);
+	t_settle(&base);
 	t_loop_open(&l, 1 << 20, 1 << 20);
-	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "1000") == 0, "flush timeout");
 	t_ring(&ring, 64, 0, 0);
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
 				  .opcode = XFERK_OP_WRITE };
@@ -184,9 +234,12 @@ int main(void)
 
 	io_uring_queue_exit(&ring);
 	xferk_close(l.x);
-	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "5000") == 0, "restore flush timeout");
-	T_EXPECT(t_stat("pinned_pages") == pinned, "pinned_pages %lld, was %lld",
-		 t_stat("pinned_pages"), pinned);
-	T_EXPECT(t_stat("ops_live") == live, "ops_live");
+	restore();
+	T_EXPECT(t_stat_wait("pinned_pages", base.pinned_pages, t_scaled_ms(10000)) ==
+		 base.pinned_pages, "pinned_pages %lld, was %lld",
+		 t_stat("pinned_pages"), base.pinned_pages);
+	T_EXPECT(t_stat_wait("ops_live", base.ops_live, t_scaled_ms(10000)) ==
+		 base.ops_live, "ops_live %lld, was %lld", t_stat("ops_live"),
+		 base.ops_live);
 	return t_result();
 }

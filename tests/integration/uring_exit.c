@@ -10,6 +10,10 @@
  *    one with a swallowed completion) and are killed with SIGKILL. No
  *    exit hangs; the exit monitor cancels the ops of dead submitters; in
  *    the end no op is live, no command parked and no page pinned.
+ * Fault knobs are armed only while no other op is live on the host (a
+ * stuck child first waits until the drains of the children killed before
+ * it are over), so the ops meant to be stuck are the ones that are; a
+ * stuck child checks its op is held in flight before it reports ready.
  * The harness then unloads the module.
  */
 #include <signal.h>
@@ -29,8 +33,7 @@
 
 static void ring_closed(void)
 {
-	long long pinned0 = t_stat("pinned_pages");
-	long long completed = t_stat("uring_completed");
+	long long pinned0, completed;
 	uint64_t conn, src_mr, dst_mr, remote;
 	struct xferk_ioc_submit s[4];
 	struct xferk_frag f[4];
@@ -40,12 +43,16 @@ static void ring_closed(void)
 	long long pinned;
 	int i, physical = 0, early = 0;
 
+	t_settle(NULL);
+	pinned0 = t_stat("pinned_pages");
+	completed = t_stat("uring_completed");
 	if (xferk_open(&x) ||
 	    t_setup(x, src, LEN, dst, LEN + 4096, &conn, &src_mr, &dst_mr, &remote)) {
 		T_EXPECT(0, "setup");
 		return;
 	}
 	t_ring(&ring, 8, 0, 0);
+	T_EXPECT(t_quiet() == 0, "other ops are live");
 	T_EXPECT(t_write_file(FAULT "swallow_completions", "4") == 0, "fault");
 	for (i = 0; i < 4; i++) {
 		struct io_uring_sqe *sqe = t_sqe(&ring);
@@ -57,12 +64,14 @@ static void ring_closed(void)
 		s[i] = (struct xferk_ioc_submit) {
 			.size = sizeof(s[i]), .frags = (uintptr_t)&f[i],
 			.nr_frags = 1, .frag_size = sizeof(f[i]),
-			.deadline_ns = xferk_now_ns() + 300 * MS,
-			.drain_budget_ns = 300 * MS,
+			.deadline_ns = xferk_now_ns() + 1000 * MS,
+			.drain_budget_ns = 500 * MS,
 		};
 		io_uring_prep_xferk_submit(sqe, xferk_fd(x), &s[i]);
 	}
 	T_EXPECT(io_uring_submit(&ring) == 4, "submit");
+	T_EXPECT(t_fault_taken("swallow_completions", t_scaled_ms(10000)) == 0,
+		 "completions not swallowed");
 	io_uring_queue_exit(&ring);
 	T_EXPECT(xferk_mr_dereg(x, src_mr) == 0, "dereg");
 	pinned = t_stat("pinned_pages");
@@ -91,45 +100,51 @@ static void ring_closed(void)
 	}
 	T_EXPECT(physical == 4, "%d of 4 ops physically complete", physical);
 	T_EXPECT(!early, "pages unpinned before their op was complete");
-	for (i = 0; i < 100 && t_stat("uring_completed") < completed + 4; i++)
-		usleep(50000);
-	T_EXPECT(t_stat("uring_completed") == completed + 4,
+	T_EXPECT(t_stat_wait("uring_completed", completed + 4,
+			     t_scaled_ms(10000)) == completed + 4,
 		 "parked commands completed: %lld",
 		 t_stat("uring_completed") - completed);
+	t_fault_clear();
 	xferk_close(x);
-	T_EXPECT(t_stat("pinned_pages") == pinned0, "pinned_pages %lld, was %lld",
-		 t_stat("pinned_pages"), pinned0);
+	T_EXPECT(t_stat_wait("pinned_pages", pinned0, t_scaled_ms(10000)) == pinned0,
+		 "pinned_pages %lld, was %lld", t_stat("pinned_pages"), pinned0);
 }
 
 static void child(int ready, int stuck)
 {
-	uint64_t conn, mr, dst_mr, remote;
+	uint64_t conn, mr, dst_mr, remote, until;
 	uint8_t *src = t_map(OPS * LEN), *dst = t_map(OPS * LEN + 4096);
+	struct xferk_op_snapshot snap = { .state = XFERK_STATE_COUNT };
 	struct xferk_ioc_submit s[OPS];
 	struct xferk_frag f[OPS];
 	struct io_uring ring;
 	struct xferk *x = NULL;
 	int i, ret = -1;
 
+	/*
+	 * A stuck child first waits until the ops of the children killed
+	 * before it are gone: their completions would use its knob, and
+	 * their drains may take the shared connection down under it.
+	 */
+	if (stuck && t_quiet())
+		_exit(1);
 	/* Another child's drain may take the shared connection down: retry. */
-	for (i = 0; i < 5 && ret; i++) {
+	until = t_now_ms() + t_scaled_ms(20000);
+	for (;;) {
 		if (x)
 			xferk_close(x);
 		ret = xferk_open(&x);
 		if (!ret)
 			ret = t_setup(x, src, OPS * LEN, dst, OPS * LEN + 4096,
 				      &conn, &mr, &dst_mr, &remote);
-		if (ret)
-			usleep(200000);
+		if (!ret || t_now_ms() > until)
+			break;
+		usleep(200000);
 	}
 	if (ret)
 		_exit(1);
 	t_ring(&ring, OPS, 0, 0);
-	if (stuck && t_write_file(FAULT "swallow_completions", "1"))
-		_exit(1);
 	for (i = 0; i < OPS; i++) {
-		struct io_uring_sqe *sqe = t_sqe(&ring);
-
 		f[i] = (struct xferk_frag) { .mr = mr, .offset = i * LEN,
 					     .len = LEN, .remote = remote,
 					     .remote_offset = i * LEN,
@@ -141,9 +156,33 @@ static void child(int ready, int stuck)
 			.deadline_ns = xferk_now_ns() + 30000 * MS,
 			.drain_budget_ns = 5000 * MS,
 		};
-		io_uring_prep_xferk_submit(sqe, xferk_fd(x), &s[i]);
 	}
-	if (io_uring_submit(&ring) != OPS || write(ready, "R", 1) != 1)
+	/*
+	 * A stuck child parks op 0 alone first and checks that its completion
+	 * was swallowed: then it is parked when the child dies, whatever else
+	 * happens.
+	 */
+	if (stuck) {
+		s[0].flags = 0;		/* queried below */
+		s[0].deadline_ns = xferk_now_ns() + 30000 * MS;
+		if (t_fault_set("swallow_completions", 1))
+			_exit(1);
+		io_uring_prep_xferk_submit(t_sqe(&ring), xferk_fd(x), &s[0]);
+		ret = io_uring_submit(&ring) == 1 ? 0 : -EIO;
+		if (!ret)
+			ret = t_fault_taken("swallow_completions",
+					    t_scaled_ms(10000)) ? -ETIME : 0;
+		if (!ret)
+			ret = xferk_query(x, s[0].op, &snap);
+		if (ret || snap.state != XFERK_STATE_IN_PROGRESS) {
+			fprintf(stderr, "stuck child: op not held in flight: %d %s\n",
+				ret, xferk_state_name(snap.state));
+			_exit(1);
+		}
+	}
+	for (i = stuck ? 1 : 0; i < OPS; i++)
+		io_uring_prep_xferk_submit(t_sqe(&ring), xferk_fd(x), &s[i]);
+	if (io_uring_submit(&ring) != OPS - !!stuck || write(ready, "R", 1) != 1)
 		_exit(1);
 	pause();
 	_exit(0);
@@ -151,10 +190,14 @@ static void child(int ready, int stuck)
 
 static void killed(void)
 {
-	long long pinned = t_stat("pinned_pages"), live = t_stat("ops_live");
-	long long exits = t_stat("uring_exit_cancels");
+	long long pinned, live, exits;
+	struct t_counters base;
 	int i, started = 0;
 
+	t_settle(&base);
+	pinned = base.pinned_pages;
+	live = base.ops_live;
+	exits = t_stat("uring_exit_cancels");
 	T_EXPECT(t_write_file(PARAM "exit_drain_ms", "1000") == 0, "exit_drain_ms");
 	for (i = 0; i < KILLS; i++) {
 		int p[2], status;
@@ -181,9 +224,9 @@ static void killed(void)
 		 started, KILLS);
 	for (i = 0; i < 600 && (t_stat("pinned_pages") != pinned ||
 				t_stat("ops_live") != live ||
-				t_stat("uring_parked")); i++)
+				t_stat("uring_parked") != base.uring_parked); i++)
 		usleep(100000);
-	T_EXPECT(t_stat("uring_parked") == 0, "uring_parked %lld",
+	T_EXPECT(t_stat("uring_parked") == base.uring_parked, "uring_parked %lld",
 		 t_stat("uring_parked"));
 	T_EXPECT(t_stat("ops_live") == live, "ops_live %lld, was %lld",
 		 t_stat("ops_live"), live);
@@ -194,16 +237,32 @@ static void killed(void)
 		 "exit cancels %lld", t_stat("uring_exit_cancels") - exits);
 	printf("%d kills; exit cancels: %lld\n", started,
 	       t_stat("uring_exit_cancels") - exits);
+	T_EXPECT(t_fault_get("swallow_completions") == 0, "swallow knob left armed");
+	t_fault_clear();
 	T_EXPECT(t_write_file(PARAM "exit_drain_ms", "5000") == 0, "exit_drain_ms");
+}
+
+static long long saved_flush = -1, saved_exit_drain = -1;
+
+static void restore(void)
+{
+	t_fault_clear();
+	if (saved_flush > 0)
+		t_set_param("flush_timeout_ms", saved_flush);
+	if (saved_exit_drain > 0)
+		t_set_param("exit_drain_ms", saved_exit_drain);
 }
 
 int main(void)
 {
 	if (access(XFERK_DEVICE_PATH, F_OK))
 		return T_SKIP;
+	saved_flush = t_param("flush_timeout_ms");
+	saved_exit_drain = t_param("exit_drain_ms");
+	atexit(restore);
 	T_EXPECT(t_write_file(PARAM "flush_timeout_ms", "1000") == 0, "flush timeout");
 	ring_closed();
 	killed();
-	T_EXPECT(t_write_file(PARAM "flush_timeout_ms", "5000") == 0, "flush timeout");
+	restore();
 	return t_result();
 }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The io_uring exit monitor cancels the parked submits of a process that
- * exits, not those of a thread that exits. On a null peer (5 s per
- * fragment):
- *  - a second thread submits one op through the process's ring (deadline
- *    20 s, not auto-released) and ends with pthread_exit() while the
- *    process and the ring live on. A second later (the monitor looks every
- *    100 ms) no exit cancel was counted and the op is untouched (still
- *    running, no cancel request); its CQE then comes with SUCCEEDED.
+ * exits, not those of a thread that exits. On a null peer (10 s per
+ * fragment, 25 s on the debug kernel):
+ *  - a second thread submits one op through the process's ring (not
+ *    auto-released) and ends with pthread_exit() while the process and the
+ *    ring live on. Then a child process parks an op the same way and exits
+ *    as a whole; once the monitor has cancelled the child's op (so it has
+ *    looked since the thread exited), exactly that one exit cancel was
+ *    counted, and the thread's op is untouched (still running, no cancel
+ *    request); its CQE then comes with SUCCEEDED.
  *  - control: a child process parks the same op and exits as a whole:
  *    the monitor cancels it (uring_exit_cancels + 1) and the op goes away
  *    (ops_live back to its baseline).
@@ -22,7 +24,16 @@
 #include "test.h"
 
 #define MS		1000000ULL
-#define DELAY_NS	(5000 * MS)
+
+/*
+ * The null peer's time per fragment: far longer than the monitor may take
+ * to cancel the control child's op (5 s, 20 s on debug); with the deadline
+ * and drain budget below within the 60 s park bound.
+ */
+static uint64_t delay_ms(void)
+{
+	return t_debug_kernel() ? 25000 : 10000;
+}
 
 /* A file with a null peer, a region exported over it and imported; a ring. */
 struct parked {
@@ -43,7 +54,7 @@ static int setup(struct parked *p)
 	ret = xferk_open(&p->x);
 	if (ret)
 		return ret;
-	ret = xferk_connect_null(p->x, DELAY_NS, &conn);
+	ret = xferk_connect_null(p->x, delay_ms() * MS, &conn);
 	if (!ret)
 		ret = xferk_mr_reg(p->x, buf, 4096, XFERK_ACCESS_ALL, &mr);
 	if (!ret)
@@ -67,7 +78,8 @@ static void submit(struct parked *p)
 	p->s = (struct xferk_ioc_submit) {
 		.size = sizeof(p->s), .frags = (uintptr_t)&p->f, .nr_frags = 1,
 		.frag_size = sizeof(p->f),
-		.deadline_ns = xferk_now_ns() + 20000 * MS,
+		/* Beyond the fragment's time; with the budget within 60 s. */
+		.deadline_ns = xferk_now_ns() + (delay_ms() + 15000) * MS,
 		.drain_budget_ns = 5000 * MS, .user_data = 1,
 	};
 	io_uring_prep_xferk_submit(sqe, xferk_fd(p->x), &p->s);
@@ -81,62 +93,21 @@ static void *submitter(void *arg)
 	pthread_exit(NULL);
 }
 
-static void thread_exits(void)
+/*
+ * A child process parks an op and exits; returns once the monitor counted
+ * its exit cancel (uring_exit_cancels above @cancels): 0, or -1 if that
+ * did not happen within @ms.
+ */
+static int child_parks_and_exits(long long cancels, unsigned int ms)
 {
-	long long cancels = t_stat("uring_exit_cancels"), live = t_stat("ops_live");
-	struct xferk_op_snapshot snap;
-	struct parked p;
-	pthread_t t;
-	uint64_t ud;
-	int i, ret, res = 0;
-
-	ret = setup(&p);
-	T_EXPECT(ret == 0, "setup: %s", strerror(-ret));
-	if (ret)
-		return;
-	T_EXPECT(pthread_create(&t, NULL, submitter, &p) == 0 &&
-		 pthread_join(t, NULL) == 0, "submitting thread");
-	T_EXPECT(p.submitted == 1 && p.s.op, "submitted %d, op %#llx",
-		 p.submitted, (unsigned long long)p.s.op);
-
-	/* The thread is gone; the monitor has looked ten times. */
-	usleep(1000000);
-	T_EXPECT(t_stat("uring_exit_cancels") == cancels,
-		 "%lld exit cancels after a thread exited",
-		 t_stat("uring_exit_cancels") - cancels);
-	ret = xferk_query(p.x, p.s.op, &snap);
-	T_EXPECT(ret == 0 && (snap.state == XFERK_STATE_SUBMITTED ||
-			      snap.state == XFERK_STATE_IN_PROGRESS) &&
-		 snap.cancel_requests == 0,
-		 "op after its thread exited: %d %s, %u cancel requests", ret,
-		 xferk_state_name(snap.state), snap.cancel_requests);
-
-	ret = t_cqe(&p.ring, 30000, &res, &ud);
-	T_EXPECT(ret == 0 && ud == 1, "CQE: %d", ret);
-	T_EXPECT(res == XFERK_STATE_SUCCEEDED, "CQE res %d (%s)", res,
-		 res < 0 ? strerror(-res) : xferk_state_name(res));
-	T_EXPECT(t_stat("uring_exit_cancels") == cancels, "exit cancels %lld",
-		 t_stat("uring_exit_cancels") - cancels);
-	T_EXPECT(xferk_release(p.x, p.s.op) == 0, "release");
-	io_uring_queue_exit(&p.ring);
-	xferk_close(p.x);
-	for (i = 0; i < 50 && t_stat("ops_live") != live; i++)
-		usleep(100000);
-	T_EXPECT(t_stat("ops_live") == live, "ops_live %lld, was %lld",
-		 t_stat("ops_live"), live);
-}
-
-/* Control: the whole process exits with the op parked. */
-static void process_exits(void)
-{
-	long long cancels = t_stat("uring_exit_cancels"), live = t_stat("ops_live");
-	int fds[2], status, i;
+	uint64_t until;
+	int fds[2], status;
 	char c = 0;
 	pid_t pid;
 
 	if (pipe(fds)) {
 		T_EXPECT(0, "pipe");
-		return;
+		return -1;
 	}
 	pid = fork();
 	if (pid == 0) {
@@ -154,15 +125,73 @@ static void process_exits(void)
 	T_EXPECT(read(fds[0], &c, 1) == 1 && c == 'R', "child parked no op");
 	close(fds[0]);
 	waitpid(pid, &status, 0);
-	for (i = 0; i < 100 && t_stat("uring_exit_cancels") == cancels; i++)
-		usleep(100000);
+	until = t_now_ms() + ms;
+	while (t_stat("uring_exit_cancels") == cancels && t_now_ms() < until)
+		usleep(20000);
+	return t_stat("uring_exit_cancels") > cancels ? 0 : -1;
+}
+
+static void thread_exits(void)
+{
+	long long cancels = t_stat("uring_exit_cancels"), live = t_stat("ops_live");
+	struct xferk_op_snapshot snap;
+	struct parked p;
+	pthread_t t;
+	uint64_t ud;
+	int ret, res = 0;
+
+	ret = setup(&p);
+	T_EXPECT(ret == 0, "setup: %s", strerror(-ret));
+	if (ret)
+		return;
+	T_EXPECT(pthread_create(&t, NULL, submitter, &p) == 0 &&
+		 pthread_join(t, NULL) == 0, "submitting thread");
+	T_EXPECT(p.submitted == 1 && p.s.op, "submitted %d, op %#llx",
+		 p.submitted, (unsigned long long)p.s.op);
+
+	/*
+	 * The thread is gone. A process that exits after it gets its op
+	 * cancelled: once that is counted, the monitor has looked at the
+	 * thread's op too.
+	 */
+	T_EXPECT(child_parks_and_exits(cancels, t_scaled_ms(5000)) == 0,
+		 "the monitor did not cancel an exited process's op within %u ms",
+		 t_scaled_ms(5000));
 	T_EXPECT(t_stat("uring_exit_cancels") == cancels + 1,
+		 "%lld exit cancels after a thread and a process exited, want 1",
+		 t_stat("uring_exit_cancels") - cancels);
+	ret = xferk_query(p.x, p.s.op, &snap);
+	T_EXPECT(ret == 0 && (snap.state == XFERK_STATE_SUBMITTED ||
+			      snap.state == XFERK_STATE_IN_PROGRESS) &&
+		 snap.cancel_requests == 0,
+		 "op after its thread exited: %d %s, %u cancel requests", ret,
+		 xferk_state_name(snap.state), snap.cancel_requests);
+
+	ret = t_cqe(&p.ring, delay_ms() + t_scaled_ms(30000), &res, &ud);
+	T_EXPECT(ret == 0 && ud == 1, "CQE: %d", ret);
+	T_EXPECT(res == XFERK_STATE_SUCCEEDED, "CQE res %d (%s)", res,
+		 res < 0 ? strerror(-res) : xferk_state_name(res));
+	T_EXPECT(t_stat("uring_exit_cancels") == cancels + 1, "exit cancels %lld",
+		 t_stat("uring_exit_cancels") - cancels);
+	T_EXPECT(xferk_release(p.x, p.s.op) == 0, "release");
+	io_uring_queue_exit(&p.ring);
+	xferk_close(p.x);
+	/* The child's op drains in the background (exit_drain_ms, teardown). */
+	T_EXPECT(t_stat_wait("ops_live", live, t_scaled_ms(60000)) == live,
+		 "ops_live %lld, was %lld", t_stat("ops_live"), live);
+}
+
+/* Control: the whole process exits with the op parked. */
+static void process_exits(void)
+{
+	long long cancels = t_stat("uring_exit_cancels"), live = t_stat("ops_live");
+
+	T_EXPECT(child_parks_and_exits(cancels, t_scaled_ms(10000)) == 0 &&
+		 t_stat("uring_exit_cancels") == cancels + 1,
 		 "exit cancels %lld after the process exited, want 1",
 		 t_stat("uring_exit_cancels") - cancels);
-	for (i = 0; i < 600 && t_stat("ops_live") != live; i++)
-		usleep(100000);
-	T_EXPECT(t_stat("ops_live") == live, "ops_live %lld, was %lld",
-		 t_stat("ops_live"), live);
+	T_EXPECT(t_stat_wait("ops_live", live, t_scaled_ms(60000)) == live,
+		 "ops_live %lld, was %lld", t_stat("ops_live"), live);
 }
 
 int main(void)
@@ -177,6 +206,7 @@ int main(void)
 	xferk_close(x);
 	if (ret == -EPERM)
 		return T_SKIP;		/* the null peer needs CAP_SYS_ADMIN */
+	t_settle(NULL);
 	thread_exits();
 	process_exits();
 	return t_result();

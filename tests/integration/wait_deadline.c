@@ -2,6 +2,12 @@
 /*
  * XFERK_IOC_WAIT never returns before its deadline, returns soon after it,
  * and never cancels the op. Prints the overshoot distribution.
+ *
+ * The op runs on a null peer that takes a minute per fragment, so it is in
+ * flight throughout the 20 waits however slow the machine is; it is
+ * cancelled and drained at the end. "Never before" holds for every wait;
+ * "soon after" is judged on the 90th percentile and the maximum, because
+ * one wait may lose its CPU for a while on a loaded TCG host.
  */
 #include <stdlib.h>
 
@@ -9,8 +15,17 @@
 
 #define MS	1000000ULL
 #define ROUNDS	20
-/* Generous: TCG and the debug kernel add scheduling noise. */
-#define MAX_OVERSHOOT	(250 * MS)
+/* Generous: TCG adds scheduling noise; times T_DEBUG_SLOWDOWN on debug. */
+#define P90_OVERSHOOT_MS	250
+#define MAX_OVERSHOOT_MS	2000
+
+static long long saved_flush = -1;
+
+static void restore(void)
+{
+	if (saved_flush > 0)
+		t_set_param("flush_timeout_ms", saved_flush);
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -21,6 +36,8 @@ static int cmp_u64(const void *a, const void *b)
 
 int main(void)
 {
+	const uint64_t p90_bound = t_scaled_ms(P90_OVERSHOOT_MS) * MS;
+	const uint64_t max_bound = t_scaled_ms(MAX_OVERSHOOT_MS) * MS;
 	uint64_t conn, exp, remote, mr, op, over[ROUNDS];
 	struct xferk_op_snapshot s;
 	struct xferk_token tok;
@@ -31,9 +48,17 @@ int main(void)
 
 	if (xferk_open(&x))
 		return T_SKIP;
+	saved_flush = t_param("flush_timeout_ms");
+	if (saved_flush <= 0) {
+		fprintf(stderr, "no parameter flush_timeout_ms\n");
+		return T_FAIL;
+	}
+	atexit(restore);
 	buf = t_map(4096);
+	/* Far longer than 20 waits can take while their bounds hold. */
 	if (xferk_mr_reg(x, buf, 4096, XFERK_ACCESS_ALL, &mr) ||
-	    xferk_connect_null(x, 3000 * MS, &conn) ||
+	    xferk_connect_null(x, (t_debug_kernel() ? 120000 : 60000) * MS,
+			       &conn) ||
 	    xferk_export(x, conn, mr, 0, 4096, XFERK_ACCESS_REMOTE_WRITE, &tok,
 			 &exp) ||
 	    xferk_import(x, conn, &tok, &remote))
@@ -52,10 +77,9 @@ int main(void)
 		T_EXPECT(now >= deadline, "returned %llu ns early",
 			 (unsigned long long)(deadline - now));
 		over[i] = now >= deadline ? now - deadline : 0;
-		T_EXPECT(over[i] < MAX_OVERSHOOT, "overshoot %llu ns",
-			 (unsigned long long)over[i]);
-		T_EXPECT(s.state == XFERK_STATE_IN_PROGRESS,
-			 "wait changed the op: %s", xferk_state_name(s.state));
+		T_EXPECT(s.state == XFERK_STATE_IN_PROGRESS && !s.cancel_requests,
+			 "wait changed the op: %s, %u cancel requests",
+			 xferk_state_name(s.state), s.cancel_requests);
 	}
 	qsort(over, ROUNDS, sizeof(over[0]), cmp_u64);
 	printf("wait overshoot over %d waits: min %llu us, median %llu us, p90 %llu us, max %llu us\n",
@@ -63,15 +87,35 @@ int main(void)
 	       (unsigned long long)over[ROUNDS / 2] / 1000,
 	       (unsigned long long)over[ROUNDS * 9 / 10] / 1000,
 	       (unsigned long long)over[ROUNDS - 1] / 1000);
+	T_EXPECT(over[ROUNDS * 9 / 10] < p90_bound, "p90 overshoot %llu us, bound %llu us",
+		 (unsigned long long)over[ROUNDS * 9 / 10] / 1000,
+		 (unsigned long long)p90_bound / 1000);
+	T_EXPECT(over[ROUNDS - 1] < max_bound, "max overshoot %llu us, bound %llu us",
+		 (unsigned long long)over[ROUNDS - 1] / 1000,
+		 (unsigned long long)max_bound / 1000);
 
 	/* A deadline already past: at once, with the snapshot. */
 	ret = xferk_wait(x, op, 0, 0, &s);
 	T_EXPECT_ERR(ret, ETIMEDOUT);
-	T_EXPECT(s.total_bytes == 4096, "snapshot with ETIMEDOUT");
+	T_EXPECT(s.total_bytes == 4096 && s.state == XFERK_STATE_IN_PROGRESS,
+		 "snapshot with ETIMEDOUT: %s", xferk_state_name(s.state));
 
-	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
-	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
-		 "op finished: %d %s", ret, xferk_state_name(s.state));
+	/*
+	 * The op is still untouched by the waits; cancel it. Its chunk cannot
+	 * complete within the first half of the drain budget, so the drain
+	 * takes the null peer down, whose teardown ends the chunk after
+	 * flush_timeout_ms (1 s here): DRAINED well within the drain deadline.
+	 */
+	T_EXPECT(t_set_param("flush_timeout_ms", 1000) == 0, "flush_timeout_ms");
+	ret = xferk_cancel_drain(x, op, xferk_now_ns() +
+				 (t_debug_kernel() ? 30000 : 10000) * MS, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
+		 s.first_error == -ECANCELED && s.cancel_requests == 1 &&
+		 !s.deadline_timeouts,
+		 "cancel: %d %s err %d, %u cancel requests, %u timeouts", ret,
+		 xferk_state_name(s.state), s.first_error, s.cancel_requests,
+		 s.deadline_timeouts);
+	restore();
 	T_EXPECT_ERR(xferk_wait(x, op, 0, 0x80, &s), EINVAL);
 	xferk_close(x);
 	return t_result();
