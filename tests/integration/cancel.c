@@ -20,7 +20,7 @@
 /* A null peer's time per fragment: far longer than the test's own steps. */
 static uint64_t slow_ms(void)
 {
-	return t_debug_kernel() ? 15000 : 5000;
+	return t_debug_kernel() ? 5000 : 2000;
 }
 
 /* A drain budget the slow null peer fits in with room to spare. */
@@ -164,7 +164,7 @@ static void cancel_on_deadline_policy(void)
 				.opcode = XFERK_OP_WRITE };
 	int ret;
 
-	remote = null_remote((t_debug_kernel() ? 15000 : 10000) * MS, &conn);
+	remote = null_remote((t_debug_kernel() ? 8000 : 4000) * MS, &conn);
 	f.remote = remote;
 	ret = xferk_submit_ex(x, &f, 1, xferk_now_ns() + t_scaled_ms(500) * MS,
 			      &opts, &op);
@@ -226,7 +226,7 @@ static void quarantine_limit(const struct t_counters *base)
 static void cancel_rdma_posted(void)
 {
 	const uint64_t len = 64ULL << 20;
-	const unsigned int hold_ms = t_debug_kernel() ? 10000 : 5000;
+	const unsigned int hold_ms = t_debug_kernel() ? 5000 : 2000;
 	uint64_t conn, src_mr, dst_mr, remote, op;
 	uint8_t *src = t_map(len), *dst = t_map(len + 4096);
 	struct xferk_op_snapshot s;

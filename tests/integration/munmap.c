@@ -28,7 +28,7 @@ static void restore_faults(void)
 
 int main(void)
 {
-	const unsigned int hold_ms = t_debug_kernel() ? 20000 : 5000;
+	const unsigned int hold_ms = t_debug_kernel() ? 5000 : 2000;
 	const unsigned int bound_ms = hold_ms + t_scaled_ms(60000);
 	struct xferk_op_snapshot s;
 	struct t_counters base;

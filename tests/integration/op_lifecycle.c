@@ -18,7 +18,7 @@
 /* The slow null peer's time per fragment. */
 static uint64_t slow_ns(void)
 {
-	return (t_debug_kernel() ? 20000 : 5000) * MS;
+	return (t_debug_kernel() ? 5000 : 2000) * MS;
 }
 
 static struct xferk *x;

@@ -67,7 +67,7 @@ static uint32_t state_of(struct xferk *x, uint64_t op)
 int main(void)
 {
 	/* How long the slow op holds the window: far longer than the checks. */
-	const unsigned int hold_ms = t_debug_kernel() ? 30000 : 10000;
+	const unsigned int hold_ms = t_debug_kernel() ? 8000 : 3000;
 	const unsigned int bound_ms = hold_ms + t_scaled_ms(30000);
 	long long submitted, rejects, dispatched, cancelled;
 	long long qp_window, max_ops, max_bytes, file_ops;

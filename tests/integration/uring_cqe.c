@@ -119,9 +119,9 @@ static void deadline_expiry(struct io_uring *ring, struct xferk *x,
 
 static void cancel(struct io_uring *ring, struct xferk *x, struct xferk_frag *f)
 {
-	const unsigned int delay_ms = t_debug_kernel() ? 15000 : 5000;
+	const unsigned int delay_ms = t_debug_kernel() ? 5000 : 2000;
 	/* Half of it well beyond the delay; with the deadline, within 60 s. */
-	const unsigned int drain_ms = t_debug_kernel() ? 45000 : 20000;
+	const unsigned int drain_ms = t_debug_kernel() ? 20000 : 10000;
 	struct xferk_ioc_cancel c = { .size = sizeof(c) };
 	struct xferk_ioc_query q = { .size = sizeof(q) };
 	struct xferk_ioc_handle h = { .size = sizeof(h) };

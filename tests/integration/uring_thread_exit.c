@@ -2,14 +2,15 @@
 /*
  * The io_uring exit monitor cancels the parked submits of a process that
  * exits, not those of a thread that exits. On a null peer (10 s per
- * fragment, 25 s on the debug kernel):
+ * fragment, 25 s on the debug kernel; the test cancels it when done):
  *  - a second thread submits one op through the process's ring (not
  *    auto-released) and ends with pthread_exit() while the process and the
  *    ring live on. Then a child process parks an op the same way and exits
  *    as a whole; once the monitor has cancelled the child's op (so it has
  *    looked since the thread exited), exactly that one exit cancel was
  *    counted, and the thread's op is untouched (still running, no cancel
- *    request); its CQE then comes with SUCCEEDED.
+ *    request); cancelled by the process then, its CQE says DRAINED (the
+ *    monitor's would say -ECANCELED).
  *  - control: a child process parks the same op and exits as a whole:
  *    the monitor cancels it (uring_exit_cancels + 1) and the op goes away
  *    (ops_live back to its baseline).
@@ -167,9 +168,15 @@ static void thread_exits(void)
 		 "op after its thread exited: %d %s, %u cancel requests", ret,
 		 xferk_state_name(snap.state), snap.cancel_requests);
 
-	ret = t_cqe(&p.ring, delay_ms() + t_scaled_ms(30000), &res, &ud);
+	/*
+	 * Its CQE comes from this process's own cancel, not from the exit
+	 * monitor: DRAINED, not -ECANCELED.
+	 */
+	xferk_cancel_drain(p.x, p.s.op, xferk_now_ns() + t_scaled_ms(2000) * MS,
+			   &snap);
+	ret = t_cqe(&p.ring, t_scaled_ms(30000), &res, &ud);
 	T_EXPECT(ret == 0 && ud == 1, "CQE: %d", ret);
-	T_EXPECT(res == XFERK_STATE_SUCCEEDED, "CQE res %d (%s)", res,
+	T_EXPECT(res == XFERK_STATE_DRAINED, "CQE res %d (%s)", res,
 		 res < 0 ? strerror(-res) : xferk_state_name(res));
 	T_EXPECT(t_stat("uring_exit_cancels") == cancels + 1, "exit cancels %lld",
 		 t_stat("uring_exit_cancels") - cancels);

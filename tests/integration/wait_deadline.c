@@ -108,7 +108,7 @@ int main(void)
 	 */
 	T_EXPECT(t_set_param("flush_timeout_ms", 1000) == 0, "flush_timeout_ms");
 	ret = xferk_cancel_drain(x, op, xferk_now_ns() +
-				 (t_debug_kernel() ? 30000 : 10000) * MS, &s);
+				 (t_debug_kernel() ? 6000 : 4000) * MS, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
 		 s.first_error == -ECANCELED && s.cancel_requests == 1 &&
 		 !s.deadline_timeouts,
