@@ -473,7 +473,6 @@ static void conn_teardown(struct work_struct *work)
 	struct xferk_conn *c = container_of(work, struct xferk_conn,
 					    teardown_work);
 	struct xferk_conn *sibling;
-	struct xferk_chunk *ch, *tmp;
 	LIST_HEAD(chunks);
 
 	/* 0. On loopback, the other end goes down with this one. */
@@ -510,21 +509,9 @@ static void conn_teardown(struct work_struct *work)
 	 * quiesced (QP destroyed, no callback running) it cannot touch
 	 * memory, and only then are those chunks completed.
 	 */
-	mutex_lock(&c->lock);
-	list_splice_init(&c->posted, &chunks);
-	list_for_each_entry(ch, &chunks, node)
-		ch->posted = false;
-	c->outstanding = 0;
-	mutex_unlock(&c->lock);
 	c->transport->quiesce(c);
 	cancel_work_sync(&c->down_work);
-	list_for_each_entry_safe(ch, tmp, &chunks, node) {
-		list_del_init(&ch->node);
-		mutex_lock(&c->lock);
-		c->transport->unpost(c, ch);
-		mutex_unlock(&c->lock);
-		xferk_chunk_complete(ch, -ECONNRESET);
-	}
+	xferk_conn_flush_posted(c);
 
 	/* 5. Revoke exports, free the rest. */
 	xferk_conn_revoke_exports(c);
@@ -536,6 +523,33 @@ static void conn_teardown(struct work_struct *work)
 	hash_del(&c->peer_node);
 	mutex_unlock(&xferk_conns_lock);
 	xferk_conn_put(c);
+}
+
+/**
+ * xferk_conn_flush_posted() - complete every chunk still posted, as flushed
+ * @c: the connection, down
+ *
+ * Only once nothing can touch their memory any more: the transport is
+ * quiesced, or has no device (the null peer).
+ */
+void xferk_conn_flush_posted(struct xferk_conn *c)
+{
+	struct xferk_chunk *ch, *tmp;
+	LIST_HEAD(chunks);
+
+	mutex_lock(&c->lock);
+	list_splice_init(&c->posted, &chunks);
+	list_for_each_entry(ch, &chunks, node) {
+		ch->posted = false;
+		c->transport->unpost(c, ch);
+	}
+	c->outstanding = 0;
+	mutex_unlock(&c->lock);
+	wake_up_all(&c->idle);
+	list_for_each_entry_safe(ch, tmp, &chunks, node) {
+		list_del_init(&ch->node);
+		xferk_chunk_complete(ch, -ECONNRESET);
+	}
 }
 
 static bool same_host(const struct sockaddr_storage *a,

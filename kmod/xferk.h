@@ -458,6 +458,7 @@ void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 bool xferk_conn_postable(struct xferk_conn *c);
+void xferk_conn_flush_posted(struct xferk_conn *c);
 bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
 			  siphash_key_t *key);
 void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch);

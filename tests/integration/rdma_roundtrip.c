@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * RDMA WRITE and READ round trips over soft-RoCE with data verification:
- * 1 B to 64 MiB, unaligned offsets on both sides, many fragments per op,
- * and bytes next to each transfer left untouched.
+ * 1 B to 64 MiB (1 MiB on the debug kernel), unaligned offsets on both
+ * sides, many fragments per op, and bytes next to each transfer left
+ * untouched.
  */
 #include <unistd.h>
 
@@ -101,6 +102,10 @@ int main(void)
 	read = t_stat("bytes_read");
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		uint64_t len = sizes[i];
+
+		/* The debug kernel's soft-RoCE moves ~3 MB/s: 64 MiB is stock's. */
+		if (len == BUF && t_debug_kernel())
+			break;
 		uint64_t so = len == BUF ? 5 : 4095, doff = len == BUF ? 3 : 123;
 
 		roundtrip(so, doff, len, i);

@@ -101,7 +101,7 @@ static int round_trip(int naive)
 int main(void)
 {
 	int slow = t_debug_kernel();
-	int rounds = slow ? 3 : 20, i, naive_hits = 0, sync_hits = 0;
+	int rounds = slow ? 3 : 12, i, naive_hits = 0, sync_hits = 0;
 	uint64_t dst_mr;
 
 	len = slow ? 8ULL << 20 : 64ULL << 20;
