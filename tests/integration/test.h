@@ -255,6 +255,41 @@ static inline void t_become_user(int group_access)
 	prctl(PR_SET_DUMPABLE, 1);
 }
 
+/* Module parameters t_param_scoped() changed, with their values before. */
+static struct {
+	const char *name;
+	long long val;
+} t_saved_params[8];
+static int t_nr_saved_params;
+
+static inline void t_restore_params(void)
+{
+	while (t_nr_saved_params > 0) {
+		t_nr_saved_params--;
+		t_set_param(t_saved_params[t_nr_saved_params].name,
+			    t_saved_params[t_nr_saved_params].val);
+	}
+}
+
+/*
+ * Sets a module parameter for the rest of the test: its value before is
+ * put back when the test exits. 0, or -1 with errno.
+ */
+static inline int t_param_scoped(const char *name, long long val)
+{
+	long long old = t_param(name);
+
+	if (old < 0 || t_nr_saved_params == 8) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (!t_nr_saved_params && atexit(t_restore_params))
+		return -1;
+	t_saved_params[t_nr_saved_params].name = name;
+	t_saved_params[t_nr_saved_params++].val = old;
+	return t_set_param(name, val);
+}
+
 /* Lines of <debugfs>/xferk/peers containing every one of the words. */
 static inline int t_peers_matching(const char *w1, const char *w2)
 {

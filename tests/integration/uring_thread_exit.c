@@ -216,6 +216,10 @@ int main(void)
 	if (ret == -EPERM)
 		return T_SKIP;		/* the null peer needs CAP_SYS_ADMIN */
 	t_settle(NULL);
+	/* The null peer's teardown after a drain: seconds, not the default 5 s. */
+	if (t_param_scoped("flush_timeout_ms", 1000) ||
+	    t_param_scoped("exit_drain_ms", 1000))
+		return T_FAIL;
 	thread_exits();
 	process_exits();
 	return t_result();
