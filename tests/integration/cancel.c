@@ -20,7 +20,7 @@
 /* A null peer's time per fragment: far longer than the test's own steps. */
 static uint64_t slow_ms(void)
 {
-	return t_debug_kernel() ? 5000 : 2000;
+	return t_debug_kernel() ? 3000 : 2000;
 }
 
 /* A drain budget the slow null peer fits in with room to spare. */

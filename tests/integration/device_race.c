@@ -125,13 +125,14 @@ int main(void)
 		if (pids[i] == 0)
 			exit(i < WORKERS ? worker(i) : reader());
 	}
+	/* The workers are in the middle of things whenever the device goes. */
 	for (round = 0; round < 2; round++) {
-		sleep(2);
+		sleep(1);
 		run_cmd("rdma link delete rxe0");
 		sleep(1);
 		run_cmd("rdma link add rxe0 type rxe netdev dummy0");
 	}
-	sleep(2);
+	sleep(1);
 	for (i = 0; i < WORKERS + 1; i++)
 		kill(pids[i], SIGTERM);
 	for (i = 0; i < WORKERS + 1; i++) {

@@ -72,9 +72,9 @@
 #define PG		4096UL
 
 /* Budget. */
-#define DEF_ITERS	20000UL		/* stock kernel: about 12 s */
+#define DEF_ITERS	15000UL		/* stock kernel: about 9 s */
 #define DEF_SECS	30U
-#define DEBUG_ITERS	10000UL		/* debug kernel: about 13 s */
+#define DEBUG_ITERS	6000UL		/* debug kernel: about 10 s */
 #define DEBUG_SECS	60U
 #define USER_ITER_DIV	4		/* the unprivileged child: a quarter */
 #define USER_SECS_DIV	3		/* and a third of the time */
