@@ -103,16 +103,18 @@ static void op_free_chunks(struct xferk_op *op)
  * chunks' pages are released, then waiters wake, then the physical
  * reference goes. So whoever sees a page count drop (pinned_pages) and
  * then looks at the op sees it physically complete, and a waiter that
- * wakes for physical completion sees the pages released.
+ * wakes for physical completion sees the pages released. @state is the
+ * op's state when that was decided (under op->lock: a lockless read could
+ * see a cancel's passing CANCEL_REQUESTED).
  */
-static void op_apply(struct xferk_op *op, unsigned int what)
+static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 {
 	if (what & XFERK_LIFE_PHYSICAL) {
 		hrtimer_cancel(&op->timer);
 		/* A background drain waiting for its next step ends now. */
 		if (hrtimer_try_to_cancel(&op->drain_timer) == 1)
 			queue_work(xferk_op_wq, &op->cancel_work);
-		op_count_outcome(op, READ_ONCE(op->life.state));
+		op_count_outcome(op, state);
 		if (op->orphaned)
 			atomic64_inc(&xferk_stats.ops_drained_after_exit);
 		op_free_chunks(op);
@@ -120,7 +122,7 @@ static void op_apply(struct xferk_op *op, unsigned int what)
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
 	if (what & XFERK_LIFE_PHYSICAL) {
-		xferk_uring_op_settled(op, READ_ONCE(op->life.state));
+		xferk_uring_op_settled(op, state);
 		xferk_op_put(op);
 	}
 }
@@ -138,7 +140,7 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
 	unsigned int what;
-	u32 late;
+	u32 late, state;
 
 	/* First, while this chunk still keeps the op physically alive. */
 	if (ch->dispatched)
@@ -148,10 +150,11 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	what = xferk_life_chunk_done(&op->life, ch->len, ch->sent, error,
 				     ch->last_in_frag, ktime_get());
 	late = op->life.late_completions - late;
+	state = op->life.state;
 	spin_unlock_irqrestore(&op->lock, flags);
 	if (late)
 		atomic64_inc(&xferk_stats.late_completions);
-	op_apply(op, what);
+	op_apply(op, what, state);
 }
 
 /* A chunk was handed to the device. Called under its connection's lock. */
