@@ -29,6 +29,7 @@ LIB_A	:= $(B)/lib/libxferk.a
 LIB_PC	:= $(B)/lib/xferk.pc
 TOOLS	:= $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 ITESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/integration/*.c))
+THTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/twohost/*.c))
 UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
 LIBHDRS	:= libxferk/libxferk.h libxferk/xferk_uring.h uapi/xferk.h
@@ -51,7 +52,7 @@ module:
 
 lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
 tools: $(TOOLS)
-tests: $(ITESTS) $(UTESTS)
+tests: $(ITESTS) $(THTESTS) $(UTESTS)
 examples: $(EXAMPLES)
 
 $(B)/lib/libxferk.o: libxferk/libxferk.c $(LIBHDRS)
@@ -88,6 +89,11 @@ $(B)/examples/%: libxferk/examples/%.c $(LIB_A) $(LIBHDRS)
 $(B)/tests/integration/%: tests/integration/%.c tests/integration/*.h $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread -luring -lrdmacm -libverbs
+
+# Two-host programs (tests/twohost/*.sh run them in either VM).
+$(B)/tests/twohost/%: tests/twohost/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -Itests/integration -o $@ $< $(LIB_A) -lpthread -luring
 
 $(B)/tests/unit/%: tests/unit/%.c tests/kunit/uapi_layout.h $(LIB_SO) $(LIBHDRS)
 	@mkdir -p $(@D)

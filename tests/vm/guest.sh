@@ -73,6 +73,41 @@ setup_rdma() {
 		rdma link add rxe0 type rxe netdev dummy0 && rdma link show rxe0/1
 }
 
+# Two-VM mode: this VM's rxe0 on the virtio-net link to the other VM.
+setup_link() {
+	local m
+	for m in crc32_generic rdma_rxe rdma_cm ib_uverbs rdma_ucm virtio_net sch_netem; do
+		load_kmod "$m" || return 1
+	done
+	ip link set lo up
+	ip addr add "$XFERK_ADDR/24" dev eth0 && ip link set eth0 up &&
+		rdma link add rxe0 type rxe netdev eth0 && rdma link show rxe0/1
+}
+
+# Two-VM mode (tests/vm/twohost.sh): runs each script the host drops into
+# /ctl/NAME/cmd/ in the background, output and exit code to /ctl/NAME/out/,
+# until the host asks this VM to halt.
+agent() {
+	local me=/ctl/$XFERK_HOST f id
+	mkdir -p /ctl
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 ctl /ctl || return 1
+	echo "boot $XFERK_BOOT, kernel $(uname -r), $XFERK_ADDR" >"$me/ready"
+	while [ ! -e "$me/halt" ]; do
+		for f in "$me"/cmd/*.sh; do
+			[ -e "$f" ] || continue
+			id=$(basename "$f" .sh)
+			mv "$f" "$me/run/$id.sh" || continue
+			(
+				cd /tmp && bash "$me/run/$id.sh" >"$me/out/$id.log" 2>&1
+				echo $? >"$me/out/$id.rc.tmp"
+				mv "$me/out/$id.rc.tmp" "$me/out/$id.rc"
+			) &
+		done
+		sleep 0.1
+	done
+	wait
+}
+
 kmemleak() {
 	[ -e $DEBUGFS/kmemleak ] || return 0
 	echo scan >$DEBUGFS/kmemleak
@@ -157,14 +192,20 @@ main() {
 	# Memory cgroups, for the tests of what a user's kernel memory is charged to.
 	mountpoint -q /sys/fs/cgroup ||
 		mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || true
-	run_test setup/rdma setup_rdma
+	if [ "$XFERK_MODE" = twohost ]; then
+		run_test setup/link setup_link
+	else
+		run_test setup/rdma setup_rdma
+	fi
 	kmemleak clear
 	run_test module/load insmod "$XFERK_MODDIR/kmod/xferk.ko"
 	if [ -e /dev/xferk ]; then
 		# What tools/60-xferk.rules makes udev do on a real host.
 		getent group xferk >/dev/null || groupadd --system xferk
 		chgrp xferk /dev/xferk
-		if [ "$XFERK_MODE" = demo ]; then
+		if [ "$XFERK_MODE" = twohost ]; then
+			run_test agent agent
+		elif [ "$XFERK_MODE" = demo ]; then
 			demo
 		elif [ "$XFERK_MODE" = bench ]; then
 			bench

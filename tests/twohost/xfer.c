@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One end of a two-host test (the scripts in tests/twohost run it in
+ * either VM; the peer's address comes from XFERK_TEST_PEER). Tokens and
+ * signals pass through files in the control share, /ctl/x/ in both VMs.
+ *
+ *   xfer export TOKEN LEN          the target (decode): connects to the
+ *        peer, registers LEN bytes filled with pattern 1, exports them for
+ *        READ and WRITE and writes the token to TOKEN; then waits for
+ *        TOKEN.done and checks that its memory holds the pattern named
+ *        there ("verify SEED"), or just holds the export ("hold").
+ *   xfer roundtrip TOKEN LEN       the initiator (prefill): READs the
+ *        target's LEN bytes and checks pattern 1; for sizes from 1 B to
+ *        LEN, through ioctl and io_uring, WRITEs a pattern and READs it
+ *        back; WRITEs pattern 2 over LEN and tells the target to verify.
+ *   xfer bw TOKEN LEN COUNT        COUNT WRITEs of LEN bytes, one at a
+ *        time, then pattern 2 verified by the target; prints MB/s.
+ *   xfer flood TOKEN NOPS BYTES DEADLINE_MS DRAIN_MS
+ *        NOPS WRITE ops of BYTES each, all in flight, deadline DEADLINE_MS
+ *        from submission, cancel and drain DRAIN_MS at the deadline;
+ *        creates TOKEN.flood once they are submitted (the ops write
+ *        pattern 2 over the target's first NOPS * BYTES bytes). Checks that every
+ *        op settles by its deadline plus its drain budget, that no
+ *        snapshot says buffer_reusable before physical completion, and
+ *        that the host's counters go back to where they were. With
+ *        TOKEN.killed present at the end (the harness killed the peer),
+ *        also that a new op on the dead connection is refused. With
+ *        XFERK_FLOOD_VERIFY=1 every op must succeed and the target
+ *        verifies the data.
+ *   xfer stale TOKEN               a token of a peer instance that is gone
+ *        is refused on a new connection to the peer's new instance.
+ *
+ * Prints "metric NAME VALUE" lines the harness collects.
+ */
+#include <liburing.h>
+#include <xferk_uring.h>
+
+#include "test.h"
+
+/* See two_process.c: rxe reads past a 256-page-multiple MR's end. */
+#define RXE_MAP_SLACK	4096
+#define SETUP_WAIT_MS	120000
+
+static void metric(const char *name, double value)
+{
+	printf("metric %s %.6g\n", name, value);
+	fflush(stdout);
+}
+
+/* Waits until @path exists; 0, or -1 after @ms. */
+static int wait_file(const char *path, unsigned int ms)
+{
+	uint64_t until = t_now_ms() + ms;
+
+	while (access(path, F_OK)) {
+		if (t_now_ms() > until)
+			return -1;
+		usleep(50000);
+	}
+	return 0;
+}
+
+/* Writes @text to @path atomically (the other VM polls for it). */
+static void put_file(const char *path, const char *text)
+{
+	char tmp[512];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, path)) {
+		perror(path);
+		exit(T_FAIL);
+	}
+}
+
+static void put_suffixed(const char *token, const char *suffix,
+			 const char *text)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s.%s", token, suffix);
+	put_file(path, text);
+}
+
+static int read_token(const char *path, struct xferk_token *tok)
+{
+	char hex[XFERK_TOKEN_HEX_LEN + 2] = "";
+	FILE *f;
+
+	if (wait_file(path, SETUP_WAIT_MS)) {
+		fprintf(stderr, "no token at %s\n", path);
+		return -1;
+	}
+	f = fopen(path, "r");
+	if (!f || !fgets(hex, sizeof(hex), f)) {
+		perror(path);
+		return -1;
+	}
+	fclose(f);
+	hex[strcspn(hex, "\n")] = '\0';
+	return xferk_token_parse(hex, tok);
+}
+
+static int cmd_export(const char *token, uint64_t len)
+{
+	char path[512], what[64] = "", hex[XFERK_TOKEN_HEX_LEN + 1];
+	uint32_t acc = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	unsigned int seed;
+	struct xferk_token tok;
+	uint64_t conn, mr, exp;
+	struct xferk *x;
+	uint8_t *buf;
+	long bad;
+	FILE *f;
+	int ret;
+
+	buf = t_map(len + RXE_MAP_SLACK);
+	t_fill(buf, len, 1);
+	ret = xferk_open(&x);
+	if (ret)
+		return T_SKIP;
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
+	if (!ret)
+		ret = xferk_mr_reg(x, buf, len + RXE_MAP_SLACK, acc, &mr);
+	if (!ret)
+		ret = xferk_export(x, conn, mr, 0, len + RXE_MAP_SLACK, acc,
+				   &tok, &exp);
+	if (ret) {
+		fprintf(stderr, "export: setup: %s\n", strerror(-ret));
+		return T_FAIL;
+	}
+	xferk_token_format(&tok, hex, sizeof(hex));
+	strcat(hex, "\n");
+	put_file(token, hex);
+	printf("export: %llu bytes exported to %s, token in %s\n",
+	       (unsigned long long)len, t_peer(), token);
+	fflush(stdout);
+
+	snprintf(path, sizeof(path), "%s.done", token);
+	if (wait_file(path, 3600 * 1000))
+		return T_FAIL;
+	f = fopen(path, "r");
+	if (!f || !fgets(what, sizeof(what), f))
+		return T_FAIL;
+	fclose(f);
+	if (sscanf(what, "verify %u", &seed) != 1)
+		return T_PASS;
+	bad = t_check(buf, len, seed);
+	T_EXPECT(bad < 0, "byte %ld of %llu differs from pattern %u", bad,
+		 (unsigned long long)len, seed);
+	if (bad < 0)
+		printf("export: verified %llu bytes of pattern %u written by the peer\n",
+		       (unsigned long long)len, seed);
+	xferk_close(x);
+	return t_result();
+}
+
+/* The initiator's side: connection, import and local buffers. */
+struct initiator {
+	struct xferk *x;
+	uint64_t conn, remote, src_mr, dst_mr, len;
+	uint8_t *src, *dst;
+};
+
+static int initiator_open(struct initiator *in, const char *token,
+			  uint64_t len)
+{
+	struct xferk_token tok;
+	int ret;
+
+	in->len = len;
+	in->src = t_map(len);
+	in->dst = t_map(len);
+	if (xferk_open(&in->x))
+		return T_SKIP;
+	ret = read_token(token, &tok);
+	if (!ret)
+		ret = xferk_connect(in->x, t_peer(), 0, t_connect_ms(),
+				    &in->conn);
+	if (!ret)
+		ret = xferk_import(in->x, in->conn, &tok, &in->remote);
+	if (!ret)
+		ret = xferk_mr_reg(in->x, in->src, len, XFERK_ACCESS_LOCAL_SRC,
+				   &in->src_mr);
+	if (!ret)
+		ret = xferk_mr_reg(in->x, in->dst, len, XFERK_ACCESS_LOCAL_DST,
+				   &in->dst_mr);
+	if (ret) {
+		fprintf(stderr, "initiator: setup: %d %s\n", ret,
+			strerror(-ret));
+		return T_FAIL;
+	}
+	return T_PASS;
+}
+
+static struct xferk_frag frag(struct initiator *in, uint32_t opcode,
+			      uint64_t off, uint64_t len)
+{
+	return (struct xferk_frag) {
+		.mr = opcode == XFERK_OP_WRITE ? in->src_mr : in->dst_mr,
+		.offset = off, .len = len, .remote = in->remote,
+		.remote_offset = off, .opcode = opcode,
+	};
+}
+
+/* One op through XFERK_IOC_SUBMIT + WAIT; 0 when it succeeded. */
+static int run_ioctl(struct initiator *in, const struct xferk_frag *f)
+{
+	struct xferk_op_snapshot s;
+	int ret;
+
+	ret = xferk_transfer_sync(in->x, f, 1, xferk_now_ns() + 120000000000ULL,
+				  1000000000ULL, &s);
+	if (ret || s.state != XFERK_STATE_SUCCEEDED) {
+		fprintf(stderr, "ioctl op: %d %s err %d\n", ret,
+			xferk_state_name(s.state), s.first_error);
+		return -1;
+	}
+	return 0;
+}
+
+/* One op through an io_uring SUBMIT that parks until the op settles. */
+static int run_uring(struct initiator *in, struct io_uring *ring,
+		     const struct xferk_frag *f)
+{
+	struct xferk_ioc_submit s = {
+		.size = sizeof(s), .flags = XFERK_SUBMIT_AUTO_RELEASE,
+		.frags = (uintptr_t)f, .nr_frags = 1, .frag_size = sizeof(*f),
+		.deadline_ns = xferk_now_ns() + 120000000000ULL,
+		.drain_budget_ns = 1000000000ULL,
+	};
+	uint64_t ud;
+	int res = 0;
+
+	io_uring_prep_xferk_submit(t_sqe(ring), xferk_fd(in->x), &s);
+	io_uring_submit(ring);
+	if (t_cqe(ring, 180000, &res, &ud) || res != XFERK_STATE_SUCCEEDED) {
+		fprintf(stderr, "io_uring op: res %d\n", res);
+		return -1;
+	}
+	return 0;
+}
+
+static double mbs(uint64_t bytes, uint64_t ns)
+{
+	return ns ? bytes / (ns / 1e9) / 1e6 : 0;
+}
+
+static int cmd_roundtrip(const char *token, uint64_t len)
+{
+	static const uint64_t sizes[] = { 1, 4095, 4096, 65539, 1 << 20,
+					  16 << 20, 64 << 20 };
+	struct xferk_frag w, r;
+	struct initiator in;
+	struct io_uring ring;
+	uint64_t t0, t1, t2;
+	unsigned int i, m;
+	int ret;
+	long bad;
+
+	ret = initiator_open(&in, token, len);
+	if (ret)
+		return ret;
+	t_ring(&ring, 8, 0, IORING_SETUP_CQE32);
+
+	r = frag(&in, XFERK_OP_READ, 0, len);
+	T_EXPECT(run_ioctl(&in, &r) == 0, "READ of the target's %llu bytes",
+		 (unsigned long long)len);
+	bad = t_check(in.dst, len, 1);
+	T_EXPECT(bad < 0, "READ: byte %ld differs from the target's pattern",
+		 bad);
+	printf("%10s %-8s %12s %12s\n", "bytes", "via", "WRITE MB/s",
+	       "READ MB/s");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]) &&
+		    sizes[i] <= len; i++) {
+		for (m = 0; m < 2; m++) {
+			unsigned int seed = 100 + 2 * i + m;
+
+			t_fill(in.src, sizes[i], seed);
+			memset(in.dst, 0, sizes[i]);
+			w = frag(&in, XFERK_OP_WRITE, 0, sizes[i]);
+			r = frag(&in, XFERK_OP_READ, 0, sizes[i]);
+			t0 = xferk_now_ns();
+			ret = m ? run_uring(&in, &ring, &w) :
+				  run_ioctl(&in, &w);
+			t1 = xferk_now_ns();
+			if (!ret)
+				ret = m ? run_uring(&in, &ring, &r) :
+					  run_ioctl(&in, &r);
+			t2 = xferk_now_ns();
+			T_EXPECT(ret == 0, "%llu bytes via %s failed",
+				 (unsigned long long)sizes[i],
+				 m ? "io_uring" : "ioctl");
+			bad = t_check(in.dst, sizes[i], seed);
+			T_EXPECT(bad < 0, "%llu bytes via %s: byte %ld read back differs",
+				 (unsigned long long)sizes[i],
+				 m ? "io_uring" : "ioctl", bad);
+			printf("%10llu %-8s %12.1f %12.1f\n",
+			       (unsigned long long)sizes[i],
+			       m ? "io_uring" : "ioctl",
+			       mbs(sizes[i], t1 - t0), mbs(sizes[i], t2 - t1));
+		}
+	}
+	t_fill(in.src, len, 2);
+	w = frag(&in, XFERK_OP_WRITE, 0, len);
+	T_EXPECT(run_ioctl(&in, &w) == 0, "final WRITE");
+	put_suffixed(token, "done", "verify 2\n");
+	io_uring_queue_exit(&ring);
+	xferk_close(in.x);
+	return t_result();
+}
+
+static int cmd_bw(const char *token, uint64_t len, unsigned int count)
+{
+	struct initiator in;
+	struct xferk_frag w;
+	uint64_t t0, t1;
+	unsigned int i;
+	int ret;
+
+	ret = initiator_open(&in, token, len);
+	if (ret)
+		return ret;
+	t_fill(in.src, len, 2);
+	w = frag(&in, XFERK_OP_WRITE, 0, len);
+	t0 = xferk_now_ns();
+	for (i = 0; i < count && !ret; i++)
+		ret = run_ioctl(&in, &w);
+	t1 = xferk_now_ns();
+	T_EXPECT(ret == 0, "WRITE %u of %u failed", i, count);
+	printf("xferk: %u WRITEs of %llu bytes: %.1f MB/s\n", count,
+	       (unsigned long long)len, mbs(len * count, t1 - t0));
+	metric("xferk_write_mbs", mbs(len * count, t1 - t0));
+	put_suffixed(token, "done", "verify 2\n");
+	xferk_close(in.x);
+	return t_result();
+}
+
+static bool settled(const struct xferk_op_snapshot *s)
+{
+	return s->state == XFERK_STATE_SUCCEEDED ||
+	       s->state == XFERK_STATE_FAILED ||
+	       s->state == XFERK_STATE_TIMED_OUT ||
+	       s->state == XFERK_STATE_DRAINED ||
+	       s->state == XFERK_STATE_QUARANTINED;
+}
+
+static int cmd_flood(const char *token, unsigned int nops, uint64_t bytes,
+		     unsigned int deadline_ms, unsigned int drain_ms)
+{
+	struct xferk_submit_opts o = {
+		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
+		.drain_budget_ns = drain_ms * 1000000ULL,
+	};
+	bool verify = getenv("XFERK_FLOOD_VERIFY") &&
+		      atoi(getenv("XFERK_FLOOD_VERIFY"));
+	unsigned int i, left, at_kill = 0, states[XFERK_STATE_COUNT] = { 0 };
+	uint64_t *ops, *deadline, *settled_at, now, t0, worst = 0, last = 0;
+	char killed[512];
+	struct xferk_op_snapshot s;
+	struct t_counters base, end;
+	struct initiator in;
+	struct xferk_frag f;
+	bool seen_kill = false;
+	int ret, bad_reusable = 0, late = 0;
+
+	t_settle(&base);
+	ret = initiator_open(&in, token, nops * bytes);
+	if (ret)
+		return ret;
+	snprintf(killed, sizeof(killed), "%s.killed", token);
+	ops = calloc(nops, sizeof(*ops));
+	deadline = calloc(nops, sizeof(*deadline));
+	settled_at = calloc(nops, sizeof(*settled_at));
+	t_fill(in.src, nops * bytes, 2);
+	t0 = xferk_now_ns();
+	for (i = 0; i < nops; i++) {
+		f = frag(&in, XFERK_OP_WRITE, i * bytes, bytes);
+		deadline[i] = xferk_now_ns() + deadline_ms * 1000000ULL;
+		ret = xferk_submit_ex(in.x, &f, 1, deadline[i], &o, &ops[i]);
+		T_EXPECT(ret == 0, "submit %u: %s", i, strerror(-ret));
+		if (ret)
+			return t_result();
+	}
+	put_suffixed(token, "flood", "submitted\n");
+	printf("flood: %u ops of %llu bytes submitted\n", nops,
+	       (unsigned long long)bytes);
+	fflush(stdout);
+
+	for (left = nops; left;) {
+		now = xferk_now_ns();
+		if (!seen_kill && !access(killed, F_OK)) {
+			seen_kill = true;
+			at_kill = left;
+		}
+		for (i = 0; i < nops; i++) {
+			if (settled_at[i])
+				continue;
+			ret = xferk_query(in.x, ops[i], &s);
+			if (ret) {
+				T_EXPECT(0, "query op %u: %s", i, strerror(-ret));
+				return t_result();
+			}
+			if (s.buffer_reusable && !s.physical_complete)
+				bad_reusable++;
+			if (!settled(&s))
+				continue;
+			settled_at[i] = now;
+			states[s.state]++;
+			left--;
+			if (now > deadline[i] + o.drain_budget_ns + 2000000000ULL)
+				late++;
+			if (now > deadline[i] && now - deadline[i] > worst)
+				worst = now - deadline[i];
+			if (now - t0 > last)
+				last = now - t0;
+		}
+		usleep(20000);
+	}
+	if (!seen_kill && !access(killed, F_OK))
+		seen_kill = true;
+	printf("flood: settled:");
+	for (i = 0; i < XFERK_STATE_COUNT; i++)
+		if (states[i])
+			printf(" %s %u", xferk_state_name(i), states[i]);
+	printf("\n");
+	if (seen_kill)
+		metric("ops_in_flight_at_kill", at_kill);
+	metric("ops_settled_late", late);
+	metric("worst_settle_after_deadline_ms", worst / 1e6);
+	metric("last_settle_after_submit_ms", last / 1e6);
+	T_EXPECT(!late, "%d ops settled after deadline + drain budget + 2 s",
+		 late);
+	T_EXPECT(!bad_reusable, "%d snapshots said buffer_reusable before physical completion",
+		 bad_reusable);
+	if (verify)
+		T_EXPECT(states[XFERK_STATE_SUCCEEDED] == nops,
+			 "%u of %u ops succeeded", states[XFERK_STATE_SUCCEEDED],
+			 nops);
+	for (i = 0; i < nops; i++) {
+		ret = xferk_wait(in.x, ops[i], xferk_now_ns() + 30000000000ULL,
+				 XFERK_WAIT_PHYSICAL, &s);
+		T_EXPECT(ret == 0 && s.buffer_reusable,
+			 "op %u not reusable 30 s after settling: %d %s", i,
+			 ret, xferk_state_name(s.state));
+		xferk_release(in.x, ops[i]);
+	}
+	if (seen_kill) {
+		uint64_t op;
+
+		f = frag(&in, XFERK_OP_WRITE, 0, bytes);
+		ret = xferk_submit(in.x, &f, 1, xferk_now_ns() + 1000000000ULL,
+				   0, &op);
+		if (!ret) {
+			ret = xferk_wait(in.x, op, XFERK_DEADLINE_NONE,
+					 XFERK_WAIT_PHYSICAL, &s);
+			ret = ret ?: -s.first_error;
+			xferk_release(in.x, op);
+		}
+		printf("flood: a new op on the dead connection: %s\n",
+		       strerror(-ret));
+		T_EXPECT(ret == -ENOTCONN || ret == -ECONNRESET ||
+			 ret == -ESTALE, "new op on the dead connection: %d %s",
+			 ret, strerror(-ret));
+	}
+	if (verify)
+		put_suffixed(token, "done", "verify 2\n");
+	xferk_close(in.x);
+	t_settle(&end);
+	T_EXPECT(end.ops_live == base.ops_live &&
+		 end.pinned_pages == base.pinned_pages &&
+		 end.quarantined_pages == base.quarantined_pages,
+		 "counters not back: ops_live %lld/%lld pinned %lld/%lld quarantined %lld/%lld",
+		 end.ops_live, base.ops_live, end.pinned_pages,
+		 base.pinned_pages, end.quarantined_pages,
+		 base.quarantined_pages);
+	return t_result();
+}
+
+static int cmd_stale(const char *token)
+{
+	struct xferk_token tok;
+	uint64_t conn, remote;
+	struct xferk *x;
+	int ret;
+
+	if (xferk_open(&x))
+		return T_SKIP;
+	T_EXPECT(read_token(token, &tok) == 0, "old token");
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
+	T_EXPECT(ret == 0, "connect to the peer's new instance: %s",
+		 strerror(-ret));
+	ret = xferk_import(x, conn, &tok, &remote);
+	printf("stale: the old instance's token on the new connection: %s\n",
+	       strerror(-ret));
+	T_EXPECT(ret == -EACCES || ret == -ESTALE,
+		 "import of the old token: %d %s", ret, strerror(-ret));
+	xferk_close(x);
+	return t_result();
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 2 ? argv[1] : "";
+
+	if (!strcmp(cmd, "export") && argc == 4)
+		return cmd_export(argv[2], strtoull(argv[3], NULL, 0));
+	if (!strcmp(cmd, "roundtrip") && argc == 4)
+		return cmd_roundtrip(argv[2], strtoull(argv[3], NULL, 0));
+	if (!strcmp(cmd, "bw") && argc == 5)
+		return cmd_bw(argv[2], strtoull(argv[3], NULL, 0),
+			      atoi(argv[4]));
+	if (!strcmp(cmd, "flood") && argc == 7)
+		return cmd_flood(argv[2], atoi(argv[3]),
+				 strtoull(argv[4], NULL, 0), atoi(argv[5]),
+				 atoi(argv[6]));
+	if (!strcmp(cmd, "stale") && argc == 3)
+		return cmd_stale(argv[2]);
+	fprintf(stderr, "usage: see the comment at the top of %s\n", __FILE__);
+	return T_FAIL;
+}
