@@ -40,7 +40,7 @@ all: module lib tools tests examples
 
 help:
 	@echo 'make            module (against KDIR=$(KDIR)), library, tools, tests'
-	@echo 'make demo       boot Debian 6.1 in qemu, load xferk, show it working'
+	@echo 'make demo       two VMs on Debian 6.1: decode exports, prefill writes, next to ib_write_bw'
 	@echo 'make bench      the control-plane benchmark in qemu (stock kernel)'
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'

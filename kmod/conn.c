@@ -99,6 +99,7 @@ static int conn_errno(int error);
 static void conn_teardown(struct work_struct *work);
 static void conn_down_work(struct work_struct *work);
 static void conn_timer(struct work_struct *work);
+static void conn_keepalive(struct work_struct *work);
 
 /**
  * xferk_conn_init() - initialization shared by both transports
@@ -131,6 +132,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_WORK(&c->teardown_work, conn_teardown);
 	INIT_WORK(&c->down_work, conn_down_work);
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);
+	INIT_DELAYED_WORK(&c->keepalive_work, conn_keepalive);
 	spin_lock_init(&c->cm_lock);
 	init_completion(&c->cm_ready);
 	init_completion(&c->reg_done);
@@ -263,6 +265,58 @@ static void conn_timer(struct work_struct *work)
 	xferk_conn_down(c, -ETIMEDOUT);
 }
 
+/*
+ * Keepalive: while a connection is up, its transport probes the peer
+ * every keepalive_ms (one probe at a time). A probe that fails takes the
+ * QP down like any failed work request, so an end whose peer is gone (the
+ * host died, its QP was destroyed, a link was down for longer than the
+ * retry window) goes down by itself within keepalive_ms plus the retry
+ * window, even when no local user posts on it: CONNECT then makes a new
+ * one instead of returning it.
+ */
+static void conn_keepalive(struct work_struct *work)
+{
+	struct xferk_conn *c = container_of(to_delayed_work(work),
+					    struct xferk_conn, keepalive_work);
+	unsigned int ms = READ_ONCE(xferk_keepalive_ms);
+	int ret = 0;
+
+	mutex_lock(&c->lock);
+	if (!xferk_conn_postable(c)) {
+		mutex_unlock(&c->lock);
+		return;
+	}
+	if (ms && !test_and_set_bit(XFERK_CONN_F_PROBING, &c->flags)) {
+		ret = c->transport->probe(c);
+		if (ret)
+			clear_bit(XFERK_CONN_F_PROBING, &c->flags);
+		/* The transport cannot probe now (its link is down). */
+		if (ret == -EAGAIN)
+			ret = 0;
+	}
+	/* Disabled: look again in a second whether it still is. */
+	queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
+			   msecs_to_jiffies(ms ?: MSEC_PER_SEC));
+	mutex_unlock(&c->lock);
+	if (ret)
+		xferk_conn_qp_dead(c, -ECONNRESET);
+}
+
+/**
+ * xferk_conn_probe_done() - a keepalive probe completed (any context)
+ * @c: the connection
+ * @error: 0, or why the probe failed (not for a flushed probe: its QP is
+ *	already going down)
+ */
+void xferk_conn_probe_done(struct xferk_conn *c, int error)
+{
+	if (error) {
+		atomic64_inc(&xferk_stats.keepalive_failures);
+		xferk_conn_qp_dead(c, error);
+	}
+	clear_bit(XFERK_CONN_F_PROBING, &c->flags);
+}
+
 /* (Re)arms the connection's own deadline @ms from now. */
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms)
 {
@@ -339,6 +393,10 @@ void xferk_conn_set_up(struct xferk_conn *c)
 		WRITE_ONCE(c->state, XFERK_CONN_UP);
 		atomic64_inc(&xferk_stats.peers_connected);
 		conn_kick_locked(c, &failed);
+		if (c->transport->probe)
+			queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
+					   msecs_to_jiffies(READ_ONCE(xferk_keepalive_ms) ?:
+							    MSEC_PER_SEC));
 	}
 	mutex_unlock(&c->lock);
 	conn_drop_creator(c);
@@ -495,10 +553,13 @@ static void conn_teardown(struct work_struct *work)
 
 	/*
 	 * 2.-3. No connection-manager callback after this; flush what was
-	 * posted and wait for it, bounded. Then nothing re-arms the timer.
+	 * posted and wait for it, bounded. Then nothing re-arms the timer,
+	 * and the keepalive (which posts only while the connection is up)
+	 * stops.
 	 */
 	c->transport->disconnect(c);
 	cancel_delayed_work_sync(&c->timer_work);
+	cancel_delayed_work_sync(&c->keepalive_work);
 	if (!wait_event_timeout(c->idle, READ_ONCE(c->outstanding) == 0,
 				msecs_to_jiffies(xferk_flush_timeout_ms)))
 		pr_warn("xferk: conn %u: %u work requests did not flush; destroying the QP\n",

@@ -120,6 +120,30 @@ module_param_cb(handshake_timeout_ms, &timeout_ms_ops,
 MODULE_PARM_DESC(handshake_timeout_ms,
 		 "A connection a peer opened is closed if its handshake does not finish within this time (default 10000)");
 
+/* 0 (off), or 100 ms to one minute. */
+static int keepalive_ms_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret = kstrtouint(val, 0, &ms);
+
+	if (ret)
+		return ret;
+	if (ms && (ms < 100 || ms > 60000))
+		return -EINVAL;
+	*(unsigned int *)kp->arg = ms;
+	return 0;
+}
+
+static const struct kernel_param_ops keepalive_ms_ops = {
+	.set = keepalive_ms_set,
+	.get = param_get_uint,
+};
+
+unsigned int xferk_keepalive_ms = 2000;
+module_param_cb(keepalive_ms, &keepalive_ms_ops, &xferk_keepalive_ms, 0644);
+MODULE_PARM_DESC(keepalive_ms,
+		 "Every RDMA connection probes its peer this often, so that an end whose peer is gone goes down by itself; 0 disables (default 2000)");
+
 /**
  * xferk_charge() - take @n from a file's budget, all or nothing
  * @used: what the file holds of it

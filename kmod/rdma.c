@@ -36,6 +36,7 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_cm.h>
 #include "xferk.h"
 
@@ -407,6 +408,39 @@ static void conn_rdma_destroy(struct xferk_conn *c)
 		atomic_dec(&xferk_passive_conns);
 }
 
+static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_conn *c = cq->cq_context;
+
+	xferk_conn_probe_done(c, wc->status == IB_WC_WR_FLUSH_ERR ? 0 :
+				 wc_errno(wc->status));
+}
+
+/*
+ * A keepalive probe: a signaled zero-length RDMA WRITE, which checks no key
+ * or address at the peer (IBA C9-88) but needs the peer's QP to answer
+ * within the retry window. In the send queue's second spare slot. Not
+ * while our own port is down (-EAGAIN): a link that is down costs latency,
+ * it does not end the connection by itself; a probe after it comes back
+ * tells whether the peer is still there.
+ */
+static int conn_rdma_probe(struct xferk_conn *c)
+{
+	struct ib_rdma_wr wr = {
+		.wr.opcode = IB_WR_RDMA_WRITE,
+		.wr.wr_cqe = &c->keepalive_cqe,
+		.wr.send_flags = IB_SEND_SIGNALED,
+	};
+	enum ib_port_state state;
+
+	lockdep_assert_held(&c->lock);
+	if (ib_get_cached_port_state(c->qp->device, c->qp->port, &state) ||
+	    state != IB_PORT_ACTIVE)
+		return -EAGAIN;
+	c->keepalive_cqe.done = conn_probe_done;
+	return ib_post_send(c->qp, &wr.wr, NULL);
+}
+
 /* The remote address of an export: random, with @addr's page offset. */
 static u64 export_iova(u64 addr)
 {
@@ -577,6 +611,7 @@ const struct xferk_transport xferk_rdma_transport = {
 	.disconnect = conn_rdma_disconnect,
 	.quiesce = conn_rdma_quiesce,
 	.destroy = conn_rdma_destroy,
+	.probe = conn_rdma_probe,
 };
 
 /* ---- QP ---- */
@@ -628,8 +663,8 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 		c->pd = NULL;
 		return ret;
 	}
-	/* One CQE per chunk, + 1 for an export's registration. */
-	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 1, 0, IB_POLL_WORKQUEUE);
+	/* One CQE per chunk, an export's registration, a keepalive probe. */
+	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 2, 0, IB_POLL_WORKQUEUE);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
 		c->cq = NULL;
@@ -642,7 +677,7 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 	init.qp_type = IB_QPT_RC;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.port_num = id->port_num;
-	init.cap.max_send_wr = XFERK_QP_CTXS + 1;	/* + 1: registration */
+	init.cap.max_send_wr = XFERK_QP_CTXS + 2;	/* registration, probe */
 	init.cap.max_recv_wr = 1;			/* nothing is received */
 	init.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge, XFERK_MAX_SGE);
 	init.cap.max_recv_sge = 1;

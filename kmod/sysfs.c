@@ -92,6 +92,7 @@ XFERK_STAT_ATTR(conns_reaped);
 XFERK_STAT_ATTR(qp_errors);
 XFERK_STAT_ATTR(tokens_rejected);
 XFERK_STAT_ATTR(limit_rejects);
+XFERK_STAT_ATTR(keepalive_failures);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -122,6 +123,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_qp_errors.attr,
 	&dev_attr_tokens_rejected.attr,
 	&dev_attr_limit_rejects.attr,
+	&dev_attr_keepalive_failures.attr,
 	NULL,
 };
 

@@ -92,6 +92,7 @@ extern unsigned long xferk_max_export_pages_per_file;
 extern unsigned int xferk_max_passive_conns;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
+extern unsigned int xferk_keepalive_ms;
 int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,
 			     u8 kind);
 int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
@@ -197,6 +198,7 @@ struct xferk_stats {
 	atomic64_t qp_errors;
 	atomic64_t tokens_rejected;
 	atomic64_t limit_rejects;
+	atomic64_t keepalive_failures;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -263,6 +265,7 @@ enum xferk_conn_state {
 #define XFERK_CONN_F_QP_DEAD	0	/* the QP left RTS: post nothing more */
 #define XFERK_CONN_F_CLAIMED	1	/* a local object used it: never reaped */
 #define XFERK_CONN_F_KEYED	2	/* @peer_id and @token_key are set */
+#define XFERK_CONN_F_PROBING	3	/* a keepalive probe is posted */
 
 struct xferk_conn;
 struct xferk_chunk;
@@ -299,6 +302,7 @@ struct xferk_transport {
 	void (*disconnect)(struct xferk_conn *c);
 	void (*quiesce)(struct xferk_conn *c);
 	void (*destroy)(struct xferk_conn *c);
+	int (*probe)(struct xferk_conn *c);	/* -EAGAIN: not now */
 };
 
 /**
@@ -340,6 +344,9 @@ struct xferk_transport {
  * @teardown_work: the one error-recovery and teardown path
  * @down_work: takes the connection down for the QP event handler
  * @timer_work: handshake deadline; idle reaping of a passive end
+ * @keepalive_work: posts a keepalive probe every keepalive_ms while the
+ *	connection is up (RDMA); re-arms itself only under @lock in state UP
+ * @keepalive_cqe: the probe's completion (XFERK_CONN_F_PROBING while posted)
  * @cm_lock: guards @cm_id against the QP event handler (irq-safe)
  * @cm_id: rdma_cm id (RDMA), NULL once teardown destroyed it
  * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (for
@@ -404,6 +411,8 @@ struct xferk_conn {
 	struct work_struct teardown_work;
 	struct work_struct down_work;
 	struct delayed_work timer_work;
+	struct delayed_work keepalive_work;
+	struct ib_cqe keepalive_cqe;
 
 	spinlock_t cm_lock;	/* cm_id vs the QP event handler */
 	struct rdma_cm_id *cm_id;
@@ -456,6 +465,7 @@ void xferk_conn_claim(struct xferk_conn *c);
 void xferk_conn_set_up(struct xferk_conn *c);
 void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error);
+void xferk_conn_probe_done(struct xferk_conn *c, int error);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 bool xferk_conn_postable(struct xferk_conn *c);
 void xferk_conn_flush_posted(struct xferk_conn *c);

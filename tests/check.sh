@@ -2,9 +2,10 @@
 # make check: every test xferk has, in order of cost.
 #   host   build with -Werror, unit programs, checkpatch
 #   stock  Debian's 6.1 kernel in qemu: integration programs over rxe
+#   twohost  two VMs on Debian's kernel: tests/twohost/ (tests/vm/twohost.sh)
 #   debug  the debug kernel (KASAN, lockdep, kmemleak): KUnit + integration
 # Ends with "N passed, N failed, N skipped" and exits non-zero on any failure.
-# XFERK_KERNELS="stock" (or "debug") limits the VM runs.
+# XFERK_KERNELS="stock" (or "twohost", "debug", any subset) limits the VM runs.
 source "$(dirname "$0")/vm/lib.sh"
 cd "$XFERK_SRC"
 
@@ -38,11 +39,15 @@ else
 	sed 's/^/    | /' "$logs/lint.log"
 fi
 
-for kernel in ${XFERK_KERNELS:-stock debug}; do
-	tests/vm/run test "$kernel" || true
+# XFERK_KERNELS="stock twohost debug" (the default) or a subset.
+for stage in ${XFERK_KERNELS:-stock twohost debug}; do
+	case "$stage" in
+	twohost) tests/vm/run twohost stock || true; dir=stock-twohost ;;
+	*) tests/vm/run test "$stage" || true; dir=$stage ;;
+	esac
 	# No summary means the harness failed before it could judge: count it.
-	cp "$XFERK_BUILD/vm/$kernel/summary" "$summary/$kernel" 2>/dev/null ||
-		echo "FAIL $kernel/harness" | tee "$summary/$kernel"
+	cp "$XFERK_BUILD/vm/$dir/summary" "$summary/$stage" 2>/dev/null ||
+		echo "FAIL $stage/harness" | tee "$summary/$stage"
 done
 
 passed=$(cat "$summary"/* 2>/dev/null | grep -c '^PASS ' || true)

@@ -19,7 +19,9 @@
  *        NOPS WRITE ops of BYTES each, all in flight, deadline DEADLINE_MS
  *        from submission, cancel and drain DRAIN_MS at the deadline;
  *        creates TOKEN.flood once they are submitted (the ops write
- *        pattern 2 over the target's first NOPS * BYTES bytes). Checks that every
+ *        pattern 2 over the target's first NOPS * BYTES bytes). With
+ *        XFERK_FLOOD_GATE=PATH set, creates TOKEN.ready once connected
+ *        and submits only once PATH exists. Checks that every
  *        op settles by its deadline plus its drain budget, that no
  *        snapshot says buffer_reusable before physical completion, and
  *        that the host's counters go back to where they were. With
@@ -227,7 +229,8 @@ static int run_uring(struct initiator *in, struct io_uring *ring,
 	struct xferk_ioc_submit s = {
 		.size = sizeof(s), .flags = XFERK_SUBMIT_AUTO_RELEASE,
 		.frags = (uintptr_t)f, .nr_frags = 1, .frag_size = sizeof(*f),
-		.deadline_ns = xferk_now_ns() + 120000000000ULL,
+		/* A parked op's deadline and drain: 60 s at most. */
+		.deadline_ns = xferk_now_ns() + 50000000000ULL,
 		.drain_budget_ns = 1000000000ULL,
 	};
 	uint64_t ud;
@@ -374,6 +377,11 @@ static int cmd_flood(const char *token, unsigned int nops, uint64_t bytes,
 	deadline = calloc(nops, sizeof(*deadline));
 	settled_at = calloc(nops, sizeof(*settled_at));
 	t_fill(in.src, nops * bytes, 2);
+	if (getenv("XFERK_FLOOD_GATE")) {
+		put_suffixed(token, "ready", "connected\n");
+		T_EXPECT(wait_file(getenv("XFERK_FLOOD_GATE"), SETUP_WAIT_MS) == 0,
+			 "no %s", getenv("XFERK_FLOOD_GATE"));
+	}
 	t0 = xferk_now_ns();
 	for (i = 0; i < nops; i++) {
 		f = frag(&in, XFERK_OP_WRITE, i * bytes, bytes);
@@ -455,7 +463,7 @@ static int cmd_flood(const char *token, unsigned int nops, uint64_t bytes,
 		if (!ret) {
 			ret = xferk_wait(in.x, op, XFERK_DEADLINE_NONE,
 					 XFERK_WAIT_PHYSICAL, &s);
-			ret = ret ?: -s.first_error;
+			ret = ret ?: s.first_error;
 			xferk_release(in.x, op);
 		}
 		printf("flood: a new op on the dead connection: %s\n",

@@ -105,6 +105,8 @@ agent() {
 		done
 		sleep 0.1
 	done
+	# What a test left running (a target waiting for a peer that died).
+	pkill -9 -f "$XFERK_BUILD/tests/twohost/"
 	wait
 }
 

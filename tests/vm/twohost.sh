@@ -64,8 +64,9 @@ export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 	else
 		port_local=$((TH_PORT + 1)) port_remote=$TH_PORT mac=52:54:00:98:00:02
 	fi
-	# One core each: the two guests share this machine's two.
-	qemu-system-x86_64 \
+	# One core each: the two guests share this machine's two. Started
+	# from a subshell, so that killing it is no job of this shell.
+	(qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -M q35 -m 2G -smp 1 \
 		-display none -no-reboot -monitor none \
 		-netdev "socket,id=link,udp=127.0.0.1:$port_remote,localaddr=127.0.0.1:$port_local" \
@@ -76,7 +77,7 @@ export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 		-virtfs "local,path=$TH_CTL,mount_tag=ctl,security_model=none" \
 		-serial "file:$dir/console.log" -serial "file:$dir/results.log" \
 		</dev/null >"$dir/qemu.log" 2>&1 &
-	echo $! >"$TH_DIR/$name.pid"
+	echo $! >"$TH_DIR/$name.pid")
 	th_wait_file "$TH_CTL/$name/ready" 180 "$name" ||
 		{ log "VM $name (boot $n) did not get ready; console: $dir/console.log"; return 1; }
 	log "VM $name (boot $n) ready: $(cat "$TH_CTL/$name/ready")"
@@ -128,7 +129,9 @@ th_kill() {
 	local pid
 	pid=$(cat "$TH_DIR/$1.pid" 2>/dev/null) || return 0
 	kill -9 "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 0.1
+	done
 	rm -f "$TH_DIR/$1.pid"
 }
 
@@ -158,13 +161,13 @@ th_suite() {
 	exec 4>"$TH_DIR/results.log"
 	th_boot a && th_boot b || { th_kill a; th_kill b; }
 	for t in "$XFERK_SRC"/tests/twohost/*.sh; do
-		name=twohost/$(basename "$t" .sh)
+		name=$(basename "$t" .sh)
 		# shellcheck disable=SC2053
-		[[ $(basename "$t" .sh) == $glob ]] || continue
+		[[ $name == $glob ]] || continue
 		log "$name"
 		if th_alive a && th_alive b; then
-			(source "$t") >"$TH_DIR/out" 2>&1
-			rc=$?
+			rc=0
+			(source "$t") >"$TH_DIR/out" 2>&1 || rc=$?
 		else
 			echo "a VM is down before the test" >"$TH_DIR/out"
 			rc=1
@@ -173,6 +176,9 @@ th_suite() {
 		cat "$TH_DIR/out" >&4
 		echo "XFERK-END" >&4
 		echo "XFERK-RESULT $name $rc" >&4
+		# What the test left running in the VMs goes.
+		th_alive a && th_run a pkill -9 -f "$TH_XFER" >/dev/null
+		th_alive b && th_run b pkill -9 -f "$TH_XFER" >/dev/null
 		# A test that left a VM down gets it back for the next one.
 		th_alive a || th_boot a || true
 		th_alive b || th_boot b || true
@@ -184,16 +190,17 @@ th_suite() {
 }
 
 # Judges the suite and each VM boot: a boot that was killed on purpose
-# need not finish, but its console must be clean.
+# need not finish, but its console must be clean. Lines are named
+# twohost-KERNEL/TEST and twohost-KERNEL/VM.BOOT/CHECK.
 th_judge() {
-	local mode=$1 name n dir rc=0 finished
-	python3 "$XFERK_SRC/tests/vm/judge.py" --kernel "$TH_KERNEL" --mode "$mode" \
+	local mode=$1 name n dir rc=0 finished label=twohost-$TH_KERNEL
+	python3 "$XFERK_SRC/tests/vm/judge.py" --kernel "$label" --mode "$mode" \
 		--results "$TH_DIR/results.log" --console /dev/null \
 		--summary "$TH_DIR/summary.suite" || rc=1
 	grep -v -e '/kernel/log-clean$' "$TH_DIR/summary.suite" >"$TH_DIR/summary"
 	while read -r name n dir; do
 		finished=$(grep -c '^XFERK-DONE' "$dir/results.log" 2>/dev/null || true)
-		python3 "$XFERK_SRC/tests/vm/judge.py" --kernel "$TH_KERNEL/$name.$n" \
+		python3 "$XFERK_SRC/tests/vm/judge.py" --kernel "$label/$name.$n" \
 			--mode "$mode" --results "$dir/results.log" \
 			--console "$dir/console.log" --summary "$dir/summary" >"$dir/judge.log" || true
 		# Killed boots do not finish; their console still has to be clean.
@@ -245,7 +252,10 @@ th_demo() {
 th_ib_write_bw() {
 	local count=${1:-100} mbs
 	th_start b ibsrv ib_write_bw -d rxe0 -x 1 -s 1048576 -n "$count" -p 18601
-	sleep 2
+	th_run b sh -c 'for i in $(seq 300); do
+		ss -ltn | grep -q ":18601 " && exit 0
+		sleep 0.1
+	done; echo "ib_write_bw does not listen"; exit 1' || return 1
 	mbs=$(th_run a ib_write_bw -d rxe0 -x 1 -s 1048576 -n "$count" -p 18601 10.98.0.2 |
 		awk '$2 == 1048576 { print $5 }')
 	th_join b ibsrv 60 >/dev/null
