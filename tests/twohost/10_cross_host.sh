@@ -6,7 +6,7 @@ rc=0
 th_start b target "$TH_XFER" export /ctl/x/cross.tok $((64 << 20))
 th_run a "$TH_XFER" roundtrip /ctl/x/cross.tok $((64 << 20)) || rc=1
 th_join b target 120 || rc=1
-th_start a target "$TH_XFER" export /ctl/x/cross-back.tok $((16 << 20))
-th_run b "$TH_XFER" roundtrip /ctl/x/cross-back.tok $((16 << 20)) || rc=1
+th_start a target "$TH_XFER" export /ctl/x/cross-back.tok $((4 << 20))
+th_run b "$TH_XFER" roundtrip /ctl/x/cross-back.tok $((4 << 20)) || rc=1
 th_join a target 120 || rc=1
 exit $rc

@@ -35,6 +35,9 @@ th_init() {
 	rm -rf "$TH_CTL"
 	mkdir -p "$TH_CTL/x"
 	TH_SEQ=0
+	# VMs an interrupted earlier run left behind.
+	th_kill a
+	th_kill b
 	: >"$TH_DIR/boots"
 	: >"$TH_DIR/metrics"
 }
@@ -157,7 +160,7 @@ th_metric_get() {
 # Runs every tests/twohost/*.sh (matching GLOB) against fresh VMs, writes
 # the guest-style report to $TH_DIR/results.log and judges each boot.
 th_suite() {
-	local glob=$1 t name rc
+	local glob=$1 t name rc t0 t_suite=$SECONDS
 	exec 4>"$TH_DIR/results.log"
 	th_boot a && th_boot b || { th_kill a; th_kill b; }
 	for t in "$XFERK_SRC"/tests/twohost/*.sh; do
@@ -165,6 +168,7 @@ th_suite() {
 		# shellcheck disable=SC2053
 		[[ $name == $glob ]] || continue
 		log "$name"
+		t0=$SECONDS
 		if th_alive a && th_alive b; then
 			rc=0
 			(source "$t") >"$TH_DIR/out" 2>&1 || rc=$?
@@ -176,6 +180,7 @@ th_suite() {
 		cat "$TH_DIR/out" >&4
 		echo "XFERK-END" >&4
 		echo "XFERK-RESULT $name $rc" >&4
+		th_metric "$name: took $((SECONDS - t0)) s" >/dev/null
 		# What the test left running in the VMs goes.
 		th_alive a && th_run a pkill -9 -f "$TH_XFER" >/dev/null
 		th_alive b && th_run b pkill -9 -f "$TH_XFER" >/dev/null
@@ -185,6 +190,7 @@ th_suite() {
 	done
 	th_halt a
 	th_halt b
+	th_metric "two-VM suite: took $((SECONDS - t_suite)) s" >/dev/null
 	echo "XFERK-DONE" >&4
 	exec 4>&-
 }
