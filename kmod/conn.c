@@ -267,12 +267,13 @@ static void conn_timer(struct work_struct *work)
 
 /*
  * Keepalive: while a connection is up, its transport probes the peer
- * every keepalive_ms (one probe at a time). A probe that fails takes the
- * QP down like any failed work request, so an end whose peer is gone (the
- * host died, its QP was destroyed, a link was down for longer than the
- * retry window) goes down by itself within keepalive_ms plus the retry
- * window, even when no local user posts on it: CONNECT then makes a new
- * one instead of returning it.
+ * every keepalive_ms (one probe at a time; none while the transport says
+ * it cannot, e.g. its own link is down). A probe that fails takes the QP
+ * down like any failed work request, so an end whose peer is gone (the
+ * host died or rebooted, its module was reloaded, the peer's QP died
+ * during a link outage) goes down by itself within keepalive_ms plus the
+ * retry window of a probe it can post, even when no local user posts on
+ * it: CONNECT then makes a new one instead of returning it.
  */
 static void conn_keepalive(struct work_struct *work)
 {
@@ -294,7 +295,7 @@ static void conn_keepalive(struct work_struct *work)
 		if (ret == -EAGAIN)
 			ret = 0;
 	}
-	/* Disabled: look again in a second whether it still is. */
+	/* Again while up; when disabled, look again in a second. */
 	queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
 			   msecs_to_jiffies(ms ?: MSEC_PER_SEC));
 	mutex_unlock(&c->lock);
@@ -307,12 +308,15 @@ static void conn_keepalive(struct work_struct *work)
  * @c: the connection
  * @error: 0, or why the probe failed (not for a flushed probe: its QP is
  *	already going down)
+ *
+ * A failed probe means the path died: the connection goes down with
+ * ECONNRESET, as for the others when a chunk fails.
  */
 void xferk_conn_probe_done(struct xferk_conn *c, int error)
 {
 	if (error) {
 		atomic64_inc(&xferk_stats.keepalive_failures);
-		xferk_conn_qp_dead(c, error);
+		xferk_conn_qp_dead(c, -ECONNRESET);
 	}
 	clear_bit(XFERK_CONN_F_PROBING, &c->flags);
 }

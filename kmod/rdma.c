@@ -461,7 +461,7 @@ static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /*
  * Posts the fast registration of @mr and waits for it. One at a time per
- * connection (c->exports_lock), in the send queue's one spare slot. The
+ * connection (c->exports_lock), in the send queue's registration slot. The
  * wait is bounded: a registration that does not complete kills the QP,
  * and teardown completes reg_done once the QP is gone.
  */

@@ -1,7 +1,7 @@
 # The target VM dies (its qemu process is killed) with 1000 WRITE ops in
 # flight from the initiator: every op settles by its deadline plus its
 # drain budget, no snapshot says buffer_reusable before the op is
-# physically complete, a new op on the dead connection is refused, the
+# physically complete, a new op on the dead connection fails, the
 # initiator's counters go back to where they were and xferk unloads
 # cleanly. When the target boots again, a new connection, export and
 # token work; the old instance's token is refused.
@@ -10,6 +10,7 @@ th_start b target "$TH_XFER" export /ctl/x/kill.tok $((64 << 20))
 th_start a flood "$TH_XFER" flood /ctl/x/kill.tok 1000 65536 20000 5000
 if th_wait_file "$TH_CTL/x/kill.tok.flood" 180 a; then
 	sleep 0.5
+	touch "$TH_CTL/x/kill.tok.killing"
 	th_kill b
 	t_kill=$(date +%s.%N)
 	touch "$TH_CTL/x/kill.tok.killed"

@@ -8,10 +8,11 @@ th_start b target "$TH_XFER" export /ctl/x/reload.tok $((1000 * 65536))
 th_start a flood "$TH_XFER" flood /ctl/x/reload.tok 1000 65536 20000 5000
 if th_wait_file "$TH_CTL/x/reload.tok.flood" 180 a; then
 	sleep 0.3
-	touch "$TH_CTL/x/reload.tok.killed"
+	touch "$TH_CTL/x/reload.tok.killing"
 	th_run b sh -c 'pkill -9 -f "[x]fer export"; while pgrep -f "[x]fer export" >/dev/null; do sleep 0.1; done
 		rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" && chgrp xferk /dev/xferk' ||
 		{ echo "the target's xferk did not reload"; rc=1; }
+	touch "$TH_CTL/x/reload.tok.killed"
 else
 	rc=1
 fi
