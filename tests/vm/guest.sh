@@ -143,41 +143,6 @@ run_integration() {
 	done
 }
 
-# ib_write_bw over the same rxe device, 1 MiB messages: prints MB/s.
-ib_write_bw_mbs() {
-	local out
-	ib_write_bw -d rxe0 -x 1 -s 1048576 -n 200 -p 18600 >/dev/null 2>&1 &
-	sleep 1
-	out=$(ib_write_bw -d rxe0 -x 1 -s 1048576 -n 200 -p 18600 10.99.0.1 2>&1)
-	wait
-	echo "$out" | awk '$1 == 1048576 { print $4 }'
-}
-
-demo_transfer() {
-	local out xferk_mbs peer_mbs
-	echo "decode and prefill processes, 64 MiB RDMA WRITE through xferk over rxe0:"
-	out=$("$TESTS/two_process" $((64 << 20))) || { echo "$out"; return 1; }
-	echo "$out"
-	xferk_mbs=$(echo "$out" | sed -n 's/.*: \([0-9.]*\) MB\/s$/\1/p')
-	peer_mbs=$(ib_write_bw_mbs)
-	echo
-	echo "ib_write_bw on the same device, 1 MiB messages: ${peer_mbs:-?} MB/s"
-	[ -n "$peer_mbs" ] && [ -n "$xferk_mbs" ] &&
-		awk -v a="$xferk_mbs" -v b="$peer_mbs" \
-			'BEGIN { printf "xferk / ib_write_bw = %.2f\n", a / b }'
-	echo
-	echo "counters (/sys/class/misc/xferk/stats):"
-	grep . /sys/class/misc/xferk/stats/* | sed 's|.*/stats/||'
-	echo
-	echo "connections ($DEBUGFS/xferk/peers):"
-	cat $DEBUGFS/xferk/peers
-}
-
-demo() {
-	run_test demo/status "$XFERK_BUILD/bin/xferk-status"
-	run_test demo/transfer demo_transfer
-}
-
 bench() {
 	run_test bench/ctrl "$XFERK_BUILD/bin/xferk-bench" ctrl
 	run_test bench/qos "$XFERK_BUILD/bin/xferk-bench" qos
@@ -207,8 +172,6 @@ main() {
 		chgrp xferk /dev/xferk
 		if [ "$XFERK_MODE" = twohost ]; then
 			run_test agent agent
-		elif [ "$XFERK_MODE" = demo ]; then
-			demo
 		elif [ "$XFERK_MODE" = bench ]; then
 			bench
 		elif [ "$XFERK_MODE" = fuzz ]; then

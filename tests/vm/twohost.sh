@@ -230,14 +230,17 @@ TH_XFER=$XFERK_BUILD/tests/twohost/xfer
 # make demo: a decode VM exports, a prefill VM writes 64 MiB into it, both
 # verify; then ib_write_bw between the same two VMs.
 th_demo() {
-	local out peer
 	exec 4>"$TH_DIR/results.log"
 	th_boot a && th_boot b || { th_kill a; th_kill b; return 1; }
 	{
+		th_run a "$XFERK_BUILD/bin/xferk-status"
+		echo
 		echo "decode VM (b, 10.98.0.2) exports 64 MiB; prefill VM (a, 10.98.0.1) writes it over RDMA:"
 		th_start b decode "$TH_XFER" export /ctl/x/demo.tok $((64 << 20))
-		TH_RUN_TIMEOUT=600 th_run a "$TH_XFER" bw /ctl/x/demo.tok $((64 << 20)) 1
-		th_join b decode 120
+		rc=0
+		TH_RUN_TIMEOUT=600 th_run a "$TH_XFER" bw /ctl/x/demo.tok $((64 << 20)) 1 || rc=1
+		th_join b decode 120 || rc=1
+		echo "XFERK-RESULT demo/transfer $rc" >&4
 		echo
 		echo "ib_write_bw from a to b, 1 MiB messages:"
 		th_ib_write_bw
@@ -246,6 +249,9 @@ th_demo() {
 		echo
 		echo "counters of the prefill VM (a):"
 		th_run a sh -c 'grep . /sys/class/misc/xferk/stats/* | sed "s|.*/stats/||"'
+		echo
+		echo "connections of the prefill VM (debugfs xferk/peers):"
+		th_run a cat /sys/kernel/debug/xferk/peers
 	} 2>&1 | tee "$TH_DIR/demo.log"
 	th_halt a
 	th_halt b
