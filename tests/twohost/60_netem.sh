@@ -1,14 +1,14 @@
-# 1 % packet loss and 5 ms delay each way (tc netem on both VMs): a 16 MiB
+# 1 % packet loss and 5 ms delay each way (tc netem on both VMs): an 8 MiB
 # WRITE through xferk, verified by the target, and ib_write_bw over the same
 # link; both throughputs and their ratio are reported.
 rc=0
 for v in a b; do
 	th_run $v tc qdisc add dev eth0 root netem loss 1% delay 5ms || exit 1
 done
-th_start b target "$TH_XFER" export /ctl/x/netem.tok $((16 << 20))
-th_run a "$TH_XFER" bw /ctl/x/netem.tok $((16 << 20)) 2 || rc=1
+th_start b target "$TH_XFER" export /ctl/x/netem.tok $((8 << 20))
+th_run a "$TH_XFER" bw /ctl/x/netem.tok $((8 << 20)) 1 || rc=1
 th_join b target 120 || rc=1
-th_ib_write_bw 32 || rc=1
+th_ib_write_bw 16 || rc=1
 for v in a b; do
 	th_run $v tc qdisc del dev eth0 root || rc=1
 done
