@@ -18,26 +18,14 @@
 
 static void child(int ready)
 {
-	uint64_t conn, mr, dst_mr, remote, op, until;
+	uint64_t conn, mr, dst_mr, remote, op;
 	uint8_t *src = t_map(LEN), *dst = t_map(LEN + 4096);
-	struct xferk *x = NULL;
+	struct xferk *x;
 	struct xferk_frag f;
-	int ret;
 
-	/* An earlier child's drain may take the shared connection down: retry. */
-	until = t_now_ms() + t_scaled_ms(20000);
-	for (;;) {
-		if (x)
-			xferk_close(x);
-		ret = xferk_open(&x);
-		if (!ret)
-			ret = t_setup(x, src, LEN, dst, LEN + 4096, &conn, &mr,
-				      &dst_mr, &remote);
-		if (!ret || t_now_ms() > until)
-			break;
-		usleep(200000);
-	}
-	if (ret)
+	/* An earlier child's drain may take the shared connection down. */
+	if (t_open_setup_retry(&x, src, LEN, dst, LEN + 4096, &conn, &mr,
+			       &dst_mr, &remote))
 		_exit(1);
 	f = (struct xferk_frag) { .mr = mr, .len = LEN, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };

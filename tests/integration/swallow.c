@@ -20,13 +20,10 @@
 
 #define MS		1000000ULL
 
-static long long saved_flush = -1;
-
 static void restore(void)
 {
 	t_fault_clear();
-	if (saved_flush > 0)
-		t_set_param("flush_timeout_ms", saved_flush);
+	t_restore_params();
 }
 
 int main(void)
@@ -41,18 +38,13 @@ int main(void)
 
 	if (access(XFERK_DEVICE_PATH, F_OK))
 		return T_SKIP;
-	saved_flush = t_param("flush_timeout_ms");
-	if (saved_flush <= 0) {
-		fprintf(stderr, "no parameter flush_timeout_ms\n");
-		return T_FAIL;
-	}
 	atexit(restore);
 	t_settle(&base);
 	pinned = base.pinned_pages;
 	late = t_stat("late_completions");
 	t_loop_open(&l, 1 << 20, 1 << 20);
-	T_EXPECT(t_set_param("flush_timeout_ms",
-			     t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
+	T_EXPECT(t_param_scoped("flush_timeout_ms",
+				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
 	T_EXPECT(t_quiet() == 0, "other ops are live");
 	T_EXPECT(t_fault_set("swallow_completions", 1) == 0, "fault");
 

@@ -422,6 +422,37 @@ static inline uint64_t t_now_ms(void)
 }
 
 /*
+ * A fresh open file with t_setup() done, tried again every 200 ms for up
+ * to 20 s (scaled): another process's drain may take the shared
+ * connection down meanwhile. *@xp is NULL on failure.
+ */
+static inline int t_open_setup_retry(struct xferk **xp, void *src,
+				     uint64_t src_len, void *dst,
+				     uint64_t dst_len, uint64_t *conn,
+				     uint64_t *src_mr, uint64_t *dst_mr,
+				     uint64_t *remote)
+{
+	uint64_t until = t_now_ms() + t_scaled_ms(20000);
+	int ret;
+
+	*xp = NULL;
+	for (;;) {
+		ret = xferk_open(xp);
+		if (!ret)
+			ret = t_setup(*xp, src, src_len, dst, dst_len, conn,
+				      src_mr, dst_mr, remote);
+		if (!ret)
+			return 0;
+		if (*xp)
+			xferk_close(*xp);
+		*xp = NULL;
+		if (t_now_ms() > until)
+			return ret;
+		usleep(200000);
+	}
+}
+
+/*
  * Polls stats/@name every 50 ms until it reads @want, for at most @ms
  * milliseconds; returns the value last read. For counters that follow an
  * event with a delay: a waiter woken for an op's physical completion can

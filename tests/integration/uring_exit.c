@@ -112,13 +112,13 @@ static void ring_closed(void)
 
 static void child(int ready, int stuck)
 {
-	uint64_t conn, mr, dst_mr, remote, until;
+	uint64_t conn, mr, dst_mr, remote;
 	uint8_t *src = t_map(OPS * LEN), *dst = t_map(OPS * LEN + 4096);
 	struct xferk_op_snapshot snap = { .state = XFERK_STATE_COUNT };
 	struct xferk_ioc_submit s[OPS];
 	struct xferk_frag f[OPS];
 	struct io_uring ring;
-	struct xferk *x = NULL;
+	struct xferk *x;
 	int i, ret = -1;
 
 	/*
@@ -128,20 +128,9 @@ static void child(int ready, int stuck)
 	 */
 	if (stuck && t_quiet())
 		_exit(1);
-	/* Another child's drain may take the shared connection down: retry. */
-	until = t_now_ms() + t_scaled_ms(20000);
-	for (;;) {
-		if (x)
-			xferk_close(x);
-		ret = xferk_open(&x);
-		if (!ret)
-			ret = t_setup(x, src, OPS * LEN, dst, OPS * LEN + 4096,
-				      &conn, &mr, &dst_mr, &remote);
-		if (!ret || t_now_ms() > until)
-			break;
-		usleep(200000);
-	}
-	if (ret)
+	/* Another child's drain may take the shared connection down. */
+	if (t_open_setup_retry(&x, src, OPS * LEN, dst, OPS * LEN + 4096,
+			       &conn, &mr, &dst_mr, &remote))
 		_exit(1);
 	t_ring(&ring, OPS, 0, 0);
 	for (i = 0; i < OPS; i++) {

@@ -32,12 +32,9 @@
 #define DRAIN_S		50		/* the CANCEL drain deadline, from now */
 #define BOUND_S		20		/* "well within" */
 
-static long long saved_flush = -1;
-
 static void restore(void)
 {
-	if (saved_flush > 0)
-		t_set_param("flush_timeout_ms", saved_flush);
+	t_restore_params();
 	t_write_file(FAULT "swallow_completions", "0");
 }
 
@@ -236,7 +233,7 @@ static void cancel_exit(void)
 	int i;
 
 	/* The teardown that ends the drain destroys the QP after 1 s. */
-	T_EXPECT(t_set_param("flush_timeout_ms", 1000) == 0, "flush_timeout_ms");
+	T_EXPECT(t_param_scoped("flush_timeout_ms", 1000) == 0, "flush_timeout_ms");
 	t = reap_time(cancel_then_exit, &r);
 	T_EXPECT(r == 'P', "CANCEL child: %s", r == 'D' ?
 		 "CANCEL ended within 1 s" : "setup failed");
@@ -259,11 +256,6 @@ int main(void)
 {
 	if (access(XFERK_DEVICE_PATH, F_OK))
 		return T_SKIP;
-	saved_flush = t_param("flush_timeout_ms");
-	if (saved_flush <= 0) {
-		fprintf(stderr, "no parameter flush_timeout_ms\n");
-		return T_FAIL;
-	}
 	atexit(restore);
 
 	connect_exit();

@@ -19,14 +19,6 @@
 #define P90_OVERSHOOT_MS	250
 #define MAX_OVERSHOOT_MS	2000
 
-static long long saved_flush = -1;
-
-static void restore(void)
-{
-	if (saved_flush > 0)
-		t_set_param("flush_timeout_ms", saved_flush);
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -48,12 +40,6 @@ int main(void)
 
 	if (xferk_open(&x))
 		return T_SKIP;
-	saved_flush = t_param("flush_timeout_ms");
-	if (saved_flush <= 0) {
-		fprintf(stderr, "no parameter flush_timeout_ms\n");
-		return T_FAIL;
-	}
-	atexit(restore);
 	buf = t_map(4096);
 	/* Far longer than 20 waits can take while their bounds hold. */
 	if (xferk_mr_reg(x, buf, 4096, XFERK_ACCESS_ALL, &mr) ||
@@ -106,7 +92,7 @@ int main(void)
 	 * takes the null peer down, whose teardown ends the chunk after
 	 * flush_timeout_ms (1 s here): DRAINED well within the drain deadline.
 	 */
-	T_EXPECT(t_set_param("flush_timeout_ms", 1000) == 0, "flush_timeout_ms");
+	T_EXPECT(t_param_scoped("flush_timeout_ms", 1000) == 0, "flush_timeout_ms");
 	ret = xferk_cancel_drain(x, op, xferk_now_ns() +
 				 (t_debug_kernel() ? 6000 : 4000) * MS, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable &&
@@ -115,7 +101,7 @@ int main(void)
 		 "cancel: %d %s err %d, %u cancel requests, %u timeouts", ret,
 		 xferk_state_name(s.state), s.first_error, s.cancel_requests,
 		 s.deadline_timeouts);
-	restore();
+	t_restore_params();
 	T_EXPECT_ERR(xferk_wait(x, op, 0, 0x80, &s), EINVAL);
 	xferk_close(x);
 	return t_result();
