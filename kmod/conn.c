@@ -275,11 +275,16 @@ static void conn_timer(struct work_struct *work)
  * retry window of a probe it can post, even when no local user posts on
  * it: CONNECT then makes a new one instead of returning it.
  */
+/* Until the next probe; when disabled, look again in a second. */
+static unsigned long keepalive_delay(void)
+{
+	return msecs_to_jiffies(READ_ONCE(xferk_keepalive_ms) ?: MSEC_PER_SEC);
+}
+
 static void conn_keepalive(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, keepalive_work);
-	unsigned int ms = READ_ONCE(xferk_keepalive_ms);
 	int ret = 0;
 
 	mutex_lock(&c->lock);
@@ -287,7 +292,8 @@ static void conn_keepalive(struct work_struct *work)
 		mutex_unlock(&c->lock);
 		return;
 	}
-	if (ms && !test_and_set_bit(XFERK_CONN_F_PROBING, &c->flags)) {
+	if (READ_ONCE(xferk_keepalive_ms) &&
+	    !test_and_set_bit(XFERK_CONN_F_PROBING, &c->flags)) {
 		ret = c->transport->probe(c);
 		if (ret)
 			clear_bit(XFERK_CONN_F_PROBING, &c->flags);
@@ -295,9 +301,7 @@ static void conn_keepalive(struct work_struct *work)
 		if (ret == -EAGAIN)
 			ret = 0;
 	}
-	/* Again while up; when disabled, look again in a second. */
-	queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
-			   msecs_to_jiffies(ms ?: MSEC_PER_SEC));
+	queue_delayed_work(xferk_conn_wq, &c->keepalive_work, keepalive_delay());
 	mutex_unlock(&c->lock);
 	if (ret)
 		xferk_conn_qp_dead(c, -ECONNRESET);
@@ -399,8 +403,7 @@ void xferk_conn_set_up(struct xferk_conn *c)
 		conn_kick_locked(c, &failed);
 		if (c->transport->probe)
 			queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
-					   msecs_to_jiffies(READ_ONCE(xferk_keepalive_ms) ?:
-							    MSEC_PER_SEC));
+					   keepalive_delay());
 	}
 	mutex_unlock(&c->lock);
 	conn_drop_creator(c);
