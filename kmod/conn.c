@@ -265,6 +265,12 @@ static void conn_timer(struct work_struct *work)
 	xferk_conn_down(c, -ETIMEDOUT);
 }
 
+/* Until the next probe; when disabled, look again in a second. */
+static unsigned long keepalive_delay(void)
+{
+	return msecs_to_jiffies(READ_ONCE(xferk_keepalive_ms) ?: MSEC_PER_SEC);
+}
+
 /*
  * Keepalive: while a connection is up, its transport probes the peer
  * every keepalive_ms (one probe at a time; none while the transport says
@@ -275,12 +281,6 @@ static void conn_timer(struct work_struct *work)
  * retry window of a probe it can post, even when no local user posts on
  * it: CONNECT then makes a new one instead of returning it.
  */
-/* Until the next probe; when disabled, look again in a second. */
-static unsigned long keepalive_delay(void)
-{
-	return msecs_to_jiffies(READ_ONCE(xferk_keepalive_ms) ?: MSEC_PER_SEC);
-}
-
 static void conn_keepalive(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),

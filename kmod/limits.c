@@ -130,7 +130,7 @@ static int keepalive_ms_set(const char *val, const struct kernel_param *kp)
 		return ret;
 	if (ms && (ms < 100 || ms > 60000))
 		return -EINVAL;
-	*(unsigned int *)kp->arg = ms;
+	WRITE_ONCE(*(unsigned int *)kp->arg, ms);
 	return 0;
 }
 
