@@ -304,6 +304,22 @@ ktime_t xferk_deadline_from_user(u64 deadline_ns)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_deadline_from_user);
 
+/**
+ * xferk_drain_deadline() - when the drain that follows a deadline ends
+ * @deadline: the op's deadline (KTIME_MAX: never)
+ * @budget_ns: its drain budget as the user gave it, any value
+ *
+ * Return: @deadline plus @budget_ns; KTIME_MAX (drain until done) where
+ * that lies beyond the clock's range, never a sum that wrapped.
+ */
+ktime_t xferk_drain_deadline(ktime_t deadline, u64 budget_ns)
+{
+	if (deadline == KTIME_MAX || budget_ns > (u64)(KTIME_MAX - deadline))
+		return KTIME_MAX;
+	return ktime_add_ns(deadline, budget_ns);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_drain_deadline);
+
 bool xferk_deadline_passed(ktime_t deadline, ktime_t now)
 {
 	return deadline != KTIME_MAX && now >= deadline;

@@ -86,6 +86,7 @@ void xferk_life_snapshot(const struct xferk_life *l,
 
 /* Deadlines: absolute CLOCK_MONOTONIC ns from the uAPI as ktime_t. */
 ktime_t xferk_deadline_from_user(u64 deadline_ns);
+ktime_t xferk_drain_deadline(ktime_t deadline, u64 budget_ns);
 bool xferk_deadline_passed(ktime_t deadline, ktime_t now);
 
 #endif /* XFERK_LIFECYCLE_H */

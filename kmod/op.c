@@ -361,8 +361,9 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 			queue_work(xferk_op_wq, &op->expire_work);
 		}
 		if (op->submit_flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE)
-			op_drain_async(op, ktime_add_ns(op->deadline,
-							op->drain_budget_ns));
+			op_drain_async(op,
+				       xferk_drain_deadline(op->deadline,
+							    op->drain_budget_ns));
 	}
 	return HRTIMER_NORESTART;
 }
@@ -836,7 +837,8 @@ void xferk_op_orphan(struct xferk_op *op)
 	op->orphaned = true;
 	if (op->ucmd)
 		until = min_t(ktime_t, until,
-			      ktime_add_ns(op->deadline, op->drain_budget_ns));
+			      xferk_drain_deadline(op->deadline,
+						   op->drain_budget_ns));
 	op_drain_async(op, until);
 }
 
@@ -860,7 +862,8 @@ int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	/* A parked io_uring submit ends by its own bound (see uapi). */
 	if (op->ucmd)
 		until = min_t(ktime_t, until,
-			      ktime_add_ns(op->deadline, op->drain_budget_ns));
+			      xferk_drain_deadline(op->deadline,
+						   op->drain_budget_ns));
 	ret = xferk_op_cancel_drain(op, until);
 	op_snapshot(op, &a->snap);
 	xferk_op_put(op);

@@ -260,7 +260,8 @@ struct xferk_frag {
  * @op: out: the op's handle
  * @drain_budget_ns: with XFERK_SUBMIT_CANCEL_ON_DEADLINE (implied through
  *	io_uring): how long the automatic cancel may drain after the
- *	deadline; must be 0 otherwise
+ *	deadline (a budget beyond the clock's range: until drained); must
+ *	be 0 otherwise
  * @priority: XFERK_PRIO_* (XFERK_FEAT_QUEUE; 0 is normal)
  * @reserved: must be 0
  * @window_bytes: most bytes of this op in flight at once; 0: the queue's

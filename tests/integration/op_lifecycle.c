@@ -110,6 +110,35 @@ static void timeout_then_late_completion(uint64_t remote)
 	xferk_release(x, op);
 }
 
+/*
+ * A drain budget beyond the clock's range means "drain until done": the
+ * deadline passes, the op drains until the slow peer completes its chunk
+ * and ends DRAINED, never QUARANTINED (a deadline plus budget that wrapped
+ * ended the drain at once).
+ */
+static void unbounded_drain_budget(uint64_t remote)
+{
+	struct xferk_submit_opts o = {
+		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
+		.drain_budget_ns = UINT64_MAX,
+	};
+	struct xferk_frag f = frag(remote, 0, 4096);
+	struct xferk_op_snapshot s;
+	uint64_t op;
+	int ret;
+
+	ret = xferk_submit_ex(x, &f, 1, xferk_now_ns() + 100 * MS, &o, &op);
+	T_EXPECT(ret == 0, "submit: %s", strerror(-ret));
+	if (ret)
+		return;
+	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED &&
+		 !s.quarantine_events && s.buffer_reusable,
+		 "unbounded drain budget: %d %s, %u quarantine events", ret,
+		 xferk_state_name(s.state), s.quarantine_events);
+	xferk_release(x, op);
+}
+
 static void deadlines(uint64_t remote)
 {
 	struct xferk_frag f = frag(remote, 0, 10);
@@ -202,6 +231,7 @@ int main(void)
 		return T_FAIL;
 	success(fast);
 	timeout_then_late_completion(slow);
+	unbounded_drain_budget(slow);
 	deadlines(fast);
 	max_fragments(fast);
 	release_in_flight(&base);
