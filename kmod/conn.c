@@ -5,23 +5,45 @@
  *
  * A connection is shared by every process of a network namespace that
  * talks to the same peer listener (RDS and rtrs do the same). It comes up
- * on the first XFERK_IOC_CONNECT or when a peer connects to our listener,
- * and stays up until the peer disconnects, its QP fails, its device goes
- * away, a passive end is reaped or the module unloads. Every way down goes
- * through xferk_conn_down() and one teardown work in one fixed order:
+ * on the first XFERK_IOC_CONNECT or when a peer connects to our listener.
+ * Once up it is a session (PD, exports, key, ids, its users' handles) over
+ * a replaceable path (cm_id, QP, CQ), the way rtrs separates sessions from
+ * paths and nvme-rdma reconnects a controller.
  *
- *   1. stop posting: fail the chunks still waiting for a send slot
- *   2. disconnect: no connection-manager callback runs any more (the
+ * A path dies when its QP leaves the ready-to-send state (a QP event, any
+ * failed or flushed completion, a refused post, a failed keepalive probe,
+ * a cancel's escalation) or the peer disconnects: from that moment the
+ * session posts nothing more (a dead QP never swallows work), and it is
+ * RECONNECTING. One recovery work tears the path down:
+ *
+ *   1. disconnect: no connection-manager callback runs any more (the
  *      cm_id is destroyed first), the QP moves to the error state and
  *      flushes every posted work request
- *   3. wait, bounded, until every posted chunk has its completion
- *   4. quiesce: destroy QP and CQ; chunks that never completed are now
- *      physically dead with their QP and are completed as flushed
- *   5. revoke the connection's exports (their keys die), free the rest
+ *   2. wait, bounded, until every posted chunk has its completion
+ *   3. quiesce: destroy QP and CQ; chunks that never completed are now
+ *      physically dead with their QP and count as flushed
  *
- * A connection whose QP left the ready-to-send state (a QP event, or any
- * failed or flushed completion) posts nothing more from that moment: a
- * dead QP never swallows work.
+ * A chunk flushed by a path's death (or whose retries it exhausted) was
+ * not at fault: it waits for the next path and is posted again (an RDMA
+ * READ or WRITE of pinned, unchanged buffers is idempotent), unless its
+ * op's outcome is decided (deadline, cancel, failure). The chunk whose own
+ * work request failed (an access error) fails its op with that error.
+ *
+ * The end that initiated the session starts a new path at once, then with
+ * exponential backoff (XFERK_RECONNECT_MIN_MS doubling to _MAX_MS); its
+ * handshake names the session, authenticated with the session's key, and
+ * the accepting end attaches the new QP to the same PD, so exports and
+ * imports stay valid. A session that has no path after reconnect_ms, whose
+ * peer answers that it does not know the session (it is a new instance:
+ * ESTALE), or whose peer host opens a new session to us, goes DOWN. So
+ * do a first connection that fails, a device that goes away, an unclaimed
+ * passive end, and every session at module unload. Every way down goes
+ * through xferk_conn_down(); the recovery work then tears the session
+ * down in one fixed order:
+ *
+ *   1. stop posting: fail the chunks still waiting for a send slot
+ *   2. tear the path down as above; no chunk is re-queued any more
+ *   3. revoke the connection's exports (their keys die), free the rest
  *
  * Indexes (xferk_conns_lock): every connection is on xferk_conns (tables);
  * RDMA ends are hashed by (namespace, peer address) for CONNECT, and every
@@ -40,6 +62,8 @@
 #include "xferk.h"
 
 #define XFERK_CHUNK_MAX_BYTES	SZ_1M
+#define XFERK_RECONNECT_MIN_MS	100
+#define XFERK_RECONNECT_MAX_MS	5000
 
 DEFINE_MUTEX(xferk_conns_lock);	/* xferk_conns, both indexes, the ids */
 LIST_HEAD(xferk_conns);
@@ -96,7 +120,7 @@ void xferk_conn_put(struct xferk_conn *c)
 }
 
 static int conn_errno(int error);
-static void conn_teardown(struct work_struct *work);
+static void conn_recover(struct work_struct *work);
 static void conn_down_work(struct work_struct *work);
 static void conn_timer(struct work_struct *work);
 static void conn_keepalive(struct work_struct *work);
@@ -122,14 +146,15 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	c->active = active;
 	c->id = atomic_inc_return(&xferk_next_conn_id);
 	c->state = XFERK_CONN_CONNECTING;
-	init_completion(&c->established);
+	c->path_live = true;	/* the first path is the connection attempt */
+	init_waitqueue_head(&c->state_wq);
 	mutex_init(&c->lock);
 	INIT_LIST_HEAD(&c->pending);
 	INIT_LIST_HEAD(&c->posted);
 	init_waitqueue_head(&c->idle);
 	mutex_init(&c->exports_lock);
 	INIT_LIST_HEAD(&c->exports);
-	INIT_WORK(&c->teardown_work, conn_teardown);
+	INIT_DELAYED_WORK(&c->recover_work, conn_recover);
 	INIT_WORK(&c->down_work, conn_down_work);
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);
 	INIT_DELAYED_WORK(&c->keepalive_work, conn_keepalive);
@@ -192,12 +217,24 @@ void xferk_conn_claim(struct xferk_conn *c)
 	set_bit(XFERK_CONN_F_CLAIMED, &c->flags);
 }
 
+/* The one place @state changes. With c->lock. */
+static void conn_set_state(struct xferk_conn *c, int state)
+{
+	lockdep_assert_held(&c->lock);
+	if (c->state == XFERK_CONN_UP)
+		atomic64_dec(&xferk_stats.peers_connected);
+	if (state == XFERK_CONN_UP)
+		atomic64_inc(&xferk_stats.peers_connected);
+	WRITE_ONCE(c->state, state);
+	wake_up_all(&c->state_wq);
+}
+
 /**
  * xferk_conn_down() - take a connection down (any context that may sleep)
  * @c: the connection
  * @error: why, as a negative errno; the first reason is kept
  *
- * Idempotent. The teardown itself runs in a work item.
+ * Idempotent. The teardown itself runs in the recovery work.
  */
 void xferk_conn_down(struct xferk_conn *c, int error)
 {
@@ -205,9 +242,7 @@ void xferk_conn_down(struct xferk_conn *c, int error)
 
 	mutex_lock(&c->lock);
 	if (c->state != XFERK_CONN_DOWN) {
-		if (c->state == XFERK_CONN_UP)
-			atomic64_dec(&xferk_stats.peers_connected);
-		WRITE_ONCE(c->state, XFERK_CONN_DOWN);
+		conn_set_state(c, XFERK_CONN_DOWN);
 		c->error = conn_errno(error);
 		first = true;
 	}
@@ -215,37 +250,83 @@ void xferk_conn_down(struct xferk_conn *c, int error)
 	if (!first)
 		return;
 	conn_drop_creator(c);
-	complete_all(&c->established);
-	queue_work(xferk_conn_wq, &c->teardown_work);
+	mod_delayed_work(xferk_conn_wq, &c->recover_work, 0);
+}
+
+/* The session outlives its path: its transport makes new ones. */
+static bool conn_resumable(struct xferk_conn *c)
+{
+	return c->transport->reconnect && READ_ONCE(xferk_reconnect_ms);
+}
+
+/**
+ * xferk_conn_path_down() - the session's current path died (may sleep)
+ * @c: the connection
+ * @error: why, as a negative errno
+ * @cause: enum xferk_path_cause, for the counters
+ *
+ * A session that was up goes RECONNECTING and the recovery work replaces
+ * the path; in RECONNECTING, the path attempt failed and the recovery work
+ * makes the next one. A first connection that fails, or one whose paths
+ * are not replaced, goes down with @error.
+ */
+void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
+{
+	int state;
+
+	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	mutex_lock(&c->lock);
+	state = c->state;
+	if (state == XFERK_CONN_UP && conn_resumable(c)) {
+		conn_set_state(c, XFERK_CONN_RECONNECTING);
+		c->error = conn_errno(error);
+		c->attempts = 0;
+		c->next_attempt = ktime_get();
+		atomic64_inc(&xferk_stats.path_deaths[cause]);
+	}
+	mutex_unlock(&c->lock);
+	if (state == XFERK_CONN_DOWN)
+		return;
+	if (state == XFERK_CONN_CONNECTING || !conn_resumable(c)) {
+		xferk_conn_down(c, error);
+		return;
+	}
+	if (state == XFERK_CONN_UP)
+		xferk_conn_arm_timer(c, READ_ONCE(xferk_reconnect_ms));
+	mod_delayed_work(xferk_conn_wq, &c->recover_work, 0);
 }
 
 static void conn_down_work(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(work, struct xferk_conn, down_work);
 
-	xferk_conn_down(c, READ_ONCE(c->qp_error));
+	xferk_conn_path_down(c, READ_ONCE(c->qp_error), READ_ONCE(c->qp_cause));
 }
 
 /**
  * xferk_conn_qp_dead() - the connection's QP left the ready-to-send state
  * @c: the connection
  * @error: why, as a negative errno
+ * @cause: enum xferk_path_cause
  *
  * Any context (the QP event handler runs in atomic context): nothing is
- * posted from now on, and the connection goes down in a work item.
+ * posted on the path from now on, and xferk_conn_path_down() runs in a
+ * work item.
  */
-void xferk_conn_qp_dead(struct xferk_conn *c, int error)
+void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause)
 {
 	if (test_and_set_bit(XFERK_CONN_F_QP_DEAD, &c->flags))
 		return;
 	atomic64_inc(&xferk_stats.qp_errors);
 	WRITE_ONCE(c->qp_error, error);
+	WRITE_ONCE(c->qp_cause, cause);
 	queue_work(xferk_conn_wq, &c->down_work);
 }
 
 /*
- * A deadline of the connection itself: the handshake of either end, and
- * for a passive end that came up, the time a local user has to claim it.
+ * A deadline of the connection itself: the handshake of either end; for a
+ * passive end that came up, the time a local user has to claim it; for a
+ * RECONNECTING session, reconnect_ms to get a new path.
  */
 static void conn_timer(struct work_struct *work)
 {
@@ -260,6 +341,10 @@ static void conn_timer(struct work_struct *work)
 	    (state == XFERK_CONN_UP &&
 	     (c->active || test_bit(XFERK_CONN_F_CLAIMED, &c->flags))))
 		return;
+	if (state == XFERK_CONN_RECONNECTING) {
+		xferk_conn_down(c, c->error);
+		return;
+	}
 	if (!c->active)
 		atomic64_inc(&xferk_stats.conns_reaped);
 	xferk_conn_down(c, -ETIMEDOUT);
@@ -304,7 +389,7 @@ static void conn_keepalive(struct work_struct *work)
 	queue_delayed_work(xferk_conn_wq, &c->keepalive_work, keepalive_delay());
 	mutex_unlock(&c->lock);
 	if (ret)
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_KEEPALIVE);
 }
 
 /**
@@ -313,14 +398,13 @@ static void conn_keepalive(struct work_struct *work)
  * @error: 0, or why the probe failed (not for a flushed probe: its QP is
  *	already going down)
  *
- * A failed probe means the path died: the connection goes down with
- * ECONNRESET, as for the others when a chunk fails.
+ * A failed probe means the path died (ECONNRESET), as when a chunk fails.
  */
 void xferk_conn_probe_done(struct xferk_conn *c, int error)
 {
 	if (error) {
 		atomic64_inc(&xferk_stats.keepalive_failures);
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_KEEPALIVE);
 	}
 	clear_bit(XFERK_CONN_F_PROBING, &c->flags);
 }
@@ -386,20 +470,27 @@ static void fail_all(struct list_head *chunks, int error)
 }
 
 /**
- * xferk_conn_set_up() - the connection is established
+ * xferk_conn_set_up() - the connection's (new) path is established
  * @c: the connection
  *
  * Chunks may already wait for it: an importer can queue on the accepting
- * end before its ESTABLISHED event.
+ * end before its ESTABLISHED event, and a RECONNECTING session keeps the
+ * chunks its last path's death flushed.
  */
 void xferk_conn_set_up(struct xferk_conn *c)
 {
 	LIST_HEAD(failed);
 
 	mutex_lock(&c->lock);
-	if (c->state == XFERK_CONN_CONNECTING) {
-		WRITE_ONCE(c->state, XFERK_CONN_UP);
-		atomic64_inc(&xferk_stats.peers_connected);
+	if (c->state == XFERK_CONN_CONNECTING ||
+	    c->state == XFERK_CONN_RECONNECTING) {
+		if (c->state == XFERK_CONN_RECONNECTING) {
+			c->reconnects++;
+			atomic64_inc(&xferk_stats.reconnects);
+		}
+		conn_set_state(c, XFERK_CONN_UP);
+		c->path_gen++;
+		c->attempts = 0;
 		conn_kick_locked(c, &failed);
 		if (c->transport->probe)
 			queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
@@ -407,7 +498,6 @@ void xferk_conn_set_up(struct xferk_conn *c)
 	}
 	mutex_unlock(&c->lock);
 	conn_drop_creator(c);
-	complete_all(&c->established);
 	complete_failed(&failed);
 }
 
@@ -416,9 +506,9 @@ void xferk_conn_set_up(struct xferk_conn *c)
  * @c: the connection
  * @ch: the chunk, not yet posted
  *
- * The chunk is posted when a send slot is free, in order. If the
- * connection is down, or the op was settled meanwhile, the chunk is
- * completed unposted with an error.
+ * The chunk is posted when a send slot is free (and the session has a
+ * path), in order. If the connection is down, or the op was settled
+ * meanwhile, the chunk is completed unposted with an error.
  */
 void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 {
@@ -430,6 +520,10 @@ void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 	if (c->state == XFERK_CONN_DOWN) {
 		ch->error = c->error ?: -ENOTCONN;
 		list_add_tail(&ch->node, &failed);
+	} else if (xferk_chunk_cancelled(ch)) {
+		/* Its op's deadline may have dropped the others already. */
+		ch->error = -ECANCELED;
+		list_add_tail(&ch->node, &failed);
 	} else {
 		list_add_tail(&ch->node, &c->pending);
 		conn_kick_locked(c, &failed);
@@ -438,21 +532,43 @@ void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 	complete_failed(&failed);
 }
 
+/*
+ * A posted chunk that came back with @error, its send slot returned: one
+ * a path's death flushed (or whose retries it exhausted) was not at fault
+ * and waits for the next path while the session lives, unless its op's
+ * outcome is decided. Return: true if it was queued again. With c->lock.
+ */
+static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
+			       int error)
+{
+	lockdep_assert_held(&c->lock);
+	if ((error != -ECONNRESET && error != -ETIMEDOUT) ||
+	    c->state == XFERK_CONN_DOWN || !conn_resumable(c) ||
+	    xferk_chunk_cancelled(ch))
+		return false;
+	xferk_chunk_unposted(ch);
+	list_add_tail(&ch->node, &c->pending);
+	c->reposted++;
+	atomic64_inc(&xferk_stats.chunks_reposted);
+	return true;
+}
+
 /**
  * xferk_conn_chunk_done() - a posted chunk's work request is terminal
  * @c: the connection
  * @ch: the chunk
  * @error: 0 or a negative errno (-ECONNRESET: flushed)
  *
- * Returns the send slot, posts what waits for it, and completes the chunk.
- * A chunk the teardown already reclaimed is left to it. Any error means
- * the QP is in the error state: the connection posts nothing more and
- * goes down.
+ * Returns the send slot, posts what waits for it, and completes the chunk
+ * (or queues it again, see conn_repost_locked()). A chunk the path's
+ * teardown already reclaimed is left to it. Any error means the QP is in
+ * the error state: the path posts nothing more and dies.
  */
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error)
 {
 	LIST_HEAD(failed);
+	bool reposted;
 
 	/* A swallowed completion: the work request never reports. */
 	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
@@ -461,7 +577,7 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 		msleep(READ_ONCE(xferk_fault_delay_ms));
 	/* The chunk keeps its own error; others see the connection reset. */
 	if (error)
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	mutex_lock(&c->lock);
 	if (!ch->posted) {
 		mutex_unlock(&c->lock);
@@ -473,9 +589,11 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	c->credits++;
 	if (!--c->outstanding)
 		wake_up_all(&c->idle);
+	reposted = error && conn_repost_locked(c, ch, error);
 	conn_kick_locked(c, &failed);
 	mutex_unlock(&c->lock);
-	xferk_chunk_complete(ch, error);
+	if (!reposted)
+		xferk_chunk_complete(ch, error);
 	complete_failed(&failed);
 }
 
@@ -517,8 +635,8 @@ void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
 
 /*
  * Cancel escalation: if the op still has work requests posted here, the
- * connection goes to the error state, which flushes them (and every other
- * op's on it).
+ * path dies, which flushes them; every other op's are posted again on the
+ * next path.
  */
 void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op)
 {
@@ -530,17 +648,49 @@ void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op)
 		posted |= ch->op == op;
 	mutex_unlock(&c->lock);
 	if (posted)
-		xferk_conn_down(c, -ECANCELED);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_CANCEL);
 }
 
-static void conn_teardown(struct work_struct *work)
+/*
+ * Tears the current path down (steps 1-3 in the comment at the top);
+ * idempotent. Chunks it flushes are posted again on the next path while
+ * the session lives.
+ */
+static void conn_path_teardown(struct xferk_conn *c)
 {
-	struct xferk_conn *c = container_of(work, struct xferk_conn,
-					    teardown_work);
+	/*
+	 * No connection-manager callback after this; flush what was posted
+	 * and wait for it, bounded. The keepalive (which posts only while
+	 * the connection is up) stops.
+	 */
+	c->transport->disconnect(c);
+	cancel_delayed_work_sync(&c->keepalive_work);
+	if (!wait_event_timeout(c->idle, READ_ONCE(c->outstanding) == 0,
+				msecs_to_jiffies(xferk_flush_timeout_ms)))
+		pr_warn("xferk: conn %u: %u work requests did not flush; destroying the QP\n",
+			c->id, READ_ONCE(c->outstanding));
+
+	/*
+	 * Whatever is still posted is reclaimed here: once the device is
+	 * quiesced (QP destroyed, no callback running) it cannot touch
+	 * memory, and only then are those chunks completed or queued again.
+	 */
+	c->transport->quiesce(c);
+	cancel_work_sync(&c->down_work);
+	xferk_conn_flush_posted(c);
+	mutex_lock(&c->lock);
+	c->path_live = false;
+	clear_bit(XFERK_CONN_F_PROBING, &c->flags);
+	mutex_unlock(&c->lock);
+}
+
+/* The session is DOWN: tear it down (steps 1-3 of a session's teardown). */
+static void conn_teardown(struct xferk_conn *c)
+{
 	struct xferk_conn *sibling;
 	LIST_HEAD(chunks);
 
-	/* 0. On loopback, the other end goes down with this one. */
+	/* On loopback, the other end goes down with this one. */
 	mutex_lock(&xferk_conns_lock);
 	sibling = conn_local_sibling(c);
 	if (sibling)
@@ -558,30 +708,11 @@ static void conn_teardown(struct work_struct *work)
 	mutex_unlock(&c->lock);
 	complete_failed(&chunks);
 
-	/*
-	 * 2.-3. No connection-manager callback after this; flush what was
-	 * posted and wait for it, bounded. Then nothing re-arms the timer,
-	 * and the keepalive (which posts only while the connection is up)
-	 * stops.
-	 */
-	c->transport->disconnect(c);
+	/* 2. The path; nothing re-arms the timer afterwards. */
+	conn_path_teardown(c);
 	cancel_delayed_work_sync(&c->timer_work);
-	cancel_delayed_work_sync(&c->keepalive_work);
-	if (!wait_event_timeout(c->idle, READ_ONCE(c->outstanding) == 0,
-				msecs_to_jiffies(xferk_flush_timeout_ms)))
-		pr_warn("xferk: conn %u: %u work requests did not flush; destroying the QP\n",
-			c->id, READ_ONCE(c->outstanding));
 
-	/*
-	 * 4. Whatever is still posted is reclaimed here: once the device is
-	 * quiesced (QP destroyed, no callback running) it cannot touch
-	 * memory, and only then are those chunks completed.
-	 */
-	c->transport->quiesce(c);
-	cancel_work_sync(&c->down_work);
-	xferk_conn_flush_posted(c);
-
-	/* 5. Revoke exports, free the rest. */
+	/* 3. Revoke exports, free the rest. */
 	xferk_conn_revoke_exports(c);
 	c->transport->destroy(c);
 
@@ -593,9 +724,120 @@ static void conn_teardown(struct work_struct *work)
 	xferk_conn_put(c);
 }
 
+/* Wait before the @n-th attempt in a row: doubling, bounded. */
+static unsigned int reconnect_backoff_ms(u32 n)
+{
+	return min_t(unsigned int, XFERK_RECONNECT_MAX_MS,
+		     XFERK_RECONNECT_MIN_MS << min_t(u32, n, 6));
+}
+
+static void conn_recover_at(struct xferk_conn *c, ktime_t when, ktime_t now)
+{
+	queue_delayed_work(xferk_conn_wq, &c->recover_work,
+			   nsecs_to_jiffies(ktime_sub(when, now)) + 1);
+}
+
+/*
+ * A RECONNECTING session of an end we initiated without a path: start the
+ * next attempt when its backoff allows.
+ */
+static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
+{
+	ktime_t deadline;
+	int ret;
+
+	mutex_lock(&c->lock);
+	if (c->state != XFERK_CONN_RECONNECTING || c->path_live) {
+		mutex_unlock(&c->lock);
+		return;
+	}
+	if (now < c->next_attempt) {
+		conn_recover_at(c, c->next_attempt, now);
+		mutex_unlock(&c->lock);
+		return;
+	}
+	c->path_live = true;
+	reinit_completion(&c->cm_ready);
+	c->next_attempt = ktime_add_ms(now, reconnect_backoff_ms(c->attempts++));
+	deadline = ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
+	c->attempt_deadline = deadline;
+	clear_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	mutex_unlock(&c->lock);
+	atomic64_inc(&xferk_stats.reconnect_attempts);
+	ret = c->transport->reconnect(c);
+	if (ret)
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+	else
+		conn_recover_at(c, deadline, now);
+}
+
 /**
- * xferk_conn_flush_posted() - complete every chunk still posted, as flushed
- * @c: the connection, down
+ * xferk_conn_path_attach() - a new path of a RECONNECTING session begins
+ * @c: the session, of an end the peer initiated
+ *
+ * For the accepting end, under the handshake's deadline like an attempt.
+ * Its teardown waits for cm_ready, which the caller completes once the
+ * new cm_id is the connection's.
+ *
+ * Return: false if the session has a path or is not RECONNECTING.
+ */
+bool xferk_conn_path_attach(struct xferk_conn *c)
+{
+	ktime_t now = ktime_get();
+	bool ok;
+
+	mutex_lock(&c->lock);
+	ok = c->state == XFERK_CONN_RECONNECTING && !c->path_live;
+	if (ok) {
+		c->path_live = true;
+		reinit_completion(&c->cm_ready);
+		c->attempt_deadline =
+			ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
+		clear_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+		conn_recover_at(c, c->attempt_deadline, now);
+	}
+	mutex_unlock(&c->lock);
+	return ok;
+}
+
+/*
+ * The one error-recovery path (serialized: a work item never runs twice at
+ * once). A DOWN session is torn down. A dead path is torn down; a path
+ * attempt that is not up by its deadline counts as dead. A RECONNECTING
+ * session of an end we initiated then starts its next attempt; one a peer
+ * initiated waits for the peer to come back (conn_timer() bounds both).
+ */
+static void conn_recover(struct work_struct *work)
+{
+	struct xferk_conn *c = container_of(to_delayed_work(work),
+					    struct xferk_conn, recover_work);
+	ktime_t now = ktime_get();
+	bool live, dead;
+	int state;
+
+	mutex_lock(&c->lock);
+	state = c->state;
+	live = c->path_live;
+	if (state == XFERK_CONN_RECONNECTING && live && now >= c->attempt_deadline)
+		set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	dead = test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	mutex_unlock(&c->lock);
+
+	if (state == XFERK_CONN_DOWN) {
+		conn_teardown(c);
+		return;
+	}
+	if (live && !dead)
+		return;
+	if (live)
+		conn_path_teardown(c);
+	if (state == XFERK_CONN_RECONNECTING && c->active)
+		conn_path_attempt(c, now);
+}
+
+/**
+ * xferk_conn_flush_posted() - reclaim every chunk still posted, as flushed
+ * @c: the connection, its path dead
  *
  * Only once nothing can touch their memory any more: the transport is
  * quiesced, or has no device (the null peer).
@@ -604,17 +846,22 @@ void xferk_conn_flush_posted(struct xferk_conn *c)
 {
 	struct xferk_chunk *ch, *tmp;
 	LIST_HEAD(chunks);
+	LIST_HEAD(done);
 
 	mutex_lock(&c->lock);
 	list_splice_init(&c->posted, &chunks);
-	list_for_each_entry(ch, &chunks, node) {
+	list_for_each_entry_safe(ch, tmp, &chunks, node) {
+		list_del_init(&ch->node);
 		ch->posted = false;
 		c->transport->unpost(c, ch);
+		c->credits++;
+		if (!conn_repost_locked(c, ch, -ECONNRESET))
+			list_add_tail(&ch->node, &done);
 	}
 	c->outstanding = 0;
 	mutex_unlock(&c->lock);
 	wake_up_all(&c->idle);
-	list_for_each_entry_safe(ch, tmp, &chunks, node) {
+	list_for_each_entry_safe(ch, tmp, &done, node) {
 		list_del_init(&ch->node);
 		xferk_chunk_complete(ch, -ECONNRESET);
 	}
@@ -654,11 +901,10 @@ static bool conn_serves(const struct xferk_conn *c,
 	return sockaddr_port(peer) == htons(xferk_listen_port);
 }
 
-/* Neither down nor with a dead QP. */
+/* Not down: up, or a session that replaces its path. */
 static bool conn_alive(struct xferk_conn *c)
 {
-	return READ_ONCE(c->state) != XFERK_CONN_DOWN &&
-	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	return READ_ONCE(c->state) != XFERK_CONN_DOWN;
 }
 
 /* Alive, and (loopback) its other end is alive too. */
@@ -697,6 +943,56 @@ struct xferk_conn *xferk_conn_find_peer(struct net *net,
 	if (found)
 		xferk_conn_get(found);
 	return found;
+}
+
+/**
+ * xferk_conn_find_resumed() - the session a peer's new path names
+ * @local_id: our end's id, as the peer gave it
+ *
+ * Only sessions the peer initiated to our listener (its namespace) are
+ * resumed through it. The caller still checks the request's MAC.
+ *
+ * Return: the session with a reference, or NULL.
+ */
+struct xferk_conn *xferk_conn_find_resumed(u64 local_id)
+{
+	struct xferk_conn *c;
+
+	mutex_lock(&xferk_conns_lock);
+	c = conn_by_id(local_id);
+	if (c && (c->transport != &xferk_rdma_transport || c->active ||
+		  c->net != &init_net || !conn_alive(c)))
+		c = NULL;
+	if (c)
+		xferk_conn_get(c);
+	mutex_unlock(&xferk_conns_lock);
+	return c;
+}
+
+/**
+ * xferk_conn_stale_peer() - a peer host opens a new session to us
+ * @net: the listener's namespace
+ * @peer: the peer's address
+ *
+ * An instance that knew a session with us would have resumed it, so the
+ * sessions that host opened and that wait for it to come back belong to
+ * an instance that is gone (the host rebooted, its module was reloaded):
+ * they go down with ESTALE instead of waiting for reconnect_ms.
+ */
+void xferk_conn_stale_peer(struct net *net, const struct sockaddr_storage *peer)
+{
+	struct xferk_conn *c;
+
+	mutex_lock(&xferk_conns_lock);
+	hash_for_each_possible(xferk_conns_by_peer, c, peer_node,
+			       peer_hash(net, peer)) {
+		if (c->net != net || c->active || !same_host(&c->peer, peer) ||
+		    READ_ONCE(c->state) != XFERK_CONN_RECONNECTING)
+			continue;
+		atomic64_inc(&xferk_stats.sessions_stale);
+		xferk_conn_down(c, -ESTALE);
+	}
+	mutex_unlock(&xferk_conns_lock);
 }
 
 /**
@@ -774,6 +1070,7 @@ static int conn_errno(int error)
 	case -ENOMEM:
 	case -ECANCELED:
 	case -ESHUTDOWN:
+	case -ESTALE:
 		return error;
 	case -ENETUNREACH:
 	case -ENETDOWN:

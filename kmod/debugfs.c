@@ -95,6 +95,7 @@ DEFINE_SHOW_ATTRIBUTE(quarantine);
 static const char *const conn_states[] = {
 	[XFERK_CONN_CONNECTING] = "connecting",
 	[XFERK_CONN_UP] = "up",
+	[XFERK_CONN_RECONNECTING] = "reconnecting",
 	[XFERK_CONN_DOWN] = "down",
 };
 
@@ -102,16 +103,19 @@ static int peers_show(struct seq_file *m, void *unused)
 {
 	struct xferk_conn *c;
 
-	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed\n");
+	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path_live attempts reconnects reposted\n");
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		mutex_lock(&c->lock);
-		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d\n", c->id,
-			   c->transport->name, c->active ? "active" : "passive",
+		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %d %u %llu %llu\n",
+			   c->id, c->transport->name,
+			   c->active ? "active" : "passive",
 			   conn_states[c->state], &c->peer, READ_ONCE(c->qp_num),
 			   c->outstanding, c->error,
 			   test_bit(XFERK_CONN_F_QP_DEAD, &c->flags),
-			   test_bit(XFERK_CONN_F_CLAIMED, &c->flags));
+			   test_bit(XFERK_CONN_F_CLAIMED, &c->flags),
+			   c->path_gen, c->path_live, c->attempts,
+			   c->reconnects, c->reposted);
 		mutex_unlock(&c->lock);
 	}
 	mutex_unlock(&xferk_conns_lock);

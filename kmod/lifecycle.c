@@ -120,6 +120,18 @@ unsigned int xferk_life_posted(struct xferk_life *l, u64 bytes)
 EXPORT_SYMBOL_IF_KUNIT(xferk_life_posted);
 
 /**
+ * xferk_life_unposted() - a posted chunk came back without a result, to be
+ *	posted again (its path died; it was not at fault)
+ * @l: the op
+ * @bytes: the chunk's length
+ */
+void xferk_life_unposted(struct xferk_life *l, u64 bytes)
+{
+	l->in_flight_bytes -= bytes;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_unposted);
+
+/**
  * xferk_life_chunk_done() - a chunk became terminal
  * @l: the op
  * @bytes: the chunk's length

@@ -72,6 +72,7 @@ const char *xferk_state_name(u32 state);
 void xferk_life_init(struct xferk_life *l, u64 total_bytes, u32 total_frags,
 		     u32 total_chunks, ktime_t now);
 unsigned int xferk_life_posted(struct xferk_life *l, u64 bytes);
+void xferk_life_unposted(struct xferk_life *l, u64 bytes);
 unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
 				   bool posted, int error, bool frag_done,
 				   ktime_t now);

@@ -144,6 +144,30 @@ module_param_cb(keepalive_ms, &keepalive_ms_ops, &xferk_keepalive_ms, 0644);
 MODULE_PARM_DESC(keepalive_ms,
 		 "Every RDMA connection probes its peer this often, so that an end whose peer is gone goes down by itself; 0 disables (default 2000)");
 
+/* 0 (paths are not replaced), or one second to ten minutes. */
+static int reconnect_ms_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret = kstrtouint(val, 0, &ms);
+
+	if (ret)
+		return ret;
+	if (ms && (ms < 1000 || ms > 600000))
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, ms);
+	return 0;
+}
+
+static const struct kernel_param_ops reconnect_ms_ops = {
+	.set = reconnect_ms_set,
+	.get = param_get_uint,
+};
+
+unsigned int xferk_reconnect_ms = 30000;
+module_param_cb(reconnect_ms, &reconnect_ms_ops, &xferk_reconnect_ms, 0644);
+MODULE_PARM_DESC(reconnect_ms,
+		 "A session whose path died gets this long to make a new one before it goes down; 0: a path's death ends the session (default 30000)");
+
 /**
  * xferk_charge() - take @n from a file's budget, all or nothing
  * @used: what the file holds of it

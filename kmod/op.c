@@ -172,6 +172,20 @@ void xferk_chunk_posted(struct xferk_chunk *ch)
 		wake_up_all(&op->wq);
 }
 
+/*
+ * A posted chunk is queued to be posted again (its path died). Called under
+ * its connection's lock.
+ */
+void xferk_chunk_unposted(struct xferk_chunk *ch)
+{
+	struct xferk_op *op = ch->op;
+	unsigned long flags;
+
+	spin_lock_irqsave(&op->lock, flags);
+	xferk_life_unposted(&op->life, ch->len);
+	spin_unlock_irqrestore(&op->lock, flags);
+}
+
 /* A chunk of an op whose outcome is decided is dropped instead of posted. */
 bool xferk_chunk_cancelled(struct xferk_chunk *ch)
 {
@@ -330,12 +344,19 @@ static void op_drain_work(struct work_struct *work)
 	xferk_op_put(op);
 }
 
-/* After the deadline: the op's undispatched chunks leave the queue unposted. */
+/*
+ * After the deadline: the op's chunks that are not posted leave the queue
+ * and their connections unposted (a session that is replacing its path
+ * holds them until it has one).
+ */
 static void op_expire_work(struct work_struct *work)
 {
 	struct xferk_op *op = container_of(work, struct xferk_op, expire_work);
+	u32 i;
 
 	xferk_queue_drop(op);
+	for (i = 0; i < op->nr_conns; i++)
+		xferk_conn_drop_op(op->conns[i], op);
 	xferk_op_put(op);
 }
 
@@ -356,10 +377,8 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	if (what & XFERK_LIFE_WAKE) {
 		atomic64_inc(&xferk_stats.ops_timed_out);
 		wake_up_all(&op->wq);
-		if (op->qdev) {
-			kref_get(&op->ref);
-			queue_work(xferk_op_wq, &op->expire_work);
-		}
+		kref_get(&op->ref);
+		queue_work(xferk_op_wq, &op->expire_work);
 		if (op->submit_flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE)
 			op_drain_async(op,
 				       xferk_drain_deadline(op->deadline,

@@ -16,7 +16,12 @@
  * xferk_cm_msg with the initiator's local connection id and half of a
  * key; the accept carries the acceptor's id and its half. Each end keeps
  * the other's id (tokens the peer exports name our end by it) and the
- * XOR of both halves as the connection's token key. A request we refuse
+ * XOR of both halves as the connection's token key. A new path of a
+ * session (conn.c) sends both ids instead (resume_id: the acceptor's),
+ * with a MAC under the session's token key; the acceptor attaches the new
+ * QP to that session and answers likewise. It rejects a resume of a session
+ * it does not know (a new instance, or a forgery) as stale, and one
+ * whose old path it is still tearing down as "retry". A request we refuse
  * gets struct xferk_cm_rej with a reason code (never an errno); whatever
  * reject a peer sends, the initiator maps it to one documented errno.
  * Passive ends are bounded (max_passive_conns), their handshake is
@@ -59,8 +64,12 @@ struct xferk_cm_msg {
 	__be16 reserved;
 	__be64 caps;
 	__be64 conn_id;		/* the sender's local connection id */
-	u8 key_half[16];	/* the sender's half of the token key */
+	u8 key_half[16];	/* the sender's half of the token key (new) */
+	__be64 resume_id;	/* resume: the acceptor's connection id */
+	__be64 mac;		/* resume: SipHash-2-4 of the bytes above */
 };
+
+static_assert(sizeof(struct xferk_cm_msg) <= 56);
 
 /* Why we refuse a connect request (struct xferk_cm_rej.reason). */
 enum xferk_rej_reason {
@@ -68,6 +77,8 @@ enum xferk_rej_reason {
 	XFERK_REJ_MALFORMED = 2,	/* not a valid xferk request */
 	XFERK_REJ_BUSY = 3,		/* max_passive_conns reached */
 	XFERK_REJ_RESOURCES = 4,	/* we could not set the end up */
+	XFERK_REJ_STALE = 5,		/* resume of a session we do not know */
+	XFERK_REJ_RETRY = 6,		/* resume: the old path is going; retry */
 };
 
 struct xferk_cm_rej {
@@ -339,7 +350,7 @@ static int conn_rdma_post(struct xferk_conn *c, struct xferk_chunk *ch)
 		if (ret == -ENOMEM)
 			return -ENOMEM;
 		/* A QP that refuses a valid post is not ready to send. */
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
 	list_del(&s->node);
@@ -454,7 +465,7 @@ static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct xferk_conn *c = cq->cq_context;
 
 	if (wc->status != IB_WC_SUCCESS)
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	WRITE_ONCE(c->reg_status, wc->status == IB_WC_SUCCESS ? 0 : -EIO);
 	complete(&c->reg_done);
 }
@@ -489,11 +500,11 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 	if (ret == -ENOTCONN)
 		return ret;
 	if (ret) {
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
 	if (!wait_for_completion_timeout(&c->reg_done, 5 * HZ)) {
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		wait_for_completion(&c->reg_done);
 	}
 	return READ_ONCE(c->reg_status);
@@ -602,6 +613,8 @@ static void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e)
 	e->mr = NULL;
 }
 
+static int conn_rdma_reconnect(struct xferk_conn *c);
+
 const struct xferk_transport xferk_rdma_transport = {
 	.name = "rdma",
 	.post = conn_rdma_post,
@@ -612,6 +625,7 @@ const struct xferk_transport xferk_rdma_transport = {
 	.quiesce = conn_rdma_quiesce,
 	.destroy = conn_rdma_destroy,
 	.probe = conn_rdma_probe,
+	.reconnect = conn_rdma_reconnect,
 };
 
 /* ---- QP ---- */
@@ -640,14 +654,16 @@ static void conn_qp_event(struct ib_event *ev, void *ctx)
 	default:
 		pr_debug("xferk: conn %u: QP event %s\n", c->id,
 			 ib_event_msg(ev->event));
-		xferk_conn_qp_dead(c, -ECONNRESET);
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		break;
 	}
 }
 
 /*
- * PD, CQ and QP for a connection on @id's (attached) device; its send slots
- * were allocated with the connection, charged to whoever caused it.
+ * CQ and QP of a new path on @id's (attached) device; the session's first
+ * path also makes its PD and lists its send slots (allocated with the
+ * connection, charged to whoever caused it; a dead path's teardown gives
+ * every slot back). A later path must be on the session's device.
  */
 static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 {
@@ -655,13 +671,18 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 	struct ib_qp_init_attr init = {};
 	int i, ret;
 
-	for (i = 0; i < XFERK_QP_CTXS; i++)
-		list_add_tail(&c->sends[i].node, &c->free_sends);
-	c->pd = ib_alloc_pd(dev, 0);
-	if (IS_ERR(c->pd)) {
-		ret = PTR_ERR(c->pd);
-		c->pd = NULL;
-		return ret;
+	if (c->pd) {
+		if (c->pd->device != dev)
+			return -ENODEV;
+	} else {
+		for (i = 0; i < XFERK_QP_CTXS; i++)
+			list_add_tail(&c->sends[i].node, &c->free_sends);
+		c->pd = ib_alloc_pd(dev, 0);
+		if (IS_ERR(c->pd)) {
+			ret = PTR_ERR(c->pd);
+			c->pd = NULL;
+			return ret;
+		}
 	}
 	/* One CQE per chunk, an export's registration, a keepalive probe. */
 	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 2, 0, IB_POLL_WORKQUEUE);
@@ -705,6 +726,32 @@ static void cm_msg_init(struct xferk_cm_msg *m, const struct xferk_conn *c,
 		.conn_id = cpu_to_be64(c->local_id),
 	};
 	memcpy(m->key_half, key_half, sizeof(m->key_half));
+}
+
+static u64 cm_msg_mac(const struct xferk_cm_msg *m, const struct xferk_conn *c)
+{
+	return siphash(m, offsetof(struct xferk_cm_msg, mac), &c->token_key);
+}
+
+/* A message of a session's new path: both ids, under its key. */
+static void cm_msg_init_resume(struct xferk_cm_msg *m,
+			       const struct xferk_conn *c)
+{
+	static const u8 no_key[16];
+
+	cm_msg_init(m, c, XFERK_PROTO_VERSION, no_key);
+	m->resume_id = cpu_to_be64(c->peer_id);
+	m->mac = cpu_to_be64(cm_msg_mac(m, c));
+}
+
+/* Does @m resume session @c, coming from its peer end? */
+static bool cm_msg_resumes(const struct xferk_cm_msg *m,
+			   const struct xferk_conn *c)
+{
+	return test_bit(XFERK_CONN_F_KEYED, &c->flags) &&
+	       be64_to_cpu(m->conn_id) == c->peer_id &&
+	       be64_to_cpu(m->resume_id) == c->local_id &&
+	       be64_to_cpu(m->mac) == cm_msg_mac(m, c);
 }
 
 /* The peer's private data as one of our messages, or NULL. */
@@ -772,6 +819,10 @@ static int conn_reject_errno(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return -EPROTONOSUPPORT;
 	case XFERK_REJ_MALFORMED:
 		return -EPROTO;
+	case XFERK_REJ_STALE:
+		return -ESTALE;
+	case XFERK_REJ_RETRY:
+		return -EAGAIN;
 	default:
 		return -ECONNREFUSED;
 	}
@@ -784,9 +835,19 @@ static u8 *conn_key_half(struct xferk_conn *c)
 	return (u8 *)&c->token_key;
 }
 
+/* A path is being made: the first, or a session's next. */
 static bool conn_connecting(struct xferk_conn *c)
 {
-	return READ_ONCE(c->state) == XFERK_CONN_CONNECTING;
+	int state = READ_ONCE(c->state);
+
+	return state == XFERK_CONN_CONNECTING ||
+	       state == XFERK_CONN_RECONNECTING;
+}
+
+/* A session's next path: the peer knows us already. */
+static bool conn_resuming(struct xferk_conn *c)
+{
+	return test_bit(XFERK_CONN_F_KEYED, &c->flags);
 }
 
 /*
@@ -806,53 +867,64 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (!conn_connecting(c))
 			return;
-		ret = conn_attach(c, id->device);
+		ret = c->dev ? 0 : conn_attach(c, id->device);
 		if (!ret)
 			ret = rdma_resolve_route(id, XFERK_RESOLVE_MS);
 		if (ret)
-			xferk_conn_down(c, ret);
+			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 		return;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		if (!conn_connecting(c))
 			return;
 		ret = conn_rdma_setup(c, id);
 		if (ret) {
-			xferk_conn_down(c, ret);
+			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 			return;
 		}
-		cm_msg_init(&req, c, xferk_fault_connect_version ?:
-			    XFERK_PROTO_VERSION, conn_key_half(c));
+		if (conn_resuming(c))
+			cm_msg_init_resume(&req, c);
+		else
+			cm_msg_init(&req, c, xferk_fault_connect_version ?:
+				    XFERK_PROTO_VERSION, conn_key_half(c));
 		conn_param_init(&param, id->device, &req, sizeof(req));
 		ret = rdma_connect_locked(id, &param);
 		if (ret)
-			xferk_conn_down(c, ret);
+			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 		return;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		rep = cm_msg_parse(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len);
-		if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION) {
-			xferk_conn_down(c, -EPROTO);
+		if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION ||
+		    (conn_resuming(c) && !cm_msg_resumes(rep, c))) {
+			xferk_conn_path_down(c, -EPROTO, XFERK_PATH_QP);
 			return;
 		}
-		conn_set_peer(c, rep, conn_key_half(c));
+		if (!conn_resuming(c))
+			conn_set_peer(c, rep, conn_key_half(c));
 		xferk_conn_set_up(c);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
-		xferk_conn_down(c, conn_reject_errno(id, ev));
+		ret = conn_reject_errno(id, ev);
+		if (ret == -ESTALE && conn_resuming(c)) {
+			atomic64_inc(&xferk_stats.sessions_stale);
+			xferk_conn_down(c, ret);
+			return;
+		}
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 		return;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
-		xferk_conn_down(c, -EHOSTUNREACH);
+		xferk_conn_path_down(c, -EHOSTUNREACH, XFERK_PATH_QP);
 		return;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
-		xferk_conn_down(c, -ECONNREFUSED);
+		xferk_conn_path_down(c, -ECONNREFUSED, XFERK_PATH_QP);
 		return;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		xferk_conn_down(c, -ENODEV);
 		return;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		xferk_conn_down(c, -ECONNRESET);
+		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
 		return;
 	default:
 		return;
@@ -875,7 +947,7 @@ static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:
-		xferk_conn_down(c, -ECONNRESET);
+		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
 		break;
 	default:
 		break;
@@ -892,6 +964,62 @@ static void conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)
 
 	atomic64_inc(&xferk_stats.conns_rejected);
 	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+/*
+ * A new path of one of our sessions: the peer end it names (by our id and
+ * its own, under the session's key) must be the one we know, and the
+ * session must be waiting for a path; a session whose old path we still
+ * think up learns here that it died. Like a new connection, @id belongs
+ * to the session once attached, and a failure goes through its recovery.
+ */
+static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			       const struct xferk_cm_msg *req)
+{
+	struct rdma_conn_param param;
+	struct xferk_cm_msg rep;
+	struct xferk_conn *c;
+	int ret;
+
+	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id));
+	if (c && !cm_msg_resumes(req, c)) {
+		xferk_conn_put(c);
+		c = NULL;
+	}
+	if (!c) {
+		conn_send_reject(id, XFERK_REJ_STALE);
+		return -ESTALE;
+	}
+	if (!xferk_conn_path_attach(c)) {
+		/* Its peer made a new path: the old one is dead. */
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_PEER);
+		xferk_conn_put(c);
+		conn_send_reject(id, XFERK_REJ_RETRY);
+		return -EAGAIN;
+	}
+	spin_lock_irq(&c->cm_lock);
+	c->cm_id = id;
+	spin_unlock_irq(&c->cm_lock);
+	id->context = c;
+	complete_all(&c->cm_ready);	/* the handler owns @id from here */
+	ret = conn_rdma_setup(c, id);
+	if (ret) {
+		conn_send_reject(id, XFERK_REJ_RESOURCES);
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+		xferk_conn_put(c);
+		return 0;
+	}
+	cm_msg_init_resume(&rep, c);
+	conn_param_init(&param, id->device, &rep, sizeof(rep));
+	param.initiator_depth = min_t(u8, param.initiator_depth,
+				      ev->param.conn.responder_resources);
+	param.responder_resources = min_t(u8, param.responder_resources,
+					  ev->param.conn.initiator_depth);
+	ret = rdma_accept(id, &param);
+	if (ret)
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+	xferk_conn_put(c);
+	return 0;
 }
 
 /*
@@ -918,6 +1046,9 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_VERSION);
 		return -EPROTONOSUPPORT;
 	}
+	if (req->resume_id)
+		return conn_passive_resume(id, ev, req);
+	xferk_conn_stale_peer(&init_net, &id->route.addr.dst_addr);
 	if (atomic_inc_return(&xferk_passive_conns) >
 	    READ_ONCE(xferk_max_passive_conns)) {
 		atomic_dec(&xferk_passive_conns);
@@ -1047,6 +1178,40 @@ static struct xferk_conn *conn_start(struct net *net,
 	return c;
 }
 
+/*
+ * The next path of a RECONNECTING session we initiated (the recovery
+ * work, after it tore the last one down and reinitialized cm_ready): the
+ * same steps as the first, to the same peer address, on the same device.
+ */
+static int conn_rdma_reconnect(struct xferk_conn *c)
+{
+	struct rdma_cm_id *id;
+	int ret;
+
+	id = rdma_create_id(c->net, xferk_cm_handler, c, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(id)) {
+		complete_all(&c->cm_ready);
+		return -ENOMEM;
+	}
+	spin_lock_irq(&c->cm_lock);
+	c->cm_id = id;
+	spin_unlock_irq(&c->cm_lock);
+	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&c->peer,
+				XFERK_RESOLVE_MS);
+	complete_all(&c->cm_ready);
+	return ret;
+}
+
+/* Up with a live path, or down: what CONNECT waits for. */
+static bool conn_settled(struct xferk_conn *c)
+{
+	int state = READ_ONCE(c->state);
+
+	return state == XFERK_CONN_DOWN ||
+	       (state == XFERK_CONN_UP &&
+		!test_bit(XFERK_CONN_F_QP_DEAD, &c->flags));
+}
+
 /**
  * xferk_conn_connect() - a connection to a peer, shared namespace-wide
  * @net: the caller's network namespace; the connection lives there
@@ -1059,7 +1224,9 @@ static struct xferk_conn *conn_start(struct net *net,
  * A new connection's attempt is bounded by @timeout_ms whoever waits for
  * it. A caller interrupted by a signal leaves the attempt running for
  * others; one that gives up for good (timeout, fatal signal) ends an
- * attempt it started.
+ * attempt it started. A session that is replacing its path is waited for
+ * within @timeout_ms too; if it goes down meanwhile, a new connection is
+ * made in the time left.
  *
  * Return: the connection, up, with a reference; or ERR_PTR: -EHOSTUNREACH,
  * -ECONNREFUSED, -ETIMEDOUT, -EPROTONOSUPPORT, -EPROTO, -ECONNRESET,
@@ -1071,11 +1238,13 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 				      unsigned int timeout_ms,
 				      struct xferk_qacct *acct)
 {
+	unsigned long until = jiffies + msecs_to_jiffies(timeout_ms);
 	struct xferk_conn *c;
 	bool created = false;
 	long left;
 	int ret;
 
+again:
 	mutex_lock(&xferk_conns_lock);
 	c = xferk_conn_find_peer(net, peer);
 	mutex_unlock(&xferk_conns_lock);
@@ -1086,17 +1255,21 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 		created = true;
 	}
 
-	left = wait_for_completion_interruptible_timeout(&c->established,
-							 msecs_to_jiffies(timeout_ms));
+	left = wait_event_interruptible_timeout(c->state_wq, conn_settled(c),
+						max_t(long, until - jiffies, 1));
 	mutex_lock(&c->lock);
 	ret = c->state == XFERK_CONN_UP ? 0 : c->error;
-	if (c->state == XFERK_CONN_CONNECTING)
-		ret = left ? -ERESTARTSYS : -ETIMEDOUT;
+	if (c->state != XFERK_CONN_DOWN && !conn_settled(c))
+		ret = left < 0 ? -ERESTARTSYS : -ETIMEDOUT;
 	mutex_unlock(&c->lock);
-	if (!ret && test_bit(XFERK_CONN_F_QP_DEAD, &c->flags))
-		ret = -ECONNRESET;
 	if (!ret)
 		return c;
+	/* The session we found ended while we waited: make a new one. */
+	if (!created && READ_ONCE(c->state) == XFERK_CONN_DOWN &&
+	    time_before(jiffies, until)) {
+		xferk_conn_put(c);
+		goto again;
+	}
 	if (created && (ret == -ETIMEDOUT || fatal_signal_pending(current)))
 		xferk_conn_down(c, ret);
 	xferk_conn_put(c);

@@ -94,6 +94,26 @@ XFERK_STAT_ATTR(tokens_rejected);
 XFERK_STAT_ATTR(limit_rejects);
 XFERK_STAT_ATTR(keepalive_failures);
 
+/* stats/path_deaths_<cause>: one file per enum xferk_path_cause */
+#define XFERK_PATH_DEATHS_ATTR(_cause, _index)				\
+static ssize_t path_deaths_##_cause##_show(struct device *dev,		\
+					   struct device_attribute *attr,	\
+					   char *buf)			\
+{									\
+	return sysfs_emit(buf, "%lld\n",				\
+			  atomic64_read(&xferk_stats.path_deaths[_index])); \
+}									\
+static DEVICE_ATTR_RO(path_deaths_##_cause)
+
+XFERK_PATH_DEATHS_ATTR(qp, XFERK_PATH_QP);
+XFERK_PATH_DEATHS_ATTR(peer, XFERK_PATH_PEER);
+XFERK_PATH_DEATHS_ATTR(keepalive, XFERK_PATH_KEEPALIVE);
+XFERK_PATH_DEATHS_ATTR(cancel, XFERK_PATH_CANCEL);
+XFERK_STAT_ATTR(reconnect_attempts);
+XFERK_STAT_ATTR(reconnects);
+XFERK_STAT_ATTR(chunks_reposted);
+XFERK_STAT_ATTR(sessions_stale);
+
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
 	&dev_attr_ops_succeeded.attr,
@@ -124,6 +144,14 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_tokens_rejected.attr,
 	&dev_attr_limit_rejects.attr,
 	&dev_attr_keepalive_failures.attr,
+	&dev_attr_path_deaths_qp.attr,
+	&dev_attr_path_deaths_peer.attr,
+	&dev_attr_path_deaths_keepalive.attr,
+	&dev_attr_path_deaths_cancel.attr,
+	&dev_attr_reconnect_attempts.attr,
+	&dev_attr_reconnects.attr,
+	&dev_attr_chunks_reposted.attr,
+	&dev_attr_sessions_stale.attr,
 	NULL,
 };
 

@@ -93,6 +93,7 @@ extern unsigned int xferk_max_passive_conns;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
 extern unsigned int xferk_keepalive_ms;
+extern unsigned int xferk_reconnect_ms;
 int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,
 			     u8 kind);
 int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
@@ -168,6 +169,15 @@ int xferk_arg_copy_out(struct xferk_file *xf,
 long xferk_ioctl_dispatch(struct xferk_file *xf, unsigned int cmd,
 			  void __user *uarg);
 
+/* Why a session's path died (counted per cause in sysfs stats/). */
+enum xferk_path_cause {
+	XFERK_PATH_QP,		/* a failed completion, QP event or refused post */
+	XFERK_PATH_PEER,	/* the peer disconnected */
+	XFERK_PATH_KEEPALIVE,	/* a keepalive probe failed */
+	XFERK_PATH_CANCEL,	/* a cancel's escalation flushed the QP */
+	XFERK_PATH_CAUSES
+};
+
 /* stats.c: module-wide counters, shown in sysfs */
 struct xferk_stats {
 	atomic64_t ops_submitted;
@@ -199,6 +209,11 @@ struct xferk_stats {
 	atomic64_t tokens_rejected;
 	atomic64_t limit_rejects;
 	atomic64_t keepalive_failures;
+	atomic64_t path_deaths[XFERK_PATH_CAUSES];
+	atomic64_t reconnect_attempts;
+	atomic64_t reconnects;
+	atomic64_t chunks_reposted;
+	atomic64_t sessions_stale;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -255,9 +270,16 @@ void xferk_region_deregister(struct xferk_region *r);
 /* Chunks (send work requests) in flight per connection. */
 #define XFERK_QP_CTXS	128
 
+/*
+ * A connection is a session with the peer (its PD, exports, key, ids, its
+ * users' handles) over one path at a time (cm_id, QP, CQ). When the path
+ * of an UP session dies, the session is RECONNECTING until a new path is
+ * up (UP again) or it gives up (DOWN). Every transition is in conn.c.
+ */
 enum xferk_conn_state {
 	XFERK_CONN_CONNECTING,
 	XFERK_CONN_UP,
+	XFERK_CONN_RECONNECTING,
 	XFERK_CONN_DOWN,
 };
 
@@ -288,10 +310,15 @@ struct xferk_send;
  *	on this connection: set e->rkey and e->iova
  * @unexport: revoke what @export made
  * @disconnect: stop every callback of the connection manager and start
- *	flushing everything posted
+ *	flushing everything posted (the path's first teardown step)
  * @quiesce: stop the device: afterwards no posted work request can touch
- *	memory and no completion or QP event callback runs
+ *	memory and no completion or QP event callback runs; the path is gone
  * @destroy: free what is left (after exports were revoked)
+ * @probe: post a keepalive probe (c->lock held)
+ * @reconnect: start a new path for a RECONNECTING session of an end
+ *	this host initiated (NULL: paths are not replaced, their death ends
+ *	the session); its outcome arrives as xferk_conn_set_up() or
+ *	xferk_conn_path_down()
  */
 struct xferk_transport {
 	const char *name;
@@ -303,6 +330,7 @@ struct xferk_transport {
 	void (*quiesce)(struct xferk_conn *c);
 	void (*destroy)(struct xferk_conn *c);
 	int (*probe)(struct xferk_conn *c);	/* -EAGAIN: not now */
+	int (*reconnect)(struct xferk_conn *c);
 };
 
 /**
@@ -327,9 +355,17 @@ struct xferk_transport {
  *	of the errnos documented for CONNECT and for chunks
  * @flags: XFERK_CONN_F_* bits
  * @qp_error: the error the QP event handler recorded for @down_work
+ * @qp_cause: and its enum xferk_path_cause
+ * @path_live: the session has a path, connecting or up (@lock)
+ * @path_gen: paths the session has had (@lock)
+ * @attempts: path attempts since the last path was up (@lock)
+ * @next_attempt: when the next path attempt may start (@lock)
+ * @attempt_deadline: when a path attempt that is not up yet fails (@lock)
+ * @reconnects: paths that came up after the first (@lock)
+ * @reposted: chunks flushed by a path death and queued again (@lock)
+ * @state_wq: woken on every change of @state
  * @creator: the account of the file whose CONNECT started this end (ref),
  *	until it leaves CONNECTING
- * @established: completed when @state leaves CONNECTING
  * @lock: protects posting state: @state, @pending, @posted, @credits,
  *	the send slots
  * @pending: chunks waiting for a send slot
@@ -341,7 +377,8 @@ struct xferk_transport {
  * @max_chunk_bytes: most bytes one work request carries
  * @exports_lock: protects @exports and each export's transport state
  * @exports: live exports on this connection
- * @teardown_work: the one error-recovery and teardown path
+ * @recover_work: the one error-recovery and teardown path: tears a dead
+ *	path down, starts the next one, tears a DOWN session down
  * @down_work: takes the connection down for the QP event handler
  * @timer_work: handshake deadline; idle reaping of a passive end
  * @keepalive_work: posts a keepalive probe every keepalive_ms while the
@@ -394,8 +431,16 @@ struct xferk_conn {
 	int error;
 	unsigned long flags;
 	int qp_error;
+	int qp_cause;
+	bool path_live;
+	u32 path_gen;
+	u32 attempts;
+	ktime_t next_attempt;
+	ktime_t attempt_deadline;
+	u64 reconnects;
+	u64 reposted;
+	wait_queue_head_t state_wq;
 	struct xferk_qacct *creator;
-	struct completion established;
 
 	struct mutex lock;	/* posting state, see above */
 	struct list_head pending;
@@ -408,7 +453,7 @@ struct xferk_conn {
 
 	struct mutex exports_lock;	/* exports and their keys */
 	struct list_head exports;
-	struct work_struct teardown_work;
+	struct delayed_work recover_work;
 	struct work_struct down_work;
 	struct delayed_work timer_work;
 	struct delayed_work keepalive_work;
@@ -464,7 +509,12 @@ void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
 void xferk_conn_set_up(struct xferk_conn *c);
 void xferk_conn_down(struct xferk_conn *c, int error);
-void xferk_conn_qp_dead(struct xferk_conn *c, int error);
+void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
+void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
+bool xferk_conn_path_attach(struct xferk_conn *c);
+struct xferk_conn *xferk_conn_find_resumed(u64 local_id);
+void xferk_conn_stale_peer(struct net *net,
+			   const struct sockaddr_storage *peer);
 void xferk_conn_probe_done(struct xferk_conn *c, int error);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 bool xferk_conn_postable(struct xferk_conn *c);
@@ -719,6 +769,7 @@ extern unsigned int xferk_exit_drain_ms;
 void xferk_chunk_complete(struct xferk_chunk *ch, int error);
 bool xferk_chunk_cancelled(struct xferk_chunk *ch);
 void xferk_chunk_posted(struct xferk_chunk *ch);
+void xferk_chunk_unposted(struct xferk_chunk *ch);
 void xferk_op_put(struct xferk_op *op);
 
 int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);

@@ -1,19 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A connection whose QP left the ready-to-send state is dead at once: the
- * fault knob qp_error moves the QP to the error state right before a post,
- * as a peer's access error does to its QP. The op whose work request was
- * flushed fails with ECONNRESET; the connection is down immediately
- * (debugfs marks its QP dead, CONNECT never hands it out again), so the
- * next CONNECT gets a new connection on which a new export, import and
- * transfer succeed: no later work is posted to the dead QP.
+ * A path whose QP left the ready-to-send state is dead at once, and the
+ * session replaces it: the fault knob qp_error moves the QP to the error
+ * state right before a post, as a peer's access error does to its QP.
+ *
+ * 1. reconnect_ms on (the default): the flushed work request was not at
+ *    fault; it is posted again on the session's next path and the op
+ *    SUCCEEDS with its data in place. The session keeps its handles: the
+ *    same connection, export and import carry a second transfer. The
+ *    counters show one QP path death, a reconnect and a re-posted chunk.
+ * 2. reconnect_ms 0: a path's death ends the session. The op fails with
+ *    ECONNRESET (the path died; not its own fault), the connection is
+ *    down at once (never "up" with a dead QP), and the next CONNECT gets a
+ *    new connection on which a new export, import and transfer succeed.
  *
  * The knob is armed while no other op is live on the host: the post it
  * takes is this test's.
  *
- * Regression: flush completions were not fatal and there was no QP event
- * handler, so the connection stayed "up", CONNECT kept handing it out and
- * every later op on it failed with ECANCELED until the peer disconnected.
+ * Regressions: flush completions were not fatal and there was no QP event
+ * handler, so the connection stayed "up" and every later op on it failed
+ * with ECANCELED; then a dead QP ended the session for every user of it,
+ * and every op on it failed.
  */
 #include "test.h"
 
@@ -37,12 +44,28 @@ static int up_but_dead(void)
 	return n;
 }
 
-static int write_once(struct t_loop *l, struct xferk_op_snapshot *s)
+static int write_once(struct t_loop *l, struct xferk_op_snapshot *s, int seed)
 {
 	struct xferk_frag f = { .mr = l->src_mr, .len = LEN, .remote = l->remote,
 				.opcode = XFERK_OP_WRITE };
 
+	t_fill(l->src, LEN, seed);
+	memset(l->dst, 0, LEN);
 	return t_run(l->x, &f, 1, s);
+}
+
+/* The op on a QP the knob kills; its state. */
+static int write_on_dead_qp(struct t_loop *l, struct xferk_op_snapshot *s,
+			    int seed)
+{
+	int ret;
+
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_write_file(FAULT, "1") == 0, "fault: %s", strerror(errno));
+	ret = write_once(l, s, seed);
+	T_EXPECT(t_fault_get("qp_error") == 0, "the op's post did not take the knob");
+	t_write_file(FAULT, "0");
+	return ret;
 }
 
 static void restore(void)
@@ -50,25 +73,53 @@ static void restore(void)
 	t_fault_clear();
 }
 
-int main(void)
+static void path_replaced(void)
 {
-	long long errors = t_stat("qp_errors");
-	struct t_loop l;
+	long long deaths = t_stat("path_deaths_qp");
+	long long reconnects = t_stat("reconnects");
+	long long reposted = t_stat("chunks_reposted");
 	struct xferk_op_snapshot s;
-	uint64_t until;
+	struct t_loop l;
 	int ret;
 
 	t_loop_open(&l, LEN, LEN + 4096);
-	atexit(restore);
-	t_fill(l.src, LEN, 3);
-	ret = write_once(&l, &s);
+	ret = write_once(&l, &s, 3);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "warm-up: %d", ret);
 
-	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_write_file(FAULT, "1") == 0, "fault: %s", strerror(errno));
-	ret = write_once(&l, &s);
-	T_EXPECT(t_fault_get("qp_error") == 0, "the op's post did not take the knob");
-	t_write_file(FAULT, "0");
+	ret = write_on_dead_qp(&l, &s, 4);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && s.first_error == 0 &&
+		 t_check(l.dst, LEN, 4) < 0,
+		 "op across a path death: state %d first_error %d", ret,
+		 s.first_error);
+	T_EXPECT(t_stat("path_deaths_qp") > deaths, "path_deaths_qp %lld, was %lld",
+		 t_stat("path_deaths_qp"), deaths);
+	T_EXPECT(t_stat("reconnects") > reconnects, "reconnects %lld, was %lld",
+		 t_stat("reconnects"), reconnects);
+	T_EXPECT(t_stat("chunks_reposted") > reposted,
+		 "chunks_reposted %lld, was %lld", t_stat("chunks_reposted"),
+		 reposted);
+
+	/* The same handles on the session's new path. */
+	ret = write_once(&l, &s, 5);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(l.dst, LEN, 5) < 0,
+		 "the same import after the reconnect: %d", ret);
+	xferk_close(l.x);
+}
+
+static void session_ends(void)
+{
+	long long errors = t_stat("qp_errors");
+	struct xferk_op_snapshot s;
+	struct t_loop l;
+	uint64_t until;
+	int ret;
+
+	T_EXPECT(t_param_scoped("reconnect_ms", 0) == 0, "reconnect_ms: %s",
+		 strerror(errno));
+	t_loop_open(&l, LEN, LEN + 4096);
+	ret = write_once(&l, &s, 6);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "warm-up: %d", ret);
+	ret = write_on_dead_qp(&l, &s, 7);
 	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -ECONNRESET,
 		 "op on the failed QP: state %d first_error %d", ret,
 		 s.first_error);
@@ -85,10 +136,17 @@ int main(void)
 	ret = t_loop_connect(&l);
 	T_EXPECT(ret == 0, "setup on a new connection: %s", strerror(-ret));
 	if (!ret) {
-		ret = write_once(&l, &s);
-		T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(l.dst, LEN, 3) < 0,
+		ret = write_once(&l, &s, 8);
+		T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(l.dst, LEN, 8) < 0,
 			 "transfer on the new connection: %d", ret);
 		xferk_close(l.x);
 	}
+}
+
+int main(void)
+{
+	atexit(restore);
+	path_replaced();
+	session_ends();
 	return t_result();
 }
