@@ -282,6 +282,7 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 		c->error = conn_errno(error);
 		c->attempts = 0;
 		c->next_attempt = ktime_get();
+		c->path_deaths++;
 		atomic64_inc(&xferk_stats.path_deaths[cause]);
 	}
 	mutex_unlock(&c->lock);
@@ -434,6 +435,8 @@ static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 		list_del(&ch->node);
 		if (xferk_chunk_cancelled(ch))
 			ch->error = -ECANCELED;
+		else if (READ_ONCE(ch->remote->refused))
+			ch->error = -EACCES;
 		else if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
 			ch->error = -EIO;
 		else
@@ -575,7 +578,12 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 		return;
 	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
 		msleep(READ_ONCE(xferk_fault_delay_ms));
-	/* The chunk keeps its own error; others see the connection reset. */
+	/*
+	 * The chunk keeps its own error; others see the path reset. A key
+	 * the peer refused stays refused: its other chunks fail unposted.
+	 */
+	if (error == -EACCES)
+		WRITE_ONCE(ch->remote->refused, true);
 	if (error)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	mutex_lock(&c->lock);
@@ -1079,6 +1087,42 @@ static int conn_errno(int error)
 	default:
 		return -EIO;
 	}
+}
+
+/* XFERK_IOC_CONN_QUERY: the state of one of the file's connections. */
+int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_conn_query *a = &arg->conn_query;
+	struct xferk_conn_info *info = &a->info;
+	struct xferk_hobj *ho;
+	struct xferk_conn *c;
+
+	BUILD_BUG_ON(XFERK_CONN_RECONNECTING != XFERK_CONN_STATE_RECONNECTING ||
+		     XFERK_CONN_DOWN != XFERK_CONN_STATE_DOWN ||
+		     XFERK_CONN_UP != XFERK_CONN_STATE_UP);
+	if (a->flags)
+		return -EINVAL;
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_lookup(&xf->handles, a->conn, XFERK_H_CONN);
+	if (IS_ERR(ho)) {
+		mutex_unlock(&xf->lock);
+		return PTR_ERR(ho);
+	}
+	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
+	mutex_lock(&c->lock);
+	*info = (struct xferk_conn_info) {
+		.state = c->state,
+		.error = c->error,
+		.path_gen = c->path_gen,
+		.outstanding = c->outstanding,
+		.path_deaths = c->path_deaths,
+		.reconnects = c->reconnects,
+		.reposted = c->reposted,
+		.initiator = c->active,
+	};
+	mutex_unlock(&c->lock);
+	mutex_unlock(&xf->lock);
+	return 0;
 }
 
 int xferk_conn_module_init(void)

@@ -78,11 +78,43 @@ static unsigned int life_set_state(struct xferk_life *l, u32 to)
 	return XFERK_LIFE_WAKE;
 }
 
-static void life_fail(struct xferk_life *l, int error)
+static void life_fail(struct xferk_life *l, int error, u32 failure)
 {
-	if (!l->first_error)
+	if (!l->first_error) {
 		l->first_error = error;
+		l->failure = failure;
+	}
 }
+
+/**
+ * xferk_chunk_failure() - what a chunk's error says about its cause
+ * @error: a chunk's negative errno
+ *
+ * Return: XFERK_FAILURE_PATH for the errors of a path's or session's
+ * death, XFERK_FAILURE_CANCEL for a chunk dropped because its op was
+ * cancelled, XFERK_FAILURE_OWN for the rest (its own work request failed).
+ */
+u32 xferk_chunk_failure(int error)
+{
+	switch (error) {
+	case -ECONNRESET:
+	case -ETIMEDOUT:
+	case -ENOTCONN:
+	case -ESTALE:
+	case -EHOSTUNREACH:
+	case -ECONNREFUSED:
+	case -ENODEV:
+	case -ESHUTDOWN:
+	case -EPROTO:
+	case -EPROTONOSUPPORT:
+		return XFERK_FAILURE_PATH;
+	case -ECANCELED:
+		return XFERK_FAILURE_CANCEL;
+	default:
+		return XFERK_FAILURE_OWN;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_chunk_failure);
 
 void xferk_life_init(struct xferk_life *l, u64 total_bytes, u32 total_frags,
 		     u32 total_chunks, ktime_t now)
@@ -164,7 +196,7 @@ unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
 	if (!error)
 		l->transferred_bytes += bytes;
 	else
-		life_fail(l, error);
+		life_fail(l, error, xferk_chunk_failure(error));
 	if (frag_done)
 		l->completed_frags++;
 	l->terminal_chunks++;
@@ -211,7 +243,7 @@ unsigned int xferk_life_cancel(struct xferk_life *l)
 	    l->state != XFERK_STATE_IN_PROGRESS &&
 	    l->state != XFERK_STATE_TIMED_OUT)
 		return 0;
-	life_fail(l, -ECANCELED);
+	life_fail(l, -ECANCELED, XFERK_FAILURE_CANCEL);
 	ret = life_set_state(l, XFERK_STATE_CANCEL_REQUESTED);
 	if (xferk_life_physical(l))
 		ret |= life_set_state(l, XFERK_STATE_DRAINED);
@@ -269,7 +301,7 @@ unsigned int xferk_life_deadline(struct xferk_life *l)
 	if (xferk_state_is_settled(l->state) || xferk_life_physical(l))
 		return 0;
 	l->deadline_timeouts++;
-	life_fail(l, -ETIMEDOUT);
+	life_fail(l, -ETIMEDOUT, XFERK_FAILURE_DEADLINE);
 	return life_set_state(l, XFERK_STATE_TIMED_OUT);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_life_deadline);
@@ -282,6 +314,7 @@ void xferk_life_snapshot(const struct xferk_life *l,
 	*snap = (struct xferk_op_snapshot) {
 		.state = l->state,
 		.first_error = l->first_error,
+		.failure = l->failure,
 		.total_bytes = l->total_bytes,
 		.transferred_bytes = l->transferred_bytes,
 		.in_flight_bytes = l->in_flight_bytes,

@@ -22,6 +22,7 @@
  * struct xferk_life - lifecycle and accounting of one op
  * @state: enum xferk_op_state
  * @first_error: first failure, negative errno; immutable once set
+ * @failure: XFERK_FAILURE_* of @first_error
  * @total_bytes: sum of fragment lengths
  * @transferred_bytes: bytes of chunks that completed successfully
  * @in_flight_bytes: bytes of posted, not yet terminal chunks
@@ -40,6 +41,7 @@
 struct xferk_life {
 	u32 state;
 	int first_error;
+	u32 failure;
 	u64 total_bytes;
 	u64 transferred_bytes;
 	u64 in_flight_bytes;
@@ -67,6 +69,7 @@ struct xferk_life {
 
 bool xferk_state_transition_allowed(u32 from, u32 to);
 bool xferk_state_is_settled(u32 state);
+u32 xferk_chunk_failure(int error);
 const char *xferk_state_name(u32 state);
 
 void xferk_life_init(struct xferk_life *l, u64 total_bytes, u32 total_frags,

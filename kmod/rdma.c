@@ -1274,7 +1274,7 @@ again:
 		xferk_conn_down(c, ret);
 	xferk_conn_put(c);
 	/* An end that was up and went down while we looked: reset. */
-	if (ret == -ECANCELED || ret == -ESHUTDOWN)
+	if (ret == -ECANCELED || ret == -ESHUTDOWN || ret == -ESTALE)
 		ret = -ECONNRESET;
 	return ERR_PTR(ret);
 }

@@ -82,6 +82,8 @@ static const struct xferk_ioctl_desc xferk_ioctls[] = {
 	XFERK_IOCTL_DROP(XFERK_IOC_RELEASE, XFERK_H_OP, NONBLOCK),
 	XFERK_IOCTL(XFERK_IOC_CANCEL, xferk_ioctl_cancel,
 		    struct xferk_ioc_cancel, snap, OUT_ON_TIMEOUT),
+	XFERK_IOCTL(XFERK_IOC_CONN_QUERY, xferk_ioctl_conn_query,
+		    struct xferk_ioc_conn_query, info, NONBLOCK),
 };
 
 /**

@@ -64,7 +64,8 @@
 /* Features this build implements; reported by XFERK_IOC_INFO and sysfs. */
 #define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
 			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL | \
-			 XFERK_FEAT_URING | XFERK_FEAT_QUEUE)
+			 XFERK_FEAT_URING | XFERK_FEAT_QUEUE | \
+			 XFERK_FEAT_SESSIONS)
 
 #define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
 				 XFERK_SUBMIT_AUTO_RELEASE)
@@ -127,6 +128,7 @@ union xferk_ioc_arg {
 	struct xferk_ioc_wait wait;
 	struct xferk_ioc_query query;
 	struct xferk_ioc_cancel cancel;
+	struct xferk_ioc_conn_query conn_query;
 };
 
 /**
@@ -361,6 +363,7 @@ struct xferk_transport {
  * @attempts: path attempts since the last path was up (@lock)
  * @next_attempt: when the next path attempt may start (@lock)
  * @attempt_deadline: when a path attempt that is not up yet fails (@lock)
+ * @path_deaths: paths that died while it was up (@lock)
  * @reconnects: paths that came up after the first (@lock)
  * @reposted: chunks flushed by a path death and queued again (@lock)
  * @state_wq: woken on every change of @state
@@ -437,6 +440,7 @@ struct xferk_conn {
 	u32 attempts;
 	ktime_t next_attempt;
 	ktime_t attempt_deadline;
+	u64 path_deaths;
 	u64 reconnects;
 	u64 reposted;
 	wait_queue_head_t state_wq;
@@ -594,6 +598,9 @@ struct xferk_export {
  * @len: the range's length
  * @rkey: the peer's remote key
  * @access: XFERK_ACCESS_REMOTE_* the peer granted
+ * @refused: the peer refused a work request on it (a remote access error:
+ *	it revoked the export); set once, never cleared: later chunks on it
+ *	fail with EACCES unposted instead of killing a path each
  */
 struct xferk_remote {
 	struct xferk_hobj hobj;
@@ -603,6 +610,7 @@ struct xferk_remote {
 	u64 len;
 	u32 rkey;
 	u32 access;
+	bool refused;
 };
 
 int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg);
@@ -774,6 +782,7 @@ void xferk_op_put(struct xferk_op *op);
 
 int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind);
 int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind);
 void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind);

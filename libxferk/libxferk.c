@@ -349,6 +349,17 @@ XFERK_EXPORT int xferk_query(struct xferk *x, uint64_t op,
 	return ret;
 }
 
+XFERK_EXPORT int xferk_conn_query(struct xferk *x, uint64_t conn,
+				  struct xferk_conn_info *info)
+{
+	struct xferk_ioc_conn_query a = { .size = sizeof(a), .conn = conn };
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_CONN_QUERY, &a);
+
+	if (!ret)
+		*info = a.info;
+	return ret;
+}
+
 XFERK_EXPORT int xferk_release(struct xferk *x, uint64_t op)
 {
 	return drop(x, XFERK_IOC_RELEASE, op);

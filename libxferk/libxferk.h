@@ -87,6 +87,8 @@ int xferk_wait(struct xferk *x, uint64_t op, uint64_t deadline_ns,
 	       uint32_t flags, struct xferk_op_snapshot *snap);
 int xferk_query(struct xferk *x, uint64_t op, struct xferk_op_snapshot *snap);
 int xferk_release(struct xferk *x, uint64_t op);
+int xferk_conn_query(struct xferk *x, uint64_t conn,
+		     struct xferk_conn_info *info);
 
 uint64_t xferk_now_ns(void);
 const char *xferk_state_name(uint32_t state);

@@ -38,7 +38,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	5
+#define XFERK_ABI_VERSION	6
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -52,6 +52,8 @@
 #define XFERK_FEAT_CANCEL	(1ULL << 3)	/* XFERK_IOC_CANCEL, drain policy */
 #define XFERK_FEAT_URING	(1ULL << 4)	/* IORING_OP_URING_CMD, see below */
 #define XFERK_FEAT_QUEUE	(1ULL << 5)	/* priority classes, op windows */
+#define XFERK_FEAT_SESSIONS	(1ULL << 6)	/* paths replaced, snapshot.failure,
+						 * XFERK_IOC_CONN_QUERY */
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -309,6 +311,23 @@ enum xferk_op_state {
 /* XFERK_IOC_WAIT flags */
 #define XFERK_WAIT_PHYSICAL	(1U << 0)	/* until buffer_reusable */
 
+/*
+ * struct xferk_op_snapshot.failure (XFERK_FEAT_SESSIONS): where the op's
+ * first error came from. A path's death is never the op's fault: its
+ * flushed work requests are posted again on the session's next path, and
+ * only if that cannot happen (its outcome was decided meanwhile, or the
+ * session ended) does it fail with XFERK_FAILURE_PATH.
+ */
+#define XFERK_FAILURE_NONE	0	/* no error */
+#define XFERK_FAILURE_OWN	1	/* its own work request failed: EACCES (the
+					 * peer's key or range refused it),
+					 * EREMOTEIO, EIO, ENOMEM */
+#define XFERK_FAILURE_PATH	2	/* the path or session died: ECONNRESET,
+					 * ETIMEDOUT (retries exhausted),
+					 * ENOTCONN, ESTALE, EHOSTUNREACH, ... */
+#define XFERK_FAILURE_DEADLINE	3	/* its deadline passed: ETIMEDOUT */
+#define XFERK_FAILURE_CANCEL	4	/* it was cancelled: ECANCELED */
+
 /**
  * struct xferk_op_snapshot - an op as XFERK_IOC_QUERY and _WAIT see it
  * @state: enum xferk_op_state
@@ -328,6 +347,7 @@ enum xferk_op_state {
  *	outcome was already decided by a timeout or cancel
  * @physical_complete: 1 when no work request of the op can touch memory
  * @buffer_reusable: 1 when the caller may reuse or free the buffers
+ * @failure: XFERK_FAILURE_*: where @first_error came from
  * @submit_to_physical_ns: submit to physical completion, 0 until then
  * @user_data: as given at submit
  * @reserved: 0
@@ -348,7 +368,7 @@ struct xferk_op_snapshot {
 	__u32 late_completions;
 	__u32 physical_complete;
 	__u32 buffer_reusable;
-	__u32 reserved0;
+	__u32 failure;
 	__u64 submit_to_physical_ns;
 	__u64 user_data;
 	__u64 reserved[2];
@@ -412,6 +432,56 @@ struct xferk_ioc_query {
 	struct xferk_op_snapshot snap;
 };
 
+/* Connection states (XFERK_IOC_CONN_QUERY) */
+#define XFERK_CONN_STATE_CONNECTING	0	/* its first path is being made */
+#define XFERK_CONN_STATE_UP		1
+#define XFERK_CONN_STATE_RECONNECTING	2	/* its path died; a new one is
+						 * being made, its handles and
+						 * queued work wait */
+#define XFERK_CONN_STATE_DOWN		3	/* for good: CONNECT makes a new one */
+
+/**
+ * struct xferk_conn_info - a connection as XFERK_IOC_CONN_QUERY sees it
+ * @state: XFERK_CONN_STATE_*
+ * @error: why its last path died (while UP or RECONNECTING), or why it
+ *	went down; 0 if neither happened. One of CONNECT's errnos, or ESTALE
+ *	(the peer is a new instance)
+ * @path_gen: paths that came up: 1 once connected, one more per reconnect
+ * @outstanding: work requests posted on its path now
+ * @path_deaths: paths that died while it was up
+ * @reconnects: new paths that came up after one died
+ * @reposted: work requests a path's death flushed that were posted again
+ * @initiator: 1 if this host initiated it, 0 if the peer did
+ * @reserved0: 0
+ * @reserved: 0
+ */
+struct xferk_conn_info {
+	__u32 state;
+	__s32 error;
+	__u32 path_gen;
+	__u32 outstanding;
+	__u64 path_deaths;
+	__u64 reconnects;
+	__u64 reposted;
+	__u32 initiator;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct xferk_ioc_conn_query - XFERK_IOC_CONN_QUERY: a connection's state
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @conn: connection handle
+ * @info: out: the connection
+ */
+struct xferk_ioc_conn_query {
+	__u32 size;
+	__u32 flags;
+	__u64 conn;
+	struct xferk_conn_info info;
+};
+
 /**
  * struct xferk_ioc_info - XFERK_IOC_INFO: version and features
  * @size: in: sizeof(struct xferk_ioc_info) as the caller knows it
@@ -444,6 +514,7 @@ struct xferk_ioc_info {
 #define XFERK_IOC_QUERY		_IOWR(XFERK_IOC_MAGIC, 0x0b, struct xferk_ioc_query)
 #define XFERK_IOC_RELEASE	_IOWR(XFERK_IOC_MAGIC, 0x0c, struct xferk_ioc_handle)
 #define XFERK_IOC_CANCEL	_IOWR(XFERK_IOC_MAGIC, 0x0d, struct xferk_ioc_cancel)
+#define XFERK_IOC_CONN_QUERY	_IOWR(XFERK_IOC_MAGIC, 0x0e, struct xferk_ioc_conn_query)
 
 /*
  * io_uring commands (XFERK_FEAT_URING)

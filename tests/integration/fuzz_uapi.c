@@ -4,7 +4,7 @@
  *
  *   fuzz_uapi [-s SEED] [-n ITERATIONS] [-t SECONDS] [-v] [-R | -U]
  *
- * Every command (XFERK_IOC_INFO .. XFERK_IOC_CANCEL, unknown numbers, wrong
+ * Every command (XFERK_IOC_INFO .. XFERK_IOC_CONN_QUERY, unknown numbers, wrong
  * directions and types) goes through ioctl() and through IORING_OP_URING_CMD
  * in rings with and without IORING_SETUP_SQE128 and _CQE32, with argument
  * structs of every size class (below the first version, an older caller's,
@@ -675,7 +675,7 @@ static uint64_t bad_address(enum place p)
 enum {
 	C_INFO, C_MR_REG, C_MR_DEREG, C_CONNECT, C_DISCONNECT, C_EXPORT,
 	C_UNEXPORT, C_IMPORT, C_UNIMPORT, C_SUBMIT, C_WAIT, C_QUERY,
-	C_RELEASE, C_CANCEL, NCMD
+	C_RELEASE, C_CANCEL, C_CONN_QUERY, NCMD
 };
 
 struct call;
@@ -1612,6 +1612,19 @@ static void gen_wait(struct call *c, uint8_t *a)
 	c->deadline = x->deadline_ns;
 }
 
+static void gen_conn_query(struct call *c, uint8_t *a)
+{
+	struct xferk_ioc_conn_query *x = (void *)a;
+	unsigned int i;
+
+	x->conn = pick_handle(c, K_CONN);
+	if (chance(5))
+		x->flags = rnd32();
+	for (i = 0; i < sizeof(x->info); i++)
+		((uint8_t *)&x->info)[i] = (uint8_t)rnd32();
+	c->h = x->conn;
+}
+
 static void gen_query(struct call *c, uint8_t *a)
 {
 	struct xferk_ioc_query *x = (void *)a;
@@ -1780,7 +1793,10 @@ static bool snap_invariants(const struct call *c, const struct xferk_op_snapshot
 		return snap_bad(c, s, "QUARANTINED without its event or bytes");
 	if (st_ != XFERK_STATE_QUARANTINED && s->quarantined_bytes)
 		return snap_bad(c, s, "quarantined bytes outside QUARANTINED");
-	if (s->reserved0 || s->reserved[0] || s->reserved[1])
+	if (s->failure > XFERK_FAILURE_CANCEL ||
+	    (s->failure == XFERK_FAILURE_NONE) != (s->first_error == 0))
+		return snap_bad(c, s, "failure does not match first_error");
+	if (s->reserved[0] || s->reserved[1])
 		return snap_bad(c, s, "reserved fields are not 0");
 	return true;
 }
@@ -2215,6 +2231,25 @@ static void done_wait(struct call *c, int res, bool same)
 		     c->deadline - c->t1);
 }
 
+/* A connection's state: in range, the reserved fields 0. */
+static void done_conn_query(struct call *c, int res, bool same)
+{
+	struct xferk_conn_info i;
+
+	if (res || !c->rw)
+		return;
+	memcpy(&i, c->uarg + offsetof(struct xferk_ioc_conn_query, info),
+	       sizeof(i));
+	if (i.state > XFERK_CONN_STATE_DOWN || i.initiator > 1 ||
+	    i.reserved0 || i.reserved[0] || i.reserved[1] ||
+	    i.error > 0 || (i.state == XFERK_CONN_STATE_UP && !i.path_gen) ||
+	    i.reconnects > i.path_deaths)
+		fail("CONN_QUERY: state %u error %d path_gen %u reconnects %llu deaths %llu initiator %u",
+		     i.state, i.error, i.path_gen,
+		     (unsigned long long)i.reconnects,
+		     (unsigned long long)i.path_deaths, i.initiator);
+}
+
 static void done_query(struct call *c, int res, bool same)
 {
 	struct xferk_op_snapshot s;
@@ -2381,6 +2416,13 @@ static const struct cmd cmds[NCMD] = {
 		.size = SZ(struct xferk_ioc_cancel), .min_size = SZ(struct xferk_ioc_cancel),
 		.kind = K_OP, .errs = errs_cancel,
 		.gen = gen_cancel, .done = done_cancel,
+	},
+	[C_CONN_QUERY] = {
+		.name = "CONN_QUERY", .nr = XFERK_IOC_CONN_QUERY,
+		.size = SZ(struct xferk_ioc_conn_query),
+		.min_size = SZ(struct xferk_ioc_conn_query),
+		.kind = K_CONN, .errs = errs_query,
+		.gen = gen_conn_query, .done = done_conn_query,
 	},
 };
 
@@ -3486,7 +3528,7 @@ static const unsigned int cmd_weight[NCMD + 1] = {
 	[C_INFO] = 4, [C_MR_REG] = 8, [C_MR_DEREG] = 4, [C_CONNECT] = 6,
 	[C_DISCONNECT] = 4, [C_EXPORT] = 8, [C_UNEXPORT] = 4, [C_IMPORT] = 8,
 	[C_UNIMPORT] = 4, [C_SUBMIT] = 18, [C_WAIT] = 9, [C_QUERY] = 7,
-	[C_RELEASE] = 6, [C_CANCEL] = 9, [NCMD] = 6,
+	[C_RELEASE] = 6, [C_CANCEL] = 9, [C_CONN_QUERY] = 3, [NCMD] = 6,
 };
 
 /* One fuzzed call: a command, its struct, its placement, ioctl or ring. */
@@ -3844,7 +3886,8 @@ int main(int argc, char **argv)
 {
 	struct xferk_ioc_info info = { .size = sizeof(info) };
 	const uint64_t need = XFERK_FEAT_DATAPATH | XFERK_FEAT_NULL_PEER |
-			      XFERK_FEAT_CANCEL | XFERK_FEAT_URING | XFERK_FEAT_QUEUE;
+			      XFERK_FEAT_CANCEL | XFERK_FEAT_URING | XFERK_FEAT_QUEUE |
+			      XFERK_FEAT_SESSIONS;
 	bool set_iters = false, set_secs = false;
 	long long base[NSTATS], v;
 	pid_t child = -1;

@@ -8,11 +8,13 @@
  *    fault; it is posted again on the session's next path and the op
  *    SUCCEEDS with its data in place. The session keeps its handles: the
  *    same connection, export and import carry a second transfer. The
- *    counters show one QP path death, a reconnect and a re-posted chunk.
+ *    counters (sysfs, and the connection's own through CONN_QUERY) show a
+ *    QP path death, a reconnect, a re-posted chunk and the next path.
  * 2. reconnect_ms 0: a path's death ends the session. The op fails with
- *    ECONNRESET (the path died; not its own fault), the connection is
- *    down at once (never "up" with a dead QP), and the next CONNECT gets a
- *    new connection on which a new export, import and transfer succeed.
+ *    ECONNRESET and failure PATH (the path died; not its own fault), the
+ *    connection is down at once (never "up" with a dead QP; CONN_QUERY says
+ *    DOWN, ECONNRESET), and the next CONNECT gets a new connection on which
+ *    a new export, import and transfer succeed.
  *
  * The knob is armed while no other op is live on the host: the post it
  * takes is this test's.
@@ -78,6 +80,7 @@ static void path_replaced(void)
 	long long deaths = t_stat("path_deaths_qp");
 	long long reconnects = t_stat("reconnects");
 	long long reposted = t_stat("chunks_reposted");
+	struct xferk_conn_info before, after;
 	struct xferk_op_snapshot s;
 	struct t_loop l;
 	int ret;
@@ -85,6 +88,11 @@ static void path_replaced(void)
 	t_loop_open(&l, LEN, LEN + 4096);
 	ret = write_once(&l, &s, 3);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "warm-up: %d", ret);
+	ret = xferk_conn_query(l.x, l.conn, &before);
+	T_EXPECT(ret == 0 && before.state == XFERK_CONN_STATE_UP &&
+		 before.path_gen >= 1 && before.initiator == 1,
+		 "conn query: %d state %u path_gen %u", ret, before.state,
+		 before.path_gen);
 
 	ret = write_on_dead_qp(&l, &s, 4);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && s.first_error == 0 &&
@@ -99,6 +107,19 @@ static void path_replaced(void)
 		 "chunks_reposted %lld, was %lld", t_stat("chunks_reposted"),
 		 reposted);
 
+	ret = xferk_conn_query(l.x, l.conn, &after);
+	T_EXPECT(ret == 0 && after.state == XFERK_CONN_STATE_UP &&
+		 after.path_gen == before.path_gen + 1 &&
+		 after.path_deaths == before.path_deaths + 1 &&
+		 after.reconnects == before.reconnects + 1 &&
+		 after.reposted > before.reposted &&
+		 after.error == -ECONNRESET,
+		 "conn query after: %d state %u path_gen %u/%u deaths %llu reconnects %llu reposted %llu error %d",
+		 ret, after.state, after.path_gen, before.path_gen,
+		 (unsigned long long)after.path_deaths,
+		 (unsigned long long)after.reconnects,
+		 (unsigned long long)after.reposted, after.error);
+
 	/* The same handles on the session's new path. */
 	ret = write_once(&l, &s, 5);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(l.dst, LEN, 5) < 0,
@@ -109,6 +130,7 @@ static void path_replaced(void)
 static void session_ends(void)
 {
 	long long errors = t_stat("qp_errors");
+	struct xferk_conn_info info;
 	struct xferk_op_snapshot s;
 	struct t_loop l;
 	uint64_t until;
@@ -120,14 +142,19 @@ static void session_ends(void)
 	ret = write_once(&l, &s, 6);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "warm-up: %d", ret);
 	ret = write_on_dead_qp(&l, &s, 7);
-	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -ECONNRESET,
-		 "op on the failed QP: state %d first_error %d", ret,
-		 s.first_error);
+	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -ECONNRESET &&
+		 s.failure == XFERK_FAILURE_PATH,
+		 "op on the failed QP: state %d first_error %d failure %u", ret,
+		 s.first_error, s.failure);
 	/* The connection is down at once, not when the peer says so. */
 	until = t_now_ms() + t_scaled_ms(5000);
 	while (up_but_dead() && t_now_ms() < until)
 		usleep(50000);
 	T_EXPECT(up_but_dead() == 0, "a connection with a dead QP is still up");
+	ret = xferk_conn_query(l.x, l.conn, &info);
+	T_EXPECT(ret == 0 && info.state == XFERK_CONN_STATE_DOWN &&
+		 info.error == -ECONNRESET,
+		 "conn query: %d state %u error %d", ret, info.state, info.error);
 	T_EXPECT(t_stat("qp_errors") > errors, "qp_errors %lld, was %lld",
 		 t_stat("qp_errors"), errors);
 

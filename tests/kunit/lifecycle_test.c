@@ -156,6 +156,79 @@ static void life_error_then_deadline(struct kunit *test)
 }
 
 /*
+ * A chunk its path's death flushed goes back unposted and is posted again:
+ * the bytes in flight follow, nothing is recorded as a failure, and the op
+ * succeeds once the second post completes.
+ */
+static void life_repost(struct kunit *test)
+{
+	struct xferk_life l;
+	struct xferk_op_snapshot s;
+
+	xferk_life_init(&l, 200, 1, 2, 0);
+	xferk_life_posted(&l, 100);
+	xferk_life_posted(&l, 100);
+	xferk_life_unposted(&l, 100);
+	KUNIT_EXPECT_EQ(test, l.in_flight_bytes, 100ULL);
+	KUNIT_EXPECT_EQ(test, l.first_error, 0);
+	KUNIT_EXPECT_EQ(test, xferk_life_posted(&l, 100), 0U);
+	KUNIT_EXPECT_EQ(test, l.in_flight_bytes, 200ULL);
+	xferk_life_chunk_done(&l, 100, true, 0, false, 1);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, true, 0, true, 2),
+			XFERK_LIFE_WAKE | XFERK_LIFE_PHYSICAL);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.state, (u32)ST(SUCCEEDED));
+	KUNIT_EXPECT_EQ(test, s.failure, (u32)XFERK_FAILURE_NONE);
+	KUNIT_EXPECT_EQ(test, s.in_flight_bytes, 0ULL);
+	KUNIT_EXPECT_EQ(test, s.transferred_bytes, 200ULL);
+}
+
+/* The snapshot's failure names where the first error came from. */
+static void life_failure_cause(struct kunit *test)
+{
+	static const struct {
+		int error;
+		u32 failure;
+	} chunk[] = {
+		{ -EACCES, XFERK_FAILURE_OWN },
+		{ -EREMOTEIO, XFERK_FAILURE_OWN },
+		{ -EIO, XFERK_FAILURE_OWN },
+		{ -ENOMEM, XFERK_FAILURE_OWN },
+		{ -ECONNRESET, XFERK_FAILURE_PATH },
+		{ -ETIMEDOUT, XFERK_FAILURE_PATH },
+		{ -ENOTCONN, XFERK_FAILURE_PATH },
+		{ -ESTALE, XFERK_FAILURE_PATH },
+		{ -ENODEV, XFERK_FAILURE_PATH },
+		{ -ECANCELED, XFERK_FAILURE_CANCEL },
+	};
+	struct xferk_op_snapshot s;
+	struct xferk_life l;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(chunk); i++) {
+		xferk_life_init(&l, 100, 1, 1, 0);
+		xferk_life_posted(&l, 100);
+		xferk_life_chunk_done(&l, 100, true, chunk[i].error, true, 1);
+		xferk_life_snapshot(&l, &s);
+		KUNIT_EXPECT_EQ_MSG(test, s.failure, chunk[i].failure,
+				    "error %d", chunk[i].error);
+		KUNIT_EXPECT_EQ(test, s.first_error, chunk[i].error);
+	}
+	/* The deadline's ETIMEDOUT is not a path's; later errors change nothing. */
+	xferk_life_init(&l, 100, 1, 1, 0);
+	xferk_life_posted(&l, 100);
+	xferk_life_deadline(&l);
+	xferk_life_chunk_done(&l, 100, true, -ECONNRESET, true, 1);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.failure, (u32)XFERK_FAILURE_DEADLINE);
+	KUNIT_EXPECT_EQ(test, s.first_error, -ETIMEDOUT);
+	xferk_life_init(&l, 100, 1, 1, 0);
+	xferk_life_cancel(&l);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.failure, (u32)XFERK_FAILURE_CANCEL);
+}
+
+/*
  * Three racing events (deadline, chunk A, chunk B) in all six orders:
  * physical completion is reported exactly once, and the outcome is
  * TIMED_OUT iff the deadline came before the last chunk.
@@ -368,6 +441,8 @@ static struct kunit_case lifecycle_cases[] = {
 	KUNIT_CASE(life_cancel_after_timeout),
 	KUNIT_CASE(life_exactly_once_with_cancel),
 	KUNIT_CASE(life_deadline_math),
+	KUNIT_CASE(life_repost),
+	KUNIT_CASE(life_failure_cause),
 	{}
 };
 

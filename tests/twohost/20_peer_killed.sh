@@ -1,13 +1,20 @@
 # The target VM dies (its qemu process is killed) with 1000 WRITE ops in
 # flight from the initiator: every op settles by its deadline plus its
 # drain budget, no snapshot says buffer_reusable before the op is
-# physically complete, a new op on the dead connection fails, the
-# initiator's counters go back to where they were and xferk unloads
-# cleanly. When the target boots again, a new connection, export and
-# token work; the old instance's token is refused.
+# physically complete and a new op on the dead session does not succeed.
+# The initiator's end of the session (the target opened it) waits for the
+# target to come back (reconnect_ms is set long enough to outlast the
+# reboot); when the target is back as a new instance and opens a new
+# session, the old one is stale: ops on the old import fail with ESTALE.
+# The initiator's counters go back to where they were and xferk unloads
+# cleanly. A new connection, export and token work; the old instance's
+# token is refused.
 rc=0
+th_run a sh -c 'echo 120000 > /sys/module/xferk/parameters/reconnect_ms' || rc=1
+stale_before=$(th_stat a sessions_stale)
 th_start b target "$TH_XFER" export /ctl/x/kill.tok $((64 << 20))
-th_start a flood "$TH_XFER" flood /ctl/x/kill.tok 1000 65536 20000 5000
+th_start a flood env XFERK_FLOOD_STALE=/ctl/x/kill.tok.back \
+	"$TH_XFER" flood /ctl/x/kill.tok 1000 65536 20000 5000
 if th_wait_file "$TH_CTL/x/kill.tok.flood" 180 a; then
 	sleep 0.5
 	touch "$TH_CTL/x/kill.tok.killing"
@@ -18,13 +25,19 @@ else
 	echo "the initiator did not start its ops"
 	rc=1
 fi
-th_join a flood 120 || rc=1
+t_boot=$(date +%s.%N)
+th_boot b || exit 1
+th_start b probe "$TH_XFER" export /ctl/x/kill-probe.tok 4096
+th_wait_file "$TH_CTL/x/kill-probe.tok" 120 b || rc=1
+touch "$TH_CTL/x/kill.tok.back"
+th_join a flood 180 || rc=1
+th_run b pkill -f "xfer export /ctl/x/kill-probe.tok"
+th_join b probe 60 >/dev/null
 th_metric peer_killed_flood_wall_s "$(echo "$(date +%s.%N) - $t_kill" | bc)"
+th_metric peer_killed_sessions_stale "$(($(th_stat a sessions_stale) - stale_before))"
 th_run a sh -c 'rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" &&
 	chgrp xferk /dev/xferk' || { echo "xferk did not unload cleanly"; rc=1; }
 
-t_boot=$(date +%s.%N)
-th_boot b || exit 1
 th_start b target "$TH_XFER" export /ctl/x/kill-new.tok $((1 << 20))
 th_run a "$TH_XFER" roundtrip /ctl/x/kill-new.tok $((1 << 20)) || rc=1
 th_join b target 60 || rc=1

@@ -30,7 +30,10 @@
  *        not settled then are counted) and TOKEN.killed once the peer is
  *        gone; then a new op on the old connection must not succeed. With
  *        XFERK_FLOOD_VERIFY=1 every op must succeed and the target
- *        verifies the data.
+ *        verifies the data. With XFERK_FLOOD_STALE=PATH, once PATH exists
+ *        (the peer is back as a new instance) ops on the old import must
+ *        fail with ESTALE (failure PATH) within 60 s: the session learns
+ *        that the peer does not know it.
  *   xfer stale TOKEN               a token of a peer instance that is gone
  *        is refused on a new connection to the peer's new instance.
  *
@@ -351,6 +354,52 @@ static bool settled(const struct xferk_op_snapshot *s)
 	       s->state == XFERK_STATE_QUARANTINED;
 }
 
+/*
+ * The peer came back as a new instance (@back exists): an op on the old
+ * import fails with ESTALE once the session's next path attempt reaches it,
+ * and never writes into the new instance's memory.
+ */
+static void flood_stale(struct initiator *in, const char *back, uint64_t bytes,
+			const struct xferk_submit_opts *o)
+{
+	struct xferk_frag f = frag(in, XFERK_OP_WRITE, 0, bytes);
+	struct xferk_op_snapshot s = { 0 };
+	struct xferk_conn_info info;
+	uint64_t t0, op;
+	int ret = -1;
+
+	T_EXPECT(wait_file(back, SETUP_WAIT_MS) == 0, "no %s", back);
+	t0 = t_now_ms();
+	while (t_now_ms() - t0 < 60000) {
+		ret = xferk_submit_ex(in->x, &f, 1,
+				      xferk_now_ns() + 2000000000ULL, o, &op);
+		if (ret)
+			break;
+		ret = xferk_wait(in->x, op, XFERK_DEADLINE_NONE,
+				 XFERK_WAIT_PHYSICAL, &s);
+		xferk_release(in->x, op);
+		T_EXPECT(ret == 0 && s.state != XFERK_STATE_SUCCEEDED,
+			 "an op on the old import: %d %s", ret,
+			 xferk_state_name(s.state));
+		if (s.first_error == -ESTALE)
+			break;
+		usleep(200000);
+	}
+	printf("flood: an op on the old import after the peer came back: %s, %s, error %d, failure %u\n",
+	       strerror(-ret), ret ? "-" : xferk_state_name(s.state),
+	       s.first_error, s.failure);
+	if (!xferk_conn_query(in->x, in->conn, &info))
+		printf("flood: the old connection: state %u error %d path_gen %u deaths %llu reconnects %llu initiator %u\n",
+		       info.state, info.error, info.path_gen,
+		       (unsigned long long)info.path_deaths,
+		       (unsigned long long)info.reconnects, info.initiator);
+	metric("stale_after_peer_back_ms", t_now_ms() - t0);
+	T_EXPECT(!ret && s.first_error == -ESTALE &&
+		 s.failure == XFERK_FAILURE_PATH,
+		 "the old import did not fail with ESTALE: %d, error %d, failure %u",
+		 ret, s.first_error, s.failure);
+}
+
 static int cmd_flood(const char *token, unsigned int nops, uint64_t bytes,
 		     unsigned int deadline_ms, unsigned int drain_ms)
 {
@@ -482,6 +531,8 @@ static int cmd_flood(const char *token, unsigned int nops, uint64_t bytes,
 		T_EXPECT(ret || s.state != XFERK_STATE_SUCCEEDED,
 			 "a new op on the dead connection succeeded");
 	}
+	if (seen_kill && getenv("XFERK_FLOOD_STALE"))
+		flood_stale(&in, getenv("XFERK_FLOOD_STALE"), bytes, &o);
 	if (verify)
 		put_suffixed(token, "done", "verify 2\n");
 	xferk_close(in.x);

@@ -7,14 +7,23 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-static const char *const api[] = {
-	"xferk_open", "xferk_close", "xferk_fd", "xferk_abi_version",
-	"xferk_features", "xferk_mr_reg", "xferk_mr_dereg", "xferk_connect",
-	"xferk_connect_null", "xferk_disconnect", "xferk_export",
-	"xferk_unexport", "xferk_import", "xferk_unimport",
-	"xferk_token_format", "xferk_token_parse", "xferk_submit", "xferk_wait",
-	"xferk_query", "xferk_release", "xferk_now_ns", "xferk_state_name",
-	"xferk_submit_ex", "xferk_cancel_drain", "xferk_transfer_sync",
+static const struct {
+	const char *name, *version;
+} api[] = {
+	{ "xferk_open", "XFERK_0.1" }, { "xferk_close", "XFERK_0.1" },
+	{ "xferk_fd", "XFERK_0.1" }, { "xferk_abi_version", "XFERK_0.1" },
+	{ "xferk_features", "XFERK_0.1" }, { "xferk_mr_reg", "XFERK_0.1" },
+	{ "xferk_mr_dereg", "XFERK_0.1" }, { "xferk_connect", "XFERK_0.1" },
+	{ "xferk_connect_null", "XFERK_0.1" }, { "xferk_disconnect", "XFERK_0.1" },
+	{ "xferk_export", "XFERK_0.1" }, { "xferk_unexport", "XFERK_0.1" },
+	{ "xferk_import", "XFERK_0.1" }, { "xferk_unimport", "XFERK_0.1" },
+	{ "xferk_token_format", "XFERK_0.1" }, { "xferk_token_parse", "XFERK_0.1" },
+	{ "xferk_submit", "XFERK_0.1" }, { "xferk_wait", "XFERK_0.1" },
+	{ "xferk_query", "XFERK_0.1" }, { "xferk_release", "XFERK_0.1" },
+	{ "xferk_now_ns", "XFERK_0.1" }, { "xferk_state_name", "XFERK_0.1" },
+	{ "xferk_submit_ex", "XFERK_0.1" }, { "xferk_cancel_drain", "XFERK_0.1" },
+	{ "xferk_transfer_sync", "XFERK_0.1" },
+	{ "xferk_conn_query", "XFERK_0.2" },
 };
 
 int main(int argc, char **argv)
@@ -28,8 +37,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
-		if (!dlvsym(h, api[i], "XFERK_0.1")) {
-			fprintf(stderr, "FAIL %s@XFERK_0.1 missing\n", api[i]);
+		if (!dlvsym(h, api[i].name, api[i].version)) {
+			fprintf(stderr, "FAIL %s@%s missing\n", api[i].name,
+				api[i].version);
 			fail = 1;
 		}
 	}

@@ -21,6 +21,7 @@
 #   th_halt NAME            unload xferk, collect the kernel log, power off
 #   th_alive NAME           NAME's qemu process runs
 #   th_metric KEY VALUE     record a number for the closing report
+#   th_stat VM NAME         a counter of VM's xferk (sysfs stats/NAME)
 # Each boot of a VM is judged on its own: its kernel log must be clean.
 
 TH_PORT=${XFERK_TWOHOST_PORT:-47310}
@@ -126,6 +127,11 @@ th_run() {
 	TH_SEQ=$((TH_SEQ + 1))
 	th_start "$name" "run$TH_SEQ" "$@"
 	th_join "$name" "run$TH_SEQ" "${TH_RUN_TIMEOUT:-300}"
+}
+
+# A counter of VM $1: /sys/class/misc/xferk/stats/$2, the bare number.
+th_stat() {
+	th_run "$1" cat "/sys/class/misc/xferk/stats/$2" | sed 's/^\[.\] //'
 }
 
 th_kill() {

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * One tenant's abuse costs the others latency, never a failure. Process A
+ * writes and verifies 1 MiB at a time, continuously, over the host's
+ * shared connection, while process B on the same connection loops:
+ *
+ *   - a 4 MiB WRITE cancelled at once with a drain deadline of now: the
+ *     cancel's escalation flushes the path while B's work requests are
+ *     posted (and A's with them);
+ *   - an import of a forged token (one byte of its MAC changed);
+ *   - a CONNECT with a 1 ms timeout to a port nobody listens on.
+ *
+ * A sees no failure and every byte verified: its flushed work requests are
+ * posted again on the session's next path. B's calls end with documented
+ * results: the cancel returns 0 (DRAINED, or the op had finished) or
+ * ETIMEDOUT (QUARANTINED, then DRAINED), the import EACCES, the connect
+ * ETIMEDOUT, ECONNREFUSED or EHOSTUNREACH. The counters show what
+ * happened: at least one path death by cancel, and the re-posts.
+ *
+ * Regression: a cancel's escalation took the shared connection down for
+ * every process; A's ops failed with ECONNRESET and its import was dead
+ * for good.
+ */
+#include <sys/wait.h>
+
+#include "test.h"
+
+#define A_LEN	(1 << 20)
+#define B_LEN	(4 << 20)
+
+/* A's transfer: bounded, so a lost op fails instead of hanging the test. */
+static int run_bounded(struct t_loop *l, struct xferk_op_snapshot *s)
+{
+	struct xferk_frag f = { .mr = l->src_mr, .len = A_LEN,
+				.remote = l->remote, .opcode = XFERK_OP_WRITE };
+	uint64_t op;
+	int ret;
+
+	ret = xferk_submit(l->x, &f, 1,
+			   xferk_now_ns() + t_scaled_ms(60000) * 1000000ULL, 0,
+			   &op);
+	if (ret)
+		return ret;
+	ret = xferk_wait(l->x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, s);
+	xferk_release(l->x, op);
+	return ret ? ret : (int)s->state;
+}
+
+/* B: the abuse, @iters times. Exit status: t_result(). */
+static int tenant_b(unsigned int iters)
+{
+	struct xferk_op_snapshot s;
+	struct xferk_token tok;
+	struct t_loop l;
+	uint64_t op, exp, forged, conn;
+	unsigned int i;
+	int ret;
+
+	t_loop_open(&l, B_LEN, B_LEN + 4096);
+	ret = xferk_export(l.x, l.conn, l.dst_mr, 0, 4096,
+			   XFERK_ACCESS_REMOTE_READ, &tok, &exp);
+	T_EXPECT(ret == 0, "B: export: %s", strerror(-ret));
+	for (i = 0; i < iters; i++) {
+		struct xferk_frag f = { .mr = l.src_mr, .len = B_LEN,
+					.remote = l.remote,
+					.opcode = XFERK_OP_WRITE };
+
+		ret = xferk_submit(l.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
+		T_EXPECT(ret == 0, "B: submit: %s", strerror(-ret));
+		if (ret)
+			break;
+		ret = xferk_cancel_drain(l.x, op, xferk_now_ns(), &s);
+		T_EXPECT(ret == 0 || ret == -ETIMEDOUT,
+			 "B: cancel: %s", strerror(-ret));
+		ret = xferk_wait(l.x, op, XFERK_DEADLINE_NONE,
+				 XFERK_WAIT_PHYSICAL, &s);
+		T_EXPECT(ret == 0 && (s.state == XFERK_STATE_DRAINED ||
+				      s.state == XFERK_STATE_SUCCEEDED),
+			 "B: the cancelled op: %d %s", ret,
+			 xferk_state_name(s.state));
+		xferk_release(l.x, op);
+
+		tok.bytes[XFERK_TOKEN_SIZE - 1 - i % 8] ^= 0x5a;
+		ret = xferk_import(l.x, l.conn, &tok, &forged);
+		T_EXPECT(ret == -EACCES, "B: forged token: %s", strerror(-ret));
+		tok.bytes[XFERK_TOKEN_SIZE - 1 - i % 8] ^= 0x5a;
+
+		ret = xferk_connect(l.x, t_peer(), 1, 1, &conn);
+		T_EXPECT(ret == -ETIMEDOUT || ret == -ECONNREFUSED ||
+			 ret == -EHOSTUNREACH,
+			 "B: 1 ms connect: %s", strerror(-ret));
+		if (!ret)
+			xferk_disconnect(l.x, conn);
+	}
+	xferk_close(l.x);
+	return t_result();
+}
+
+int main(void)
+{
+	long long deaths = t_stat("path_deaths_cancel");
+	long long reposted = t_stat("chunks_reposted");
+	long long reconnects = t_stat("reconnects");
+	unsigned int iters = t_debug_kernel() ? 3 : 12, ops = 0, failed = 0;
+	struct xferk_op_snapshot s;
+	struct t_loop l;
+	int status, ret;
+	pid_t b;
+
+	t_loop_open(&l, A_LEN, A_LEN + 4096);
+	b = fork();
+	if (b < 0)
+		return T_FAIL;
+	if (!b) {
+		xferk_close(l.x);
+		exit(tenant_b(iters));
+	}
+	while (waitpid(b, &status, WNOHANG) == 0) {
+		t_fill(l.src, A_LEN, ops + 10);
+		memset(&s, 0, sizeof(s));
+		ret = run_bounded(&l, &s);
+		if (ret != XFERK_STATE_SUCCEEDED || t_check(l.dst, A_LEN, ops + 10) >= 0) {
+			failed++;
+			fprintf(stderr, "A: op %u: %d %s first_error %d failure %u\n",
+				ops, ret, xferk_state_name(s.state),
+				s.first_error, s.failure);
+		}
+		ops++;
+	}
+	printf("A: %u ops of %d bytes, %u failed; path_deaths_cancel +%lld, chunks_reposted +%lld, reconnects +%lld\n",
+	       ops, A_LEN, failed, t_stat("path_deaths_cancel") - deaths,
+	       t_stat("chunks_reposted") - reposted,
+	       t_stat("reconnects") - reconnects);
+	T_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == T_PASS,
+		 "B: status %d", status);
+	T_EXPECT(ops > 0 && !failed, "A: %u of %u ops failed", failed, ops);
+	T_EXPECT(t_stat("path_deaths_cancel") > deaths,
+		 "no cancel killed a path: the test did not test");
+	xferk_close(l.x);
+	return t_result();
+}
