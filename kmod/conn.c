@@ -978,6 +978,36 @@ struct xferk_conn *xferk_conn_find_resumed(u64 local_id)
 }
 
 /**
+ * xferk_conn_crossed() - does a peer's new session cross ours to it?
+ * @net: the listener's namespace
+ * @peer: the requesting host's address
+ * @peer_conn_id: the id of the peer's end that requests
+ *
+ * Two hosts connecting to each other at the same moment keep the session
+ * initiated by the end with the greater id; both hosts decide alike.
+ *
+ * Return: true if an end we initiated to @peer's listener is still
+ * connecting and wins: the caller refuses the request.
+ */
+bool xferk_conn_crossed(struct net *net, const struct sockaddr_storage *peer,
+			u64 peer_conn_id)
+{
+	struct xferk_conn *c;
+	bool crossed = false;
+
+	mutex_lock(&xferk_conns_lock);
+	hash_for_each_possible(xferk_conns_by_peer, c, peer_node,
+			       peer_hash(net, peer))
+		crossed |= c->net == net && c->active &&
+			   same_host(&c->peer, peer) &&
+			   sockaddr_port(&c->peer) == htons(xferk_listen_port) &&
+			   READ_ONCE(c->state) == XFERK_CONN_CONNECTING &&
+			   c->local_id > peer_conn_id;
+	mutex_unlock(&xferk_conns_lock);
+	return crossed;
+}
+
+/**
  * xferk_conn_stale_peer() - a peer host opens a new session to us
  * @net: the listener's namespace
  * @peer: the peer's address
@@ -1079,6 +1109,7 @@ static int conn_errno(int error)
 	case -ECANCELED:
 	case -ESHUTDOWN:
 	case -ESTALE:
+	case -EALREADY:		/* crossed: CONNECT looks again */
 		return error;
 	case -ENETUNREACH:
 	case -ENETDOWN:
@@ -1097,9 +1128,6 @@ int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	struct xferk_hobj *ho;
 	struct xferk_conn *c;
 
-	BUILD_BUG_ON(XFERK_CONN_RECONNECTING != XFERK_CONN_STATE_RECONNECTING ||
-		     XFERK_CONN_DOWN != XFERK_CONN_STATE_DOWN ||
-		     XFERK_CONN_UP != XFERK_CONN_STATE_UP);
 	if (a->flags)
 		return -EINVAL;
 	mutex_lock(&xf->lock);

@@ -21,9 +21,14 @@
  * with a MAC under the session's token key; the acceptor attaches the new
  * QP to that session and answers likewise. It rejects a resume of a session
  * it does not know (a new instance, or a forgery) as stale, and one
- * whose old path it is still tearing down as "retry". A request we refuse
- * gets struct xferk_cm_rej with a reason code (never an errno); whatever
- * reject a peer sends, the initiator maps it to one documented errno.
+ * whose old path it is still tearing down as "retry". Two hosts that open a
+ * session to each other at the same moment keep one: a host that receives
+ * a request while its own to that peer is still connecting refuses the
+ * request if its own end's id is the greater ("crossed"), and the refused
+ * initiator's CONNECT then takes the end the other request made. A request
+ * we refuse gets struct xferk_cm_rej with a reason code (never an errno);
+ * whatever reject a peer sends, the initiator maps it to one documented
+ * errno.
  * Passive ends are bounded (max_passive_conns), their handshake is
  * bounded (handshake_timeout_ms), and one no local user claims within
  * passive_idle_ms is reaped.
@@ -79,6 +84,7 @@ enum xferk_rej_reason {
 	XFERK_REJ_RESOURCES = 4,	/* we could not set the end up */
 	XFERK_REJ_STALE = 5,		/* resume of a session we do not know */
 	XFERK_REJ_RETRY = 6,		/* resume: the old path is going; retry */
+	XFERK_REJ_CROSSED = 7,		/* ours to you crosses yours: use ours */
 };
 
 struct xferk_cm_rej {
@@ -823,6 +829,8 @@ static int conn_reject_errno(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return -ESTALE;
 	case XFERK_REJ_RETRY:
 		return -EAGAIN;
+	case XFERK_REJ_CROSSED:
+		return -EALREADY;
 	default:
 		return -ECONNREFUSED;
 	}
@@ -1048,6 +1056,12 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	if (req->resume_id)
 		return conn_passive_resume(id, ev, req);
+	if (xferk_conn_crossed(&init_net, &id->route.addr.dst_addr,
+			       be64_to_cpu(req->conn_id))) {
+		atomic64_inc(&xferk_stats.conns_crossed);
+		conn_send_reject(id, XFERK_REJ_CROSSED);
+		return -EALREADY;
+	}
 	xferk_conn_stale_peer(&init_net, &id->route.addr.dst_addr);
 	if (atomic_inc_return(&xferk_passive_conns) >
 	    READ_ONCE(xferk_max_passive_conns)) {
@@ -1240,7 +1254,7 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 {
 	unsigned long until = jiffies + msecs_to_jiffies(timeout_ms);
 	struct xferk_conn *c;
-	bool created = false;
+	bool created = false, lost;
 	long left;
 	int ret;
 
@@ -1264,12 +1278,19 @@ again:
 	mutex_unlock(&c->lock);
 	if (!ret)
 		return c;
-	/* The session we found ended while we waited: make a new one. */
-	if (!created && READ_ONCE(c->state) == XFERK_CONN_DOWN &&
-	    time_before(jiffies, until)) {
+	/*
+	 * The session we found ended while we waited, or ours crossed the
+	 * peer's and lost (the peer's end is ours now): look again.
+	 */
+	lost = ret == -EALREADY ||
+	       (!created && READ_ONCE(c->state) == XFERK_CONN_DOWN);
+	if (lost && time_before(jiffies, until)) {
 		xferk_conn_put(c);
+		created = false;
 		goto again;
 	}
+	if (ret == -EALREADY)
+		ret = -ETIMEDOUT;
 	if (created && (ret == -ETIMEDOUT || fatal_signal_pending(current)))
 		xferk_conn_down(c, ret);
 	xferk_conn_put(c);

@@ -216,6 +216,7 @@ struct xferk_stats {
 	atomic64_t reconnects;
 	atomic64_t chunks_reposted;
 	atomic64_t sessions_stale;
+	atomic64_t conns_crossed;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -279,10 +280,10 @@ void xferk_region_deregister(struct xferk_region *r);
  * up (UP again) or it gives up (DOWN). Every transition is in conn.c.
  */
 enum xferk_conn_state {
-	XFERK_CONN_CONNECTING,
-	XFERK_CONN_UP,
-	XFERK_CONN_RECONNECTING,
-	XFERK_CONN_DOWN,
+	XFERK_CONN_CONNECTING = XFERK_CONN_STATE_CONNECTING,
+	XFERK_CONN_UP = XFERK_CONN_STATE_UP,
+	XFERK_CONN_RECONNECTING = XFERK_CONN_STATE_RECONNECTING,
+	XFERK_CONN_DOWN = XFERK_CONN_STATE_DOWN,
 };
 
 /* struct xferk_conn.flags: atomic bits, set from any context */
@@ -517,6 +518,8 @@ void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
 bool xferk_conn_path_attach(struct xferk_conn *c);
 struct xferk_conn *xferk_conn_find_resumed(u64 local_id);
+bool xferk_conn_crossed(struct net *net, const struct sockaddr_storage *peer,
+			u64 peer_conn_id);
 void xferk_conn_stale_peer(struct net *net,
 			   const struct sockaddr_storage *peer);
 void xferk_conn_probe_done(struct xferk_conn *c, int error);

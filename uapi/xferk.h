@@ -52,8 +52,8 @@
 #define XFERK_FEAT_CANCEL	(1ULL << 3)	/* XFERK_IOC_CANCEL, drain policy */
 #define XFERK_FEAT_URING	(1ULL << 4)	/* IORING_OP_URING_CMD, see below */
 #define XFERK_FEAT_QUEUE	(1ULL << 5)	/* priority classes, op windows */
-#define XFERK_FEAT_SESSIONS	(1ULL << 6)	/* paths replaced, snapshot.failure,
-						 * XFERK_IOC_CONN_QUERY */
+/* Paths replaced, xferk_op_snapshot.failure, XFERK_IOC_CONN_QUERY */
+#define XFERK_FEAT_SESSIONS	(1ULL << 6)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -318,15 +318,18 @@ enum xferk_op_state {
  * only if that cannot happen (its outcome was decided meanwhile, or the
  * session ended) does it fail with XFERK_FAILURE_PATH.
  */
-#define XFERK_FAILURE_NONE	0	/* no error */
-#define XFERK_FAILURE_OWN	1	/* its own work request failed: EACCES (the
-					 * peer's key or range refused it),
-					 * EREMOTEIO, EIO, ENOMEM */
-#define XFERK_FAILURE_PATH	2	/* the path or session died: ECONNRESET,
-					 * ETIMEDOUT (retries exhausted),
-					 * ENOTCONN, ESTALE, EHOSTUNREACH, ... */
-#define XFERK_FAILURE_DEADLINE	3	/* its deadline passed: ETIMEDOUT */
-#define XFERK_FAILURE_CANCEL	4	/* it was cancelled: ECANCELED */
+/*
+ * NONE: no error. OWN: its own work request failed: EACCES (the peer's key
+ * or range refused it), EREMOTEIO, EIO, ENOMEM. PATH: the path or session
+ * died: ECONNRESET, ETIMEDOUT (retries exhausted), ENOTCONN, ESTALE,
+ * EHOSTUNREACH, ... DEADLINE: its deadline passed (ETIMEDOUT). CANCEL: it
+ * was cancelled (ECANCELED).
+ */
+#define XFERK_FAILURE_NONE	0
+#define XFERK_FAILURE_OWN	1
+#define XFERK_FAILURE_PATH	2
+#define XFERK_FAILURE_DEADLINE	3
+#define XFERK_FAILURE_CANCEL	4
 
 /**
  * struct xferk_op_snapshot - an op as XFERK_IOC_QUERY and _WAIT see it
@@ -433,12 +436,15 @@ struct xferk_ioc_query {
 };
 
 /* Connection states (XFERK_IOC_CONN_QUERY) */
-#define XFERK_CONN_STATE_CONNECTING	0	/* its first path is being made */
+/*
+ * CONNECTING: its first path is being made. RECONNECTING: its path died and
+ * a new one is being made; its handles and queued work wait. DOWN: for
+ * good; CONNECT makes a new one.
+ */
+#define XFERK_CONN_STATE_CONNECTING	0
 #define XFERK_CONN_STATE_UP		1
-#define XFERK_CONN_STATE_RECONNECTING	2	/* its path died; a new one is
-						 * being made, its handles and
-						 * queued work wait */
-#define XFERK_CONN_STATE_DOWN		3	/* for good: CONNECT makes a new one */
+#define XFERK_CONN_STATE_RECONNECTING	2
+#define XFERK_CONN_STATE_DOWN		3
 
 /**
  * struct xferk_conn_info - a connection as XFERK_IOC_CONN_QUERY sees it

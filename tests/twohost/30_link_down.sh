@@ -33,8 +33,6 @@ outage() {
 		th_run b pkill -f "xfer export $tok"
 		th_join b target 60 >/dev/null
 	fi
-	th_metric "link_down_${secs}s_reconnects $(($(th_stat a reconnects) - reconnects))"
-	th_metric "link_down_${secs}s_chunks_reposted $(($(th_stat a chunks_reposted) - reposted))"
 	if [ "$secs" -gt 1 ]; then
 		th_run b sh -c "for i in \$(seq 600); do
 			[ \$((\$(cat /sys/class/misc/xferk/stats/reconnects) +
@@ -44,6 +42,8 @@ outage() {
 		th_metric "link_down_${secs}s_target_reconnects_total $(th_stat b reconnects)"
 		th_metric "link_down_${secs}s_target_sessions_stale_total $(th_stat b sessions_stale)"
 	fi
+	th_metric "link_down_${secs}s_reconnects $(($(th_stat a reconnects) - reconnects))"
+	th_metric "link_down_${secs}s_chunks_reposted $(($(th_stat a chunks_reposted) - reposted))"
 	# Afterwards, a new transfer between the two hosts.
 	th_start b target "$TH_XFER" export "$tok.after" $((1 << 20))
 	th_run a "$TH_XFER" bw "$tok.after" $((1 << 20)) 1 || return 1

@@ -34,6 +34,12 @@
  *        (the peer is back as a new instance) ops on the old import must
  *        fail with ESTALE (failure PATH) within 60 s: the session learns
  *        that the peer does not know it.
+ *   xfer cross DIR                 both hosts at once: waits for DIR.go,
+ *        connects to the peer, exports 4 KiB (pattern 3 on host a, 4 on
+ *        b) and writes the token to DIR.HOST.tok, imports the peer's and
+ *        READs and checks its pattern; then the host must have exactly one
+ *        RDMA connection (debugfs peers): two hosts that connect to each
+ *        other at the same moment keep one session.
  *   xfer stale TOKEN               a token of a peer instance that is gone
  *        is refused on a new connection to the peer's new instance.
  *
@@ -547,6 +553,85 @@ static int cmd_flood(const char *token, unsigned int nops, uint64_t bytes,
 	return t_result();
 }
 
+/* RDMA connections debugfs lists that are not down. */
+static int rdma_sessions(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/sys/kernel/debug/xferk/peers", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, " rdma ") && !strstr(line, " down ");
+	fclose(f);
+	return n;
+}
+
+static int cmd_cross(const char *dir)
+{
+	const uint32_t acc = XFERK_ACCESS_REMOTE_READ;
+	const char *host = getenv("XFERK_HOST") ?: "a";
+	const char *peer = strcmp(host, "a") ? "a" : "b";
+	unsigned int mine = strcmp(host, "a") ? 4 : 3;
+	char path[512], hex[XFERK_TOKEN_HEX_LEN + 2];
+	uint64_t conn, mr, dmr, exp, remote;
+	struct xferk_frag f = { .len = 4096, .opcode = XFERK_OP_READ };
+	struct xferk_op_snapshot s;
+	struct xferk_token tok;
+	uint8_t *buf, *dst;
+	struct xferk *x;
+	int ret, n;
+
+	buf = t_map(4096 + RXE_MAP_SLACK);
+	dst = t_map(4096 + RXE_MAP_SLACK);
+	t_fill(buf, 4096, mine);
+	if (xferk_open(&x))
+		return T_SKIP;
+	ret = xferk_mr_reg(x, buf, 4096 + RXE_MAP_SLACK, acc, &mr);
+	if (!ret)
+		ret = xferk_mr_reg(x, dst, 4096 + RXE_MAP_SLACK,
+				   XFERK_ACCESS_LOCAL_DST, &dmr);
+	snprintf(path, sizeof(path), "%s.go", dir);
+	T_EXPECT(!ret && wait_file(path, SETUP_WAIT_MS) == 0, "setup: %d", ret);
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
+	T_EXPECT(ret == 0, "connect: %s", strerror(-ret));
+	if (!ret)
+		ret = xferk_export(x, conn, mr, 0, 4096 + RXE_MAP_SLACK, acc,
+				   &tok, &exp);
+	T_EXPECT(ret == 0, "export: %s", strerror(-ret));
+	if (ret)
+		return t_result();
+	xferk_token_format(&tok, hex, sizeof(hex));
+	strcat(hex, "\n");
+	snprintf(path, sizeof(path), "%s.%s.tok", dir, host);
+	put_file(path, hex);
+	snprintf(path, sizeof(path), "%s.%s.tok", dir, peer);
+	ret = read_token(path, &tok);
+	if (!ret)
+		ret = xferk_import(x, conn, &tok, &remote);
+	T_EXPECT(ret == 0, "import the peer's token: %d", ret);
+	if (!ret) {
+		f.mr = dmr;
+		f.remote = remote;
+		ret = t_run(x, &f, 1, &s);
+		T_EXPECT(ret == XFERK_STATE_SUCCEEDED &&
+			 t_check(dst, 4096, mine == 3 ? 4 : 3) < 0,
+			 "READ of the peer's pattern: %d", ret);
+	}
+	n = rdma_sessions();
+	printf("cross: %d RDMA connection(s) on host %s\n", n, host);
+	metric("rdma_sessions", n);
+	T_EXPECT(n == 1, "%d RDMA connections, not one", n);
+	/* Neither closes before the other has read. */
+	snprintf(path, sizeof(path), "%s.%s.done", dir, host);
+	put_file(path, "done\n");
+	snprintf(path, sizeof(path), "%s.%s.done", dir, peer);
+	T_EXPECT(wait_file(path, SETUP_WAIT_MS) == 0, "no %s", path);
+	xferk_close(x);
+	return t_result();
+}
+
 static int cmd_stale(const char *token)
 {
 	struct xferk_token tok;
@@ -586,6 +671,8 @@ int main(int argc, char **argv)
 				 atoi(argv[6]));
 	if (!strcmp(cmd, "stale") && argc == 3)
 		return cmd_stale(argv[2]);
+	if (!strcmp(cmd, "cross") && argc == 3)
+		return cmd_cross(argv[2]);
 	fprintf(stderr, "usage: see the comment at the top of %s\n", __FILE__);
 	return T_FAIL;
 }
