@@ -644,7 +644,7 @@ void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
 /*
  * Cancel escalation: if the op still has work requests posted here, the
  * path dies, which flushes them; every other op's are posted again on the
- * next path.
+ * next path. At most once per escalation_interval_ms per file.
  */
 void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op)
 {
@@ -655,7 +655,7 @@ void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op)
 	list_for_each_entry(ch, &c->posted, node)
 		posted |= ch->op == op;
 	mutex_unlock(&c->lock);
-	if (posted)
+	if (posted && xferk_escalation_allowed(op->qacct))
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_CANCEL);
 }
 

@@ -168,6 +168,59 @@ module_param_cb(reconnect_ms, &reconnect_ms_ops, &xferk_reconnect_ms, 0644);
 MODULE_PARM_DESC(reconnect_ms,
 		 "A session whose path died gets this long to make a new one before it goes down; 0: a path's death ends the session (default 30000)");
 
+/* 0 (no limit), or at most a minute. */
+static int escalation_interval_ms_set(const char *val,
+				      const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret = kstrtouint(val, 0, &ms);
+
+	if (ret)
+		return ret;
+	if (ms > 60000)
+		return -EINVAL;
+	WRITE_ONCE(*(unsigned int *)kp->arg, ms);
+	return 0;
+}
+
+static const struct kernel_param_ops escalation_interval_ms_ops = {
+	.set = escalation_interval_ms_set,
+	.get = param_get_uint,
+};
+
+unsigned int xferk_escalation_interval_ms = 1000;
+module_param_cb(escalation_interval_ms, &escalation_interval_ms_ops,
+		&xferk_escalation_interval_ms, 0644);
+MODULE_PARM_DESC(escalation_interval_ms,
+		 "A file's cancels kill a path (flushing every user's work on it) at most once per this interval; 0: no limit (default 1000)");
+
+/**
+ * xferk_escalation_allowed() - may a file's cancel kill a path now?
+ * @a: the file's account
+ *
+ * A cancel's escalation flushes every user's work on the path and makes
+ * the session reconnect, so a file that keeps causing it is limited to
+ * one per escalation_interval_ms. Beyond that the cancel waits for its
+ * work requests to complete by themselves (its op is QUARANTINED at the
+ * drain deadline if they do not); stats/escalations_limited counts it.
+ *
+ * Return: true if the escalation may go ahead (it is recorded).
+ */
+bool xferk_escalation_allowed(struct xferk_qacct *a)
+{
+	u64 interval = (u64)READ_ONCE(xferk_escalation_interval_ms) *
+		       NSEC_PER_MSEC;
+	u64 now = ktime_get_ns(), last = atomic64_read(&a->last_escalation);
+
+	if (interval && last && now - last < interval)
+		goto limited;
+	if (atomic64_cmpxchg(&a->last_escalation, last, now) == last)
+		return true;
+limited:
+	atomic64_inc(&xferk_stats.escalations_limited);
+	return false;
+}
+
 /**
  * xferk_charge() - take @n from a file's budget, all or nothing
  * @used: what the file holds of it

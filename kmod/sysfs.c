@@ -114,6 +114,7 @@ XFERK_STAT_ATTR(reconnects);
 XFERK_STAT_ATTR(chunks_reposted);
 XFERK_STAT_ATTR(sessions_stale);
 XFERK_STAT_ATTR(conns_crossed);
+XFERK_STAT_ATTR(escalations_limited);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -154,6 +155,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_chunks_reposted.attr,
 	&dev_attr_sessions_stale.attr,
 	&dev_attr_conns_crossed.attr,
+	&dev_attr_escalations_limited.attr,
 	NULL,
 };
 

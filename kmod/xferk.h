@@ -95,11 +95,14 @@ extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
 extern unsigned int xferk_keepalive_ms;
 extern unsigned int xferk_reconnect_ms;
+extern unsigned int xferk_escalation_interval_ms;
 int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,
 			     u8 kind);
 int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
 		 int error);
 bool xferk_handle_room_limited(struct xferk_file *xf, u8 kind);
+struct xferk_qacct;
+bool xferk_escalation_allowed(struct xferk_qacct *a);
 
 /* main.c: module parameters (read-only after load) and command handlers */
 extern char *xferk_listen_addr;
@@ -217,6 +220,7 @@ struct xferk_stats {
 	atomic64_t chunks_reposted;
 	atomic64_t sessions_stale;
 	atomic64_t conns_crossed;
+	atomic64_t escalations_limited;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -831,6 +835,8 @@ struct xferk_qdev {
  * @connecting: connections its CONNECTs started that are not yet up or
  *	down, against max_conns_per_file
  * @export_pages: pages its exports cover, against max_export_pages_per_file
+ * @last_escalation: when one of its cancels last killed a path (ns), for
+ *	escalation_interval_ms
  */
 struct xferk_qacct {
 	struct xferk_sched_account a;
@@ -838,6 +844,7 @@ struct xferk_qacct {
 	atomic_long_t chunks;
 	atomic_long_t connecting;
 	atomic_long_t export_pages;
+	atomic64_t last_escalation;
 };
 
 extern spinlock_t xferk_queue_lock;

@@ -534,7 +534,7 @@ struct xferk_ioc_info {
  * issues the command. cqe->res is what the ioctl would return (0 or a
  * negative errno); outputs go back into the argument struct as with the
  * ioctl. WAIT, CANCEL and the commands that set things up run in
- * io_uring's worker threads; INFO, QUERY and RELEASE run inline.
+ * io_uring's worker threads; INFO, QUERY, CONN_QUERY and RELEASE run inline.
  *
  * XFERK_IOC_SUBMIT is asynchronous: the op's handle is written to
  * xferk_ioc_submit.op before io_uring_enter() returns (unless the command

@@ -69,6 +69,10 @@ static int tenant_b(unsigned int iters)
 		T_EXPECT(ret == 0, "B: submit: %s", strerror(-ret));
 		if (ret)
 			break;
+		/* Cancel while work requests are posted: the escalation. */
+		while (!xferk_query(l.x, op, &s) && !s.in_flight_bytes &&
+		       !s.physical_complete)
+			usleep(1000);
 		ret = xferk_cancel_drain(l.x, op, xferk_now_ns(), &s);
 		T_EXPECT(ret == 0 || ret == -ETIMEDOUT,
 			 "B: cancel: %s", strerror(-ret));

@@ -48,7 +48,7 @@ static void uapi_ring_inline_commands(struct kunit *test)
 {
 	static const unsigned int inline_cmds[] = {
 		XFERK_IOC_INFO, XFERK_IOC_SUBMIT, XFERK_IOC_QUERY,
-		XFERK_IOC_RELEASE,
+		XFERK_IOC_RELEASE, XFERK_IOC_CONN_QUERY,
 	};
 	unsigned int nr, i, inline_found = 0;
 

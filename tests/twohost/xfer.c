@@ -40,6 +40,19 @@
  *        READs and checks its pattern; then the host must have exactly one
  *        RDMA connection (debugfs peers): two hosts that connect to each
  *        other at the same moment keep one session.
+ *   xfer quiesce-target DIR LEN ROUNDS   the seed-002 experiment's target:
+ *        exports LEN bytes (DIR.big.tok) and 4 KiB whose export it revokes
+ *        at once (DIR.small.tok: every write to it is refused); for each
+ *        of the 2 * ROUNDS rounds, once DIR.rN.written exists, counts the
+ *        8-byte words of the LEN bytes that hold the initiator's
+ *        post-return pattern, writes the count to DIR.rN.count and clears.
+ *   xfer quiesce DIR LEN ROUNDS    its initiator: each round a batch of a
+ *        4 KiB WRITE the target refuses and a LEN WRITE; right after the
+ *        call returns the source is overwritten with the post-return
+ *        pattern. Alternating rounds: a naive wrapper (two ops, return at
+ *        the first failure) and xferk_transfer_sync(). Prints the rounds in
+ *        which the target saw post-return data; sync must have none and
+ *        naive some (or the experiment could not see the bug).
  *   xfer stale TOKEN               a token of a peer instance that is gone
  *        is refused on a new connection to the peer's new instance.
  *
@@ -553,6 +566,169 @@ static int cmd_flood(const char *token, unsigned int nops, uint64_t bytes,
 	return t_result();
 }
 
+#define QUIESCE_POISON	0xababababababababULL
+
+static void dir_path(char *path, size_t size, const char *dir, const char *what,
+		     unsigned int round)
+{
+	if (round)
+		snprintf(path, size, "%s.r%u.%s", dir, round, what);
+	else
+		snprintf(path, size, "%s.%s", dir, what);
+}
+
+static int cmd_quiesce_target(const char *dir, uint64_t len, unsigned int rounds)
+{
+	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	char path[512], hex[XFERK_TOKEN_HEX_LEN + 2], count[32];
+	uint64_t conn, big_mr, small_mr, exp, i, hits;
+	struct xferk_token tok;
+	uint8_t *big, *small;
+	struct xferk *x;
+	unsigned int r;
+	int ret;
+
+	big = t_map(len + RXE_MAP_SLACK);
+	small = t_map(4096 + RXE_MAP_SLACK);
+	if (xferk_open(&x))
+		return T_SKIP;
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
+	if (!ret)
+		ret = xferk_mr_reg(x, big, len + RXE_MAP_SLACK, rw, &big_mr);
+	if (!ret)
+		ret = xferk_mr_reg(x, small, 4096 + RXE_MAP_SLACK, rw, &small_mr);
+	if (!ret)
+		ret = xferk_export(x, conn, small_mr, 0, 4096, rw, &tok, &exp);
+	if (!ret)
+		ret = xferk_unexport(x, exp);
+	if (!ret) {
+		xferk_token_format(&tok, hex, sizeof(hex));
+		strcat(hex, "\n");
+		dir_path(path, sizeof(path), dir, "small.tok", 0);
+		put_file(path, hex);
+		ret = xferk_export(x, conn, big_mr, 0, len + RXE_MAP_SLACK, rw,
+				   &tok, &exp);
+	}
+	T_EXPECT(ret == 0, "target setup: %s", strerror(-ret));
+	if (ret)
+		return t_result();
+	xferk_token_format(&tok, hex, sizeof(hex));
+	strcat(hex, "\n");
+	dir_path(path, sizeof(path), dir, "big.tok", 0);
+	put_file(path, hex);
+	for (r = 1; r <= 2 * rounds; r++) {
+		dir_path(path, sizeof(path), dir, "written", r);
+		if (wait_file(path, SETUP_WAIT_MS)) {
+			T_EXPECT(0, "no %s", path);
+			break;
+		}
+		for (hits = 0, i = 0; i < len / 8; i++)
+			hits += ((uint64_t *)big)[i] == QUIESCE_POISON;
+		memset(big, 0, len);
+		snprintf(count, sizeof(count), "%llu\n", (unsigned long long)hits);
+		dir_path(path, sizeof(path), dir, "count", r);
+		put_file(path, count);
+	}
+	xferk_close(x);
+	return t_result();
+}
+
+/* One round of the experiment; returns the target's count of poison words. */
+static long quiesce_round(struct initiator *in, const struct xferk_token *small,
+			  const char *dir, unsigned int round, bool naive)
+{
+	uint64_t deadline = xferk_now_ns() + 120000000000ULL, bad, op_bad, op_big;
+	struct xferk_frag f[2];
+	struct xferk_op_snapshot s;
+	char path[512], count[32] = "";
+	FILE *fp;
+	int ret;
+
+	ret = xferk_import(in->x, in->conn, small, &bad);
+	T_EXPECT(ret == 0, "import of the refused range: %s", strerror(-ret));
+	if (ret)
+		return -1;
+	memset(in->src, 0x11, in->len);
+	f[0] = (struct xferk_frag) { .mr = in->src_mr, .len = 4096,
+				     .remote = bad, .opcode = XFERK_OP_WRITE };
+	f[1] = frag(in, XFERK_OP_WRITE, 0, in->len);
+	if (naive) {
+		/* Free on the first failure: return when the small one fails. */
+		ret = xferk_submit(in->x, &f[0], 1, deadline, 0, &op_bad);
+		if (!ret)
+			ret = xferk_submit(in->x, &f[1], 1, deadline, 0, &op_big);
+		T_EXPECT(ret == 0, "naive submit: %s", strerror(-ret));
+		if (ret)
+			return -1;
+		xferk_wait(in->x, op_bad, deadline, 0, &s);
+		T_EXPECT(s.state == XFERK_STATE_FAILED && s.first_error == -EACCES &&
+			 s.failure == XFERK_FAILURE_OWN,
+			 "naive: the refused write: %s %d", xferk_state_name(s.state),
+			 s.first_error);
+	} else {
+		ret = xferk_transfer_sync(in->x, f, 2, deadline, 10000000000ULL, &s);
+		T_EXPECT(ret < 0 && ret != XFERK_COMPLETION_UNKNOWN &&
+			 s.first_error == -EACCES,
+			 "transfer_sync: %d, error %d", ret, s.first_error);
+	}
+	/* The caller reuses the source right after the return. */
+	memset(in->src, 0xab, in->len);
+	if (naive) {
+		xferk_wait(in->x, op_big, deadline, XFERK_WAIT_PHYSICAL, NULL);
+		xferk_release(in->x, op_big);
+		xferk_release(in->x, op_bad);
+	}
+	xferk_unimport(in->x, bad);
+	dir_path(path, sizeof(path), dir, "written", round);
+	put_file(path, "written\n");
+	dir_path(path, sizeof(path), dir, "count", round);
+	if (wait_file(path, SETUP_WAIT_MS))
+		return -1;
+	fp = fopen(path, "r");
+	if (!fp || !fgets(count, sizeof(count), fp))
+		return -1;
+	fclose(fp);
+	return atol(count);
+}
+
+static int cmd_quiesce(const char *dir, uint64_t len, unsigned int rounds)
+{
+	unsigned int r, naive_hits = 0, sync_hits = 0;
+	struct xferk_token small;
+	struct initiator in;
+	char path[512];
+	long hits;
+	int ret;
+
+	dir_path(path, sizeof(path), dir, "big.tok", 0);
+	ret = initiator_open(&in, path, len);
+	if (ret)
+		return ret;
+	dir_path(path, sizeof(path), dir, "small.tok", 0);
+	if (read_token(path, &small))
+		return T_FAIL;
+	for (r = 1; r <= 2 * rounds; r++) {
+		hits = quiesce_round(&in, &small, dir, r, r % 2);
+		T_EXPECT(hits >= 0, "round %u", r);
+		if (r % 2)
+			naive_hits += hits > 0;
+		else
+			sync_hits += hits > 0;
+	}
+	printf("%-42s %s\n", "wrapper (4 KiB refused + valid WRITE)",
+	       "rounds with post-return data at the remote");
+	printf("%-42s %u/%u\n", "naive: return at first failure", naive_hits,
+	       rounds);
+	printf("%-42s %u/%u\n", "xferk_transfer_sync()", sync_hits, rounds);
+	metric("seed002_naive_corrupted_rounds", naive_hits);
+	metric("seed002_sync_corrupted_rounds", sync_hits);
+	metric("seed002_rounds", rounds);
+	T_EXPECT(sync_hits == 0, "transfer_sync let post-return data through");
+	T_EXPECT(naive_hits > 0, "the experiment did not detect the naive bug");
+	xferk_close(in.x);
+	return t_result();
+}
+
 /* RDMA connections debugfs lists that are not down. */
 static int rdma_sessions(void)
 {
@@ -673,6 +849,12 @@ int main(int argc, char **argv)
 		return cmd_stale(argv[2]);
 	if (!strcmp(cmd, "cross") && argc == 3)
 		return cmd_cross(argv[2]);
+	if (!strcmp(cmd, "quiesce-target") && argc == 5)
+		return cmd_quiesce_target(argv[2], strtoull(argv[3], NULL, 0),
+					  atoi(argv[4]));
+	if (!strcmp(cmd, "quiesce") && argc == 5)
+		return cmd_quiesce(argv[2], strtoull(argv[3], NULL, 0),
+				   atoi(argv[4]));
 	fprintf(stderr, "usage: see the comment at the top of %s\n", __FILE__);
 	return T_FAIL;
 }

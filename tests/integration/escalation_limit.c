@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A file's cancels kill a path at most once per escalation_interval_ms
+ * (here 60 s). Each op's one completion is swallowed (fault knob), so its
+ * work request stays posted until a path's teardown reclaims it:
+ *
+ * 1. The first cancel escalates: the path dies (stats/path_deaths_cancel),
+ *    the session reconnects, and the op is DRAINED once the teardown
+ *    reclaimed its work request (after flush_timeout_ms).
+ * 2. The second cancel, within the interval, does not: no path dies,
+ *    stats/escalations_limited counts it, and the op is QUARANTINED at its
+ *    drain deadline with its pages pinned.
+ * 3. With the interval at 0, cancelling that op again escalates: the path
+ *    dies and the op becomes DRAINED.
+ *
+ * The knob is armed while no other op is live on the host (so this test's
+ * ops take it).
+ */
+#include "test.h"
+
+#define MS	1000000ULL
+
+static void restore(void)
+{
+	t_fault_clear();
+	t_restore_params();
+}
+
+/* An op whose completion is swallowed: posted for good. */
+static uint64_t stuck_op(struct t_loop *l)
+{
+	struct xferk_frag f = { .mr = l->src_mr, .len = 4096,
+				.remote = l->remote, .opcode = XFERK_OP_WRITE };
+	struct xferk_op_snapshot s = { .state = XFERK_STATE_COUNT };
+	uint64_t op = 0;
+
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("swallow_completions", 1) == 0, "fault");
+	T_EXPECT(xferk_submit(l->x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0,
+		 "submit");
+	T_EXPECT(t_fault_taken("swallow_completions", t_scaled_ms(10000)) == 0 &&
+		 xferk_query(l->x, op, &s) == 0 &&
+		 s.state == XFERK_STATE_IN_PROGRESS,
+		 "completion not swallowed: %s", xferk_state_name(s.state));
+	return op;
+}
+
+/* Cancels @op with a 1 s drain, then waits until it is reusable. */
+static void cancel_and_drain(struct t_loop *l, uint64_t op, bool expect_drain)
+{
+	struct xferk_op_snapshot s;
+	int ret;
+
+	ret = xferk_cancel_drain(l->x, op, xferk_now_ns() + 1000 * MS, &s);
+	T_EXPECT_ERR(ret, ETIMEDOUT);
+	T_EXPECT(s.state == XFERK_STATE_QUARANTINED && !s.buffer_reusable,
+		 "after the drain deadline: %s", xferk_state_name(s.state));
+	if (!expect_drain)
+		return;
+	ret = xferk_wait(l->x, op, xferk_now_ns() + t_scaled_ms(30000) * MS,
+			 XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED && s.buffer_reusable,
+		 "after the path's teardown: %d %s", ret,
+		 xferk_state_name(s.state));
+}
+
+/* Until the connection has a path again. */
+static void wait_up(struct t_loop *l)
+{
+	uint64_t until = t_now_ms() + t_scaled_ms(30000);
+	struct xferk_conn_info i = { 0 };
+
+	while (t_now_ms() < until &&
+	       (xferk_conn_query(l->x, l->conn, &i) ||
+		i.state != XFERK_CONN_STATE_UP))
+		usleep(50000);
+	T_EXPECT(i.state == XFERK_CONN_STATE_UP, "the session is %u", i.state);
+}
+
+int main(void)
+{
+	long long deaths, limited;
+	struct xferk_op_snapshot s;
+	struct t_loop l;
+	uint64_t op1, op2;
+
+	atexit(restore);
+	t_loop_open(&l, 1 << 20, 1 << 20);
+	T_EXPECT(t_param_scoped("flush_timeout_ms",
+				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
+	T_EXPECT(t_param_scoped("escalation_interval_ms", 60000) == 0,
+		 "escalation_interval_ms: %s", strerror(errno));
+	deaths = t_stat("path_deaths_cancel");
+	limited = t_stat("escalations_limited");
+
+	op1 = stuck_op(&l);
+	cancel_and_drain(&l, op1, true);
+	T_EXPECT(t_stat("path_deaths_cancel") == deaths + 1,
+		 "first cancel: path_deaths_cancel %lld, was %lld",
+		 t_stat("path_deaths_cancel"), deaths);
+	xferk_release(l.x, op1);
+	wait_up(&l);
+
+	op2 = stuck_op(&l);
+	cancel_and_drain(&l, op2, false);
+	T_EXPECT(t_stat("path_deaths_cancel") == deaths + 1 &&
+		 t_stat("escalations_limited") == limited + 1,
+		 "second cancel: path_deaths_cancel %lld (was %lld), escalations_limited %lld (was %lld)",
+		 t_stat("path_deaths_cancel"), deaths,
+		 t_stat("escalations_limited"), limited);
+	T_EXPECT(xferk_query(l.x, op2, &s) == 0 &&
+		 s.state == XFERK_STATE_QUARANTINED && !s.physical_complete,
+		 "the limited op: %s", xferk_state_name(s.state));
+
+	T_EXPECT(t_set_param("escalation_interval_ms", 0) == 0, "interval 0");
+	cancel_and_drain(&l, op2, true);
+	T_EXPECT(t_stat("path_deaths_cancel") == deaths + 2,
+		 "third cancel: path_deaths_cancel %lld, was %lld",
+		 t_stat("path_deaths_cancel"), deaths);
+	xferk_release(l.x, op2);
+	xferk_close(l.x);
+	restore();
+	return t_result();
+}
