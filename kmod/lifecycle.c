@@ -116,6 +116,22 @@ u32 xferk_chunk_failure(int error)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_chunk_failure);
 
+/**
+ * xferk_life_error() - a chunk failed: its error becomes the op's first
+ *	one if it has none (its terminal accounting follows in
+ *	xferk_life_chunk_done())
+ * @l: the op
+ * @error: the chunk's negative errno
+ *
+ * So the op's first error is the failing chunk's own, not that of the
+ * chunks its failure drops (ECANCELED).
+ */
+void xferk_life_error(struct xferk_life *l, int error)
+{
+	life_fail(l, error, xferk_chunk_failure(error));
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_error);
+
 void xferk_life_init(struct xferk_life *l, u64 total_bytes, u32 total_frags,
 		     u32 total_chunks, ktime_t now)
 {

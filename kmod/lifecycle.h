@@ -70,6 +70,7 @@ struct xferk_life {
 bool xferk_state_transition_allowed(u32 from, u32 to);
 bool xferk_state_is_settled(u32 state);
 u32 xferk_chunk_failure(int error);
+void xferk_life_error(struct xferk_life *l, int error);
 const char *xferk_state_name(u32 state);
 
 void xferk_life_init(struct xferk_life *l, u64 total_bytes, u32 total_frags,

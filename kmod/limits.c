@@ -120,18 +120,25 @@ module_param_cb(handshake_timeout_ms, &timeout_ms_ops,
 MODULE_PARM_DESC(handshake_timeout_ms,
 		 "A connection a peer opened is closed if its handshake does not finish within this time (default 10000)");
 
-/* 0 (off), or 100 ms to one minute. */
-static int keepalive_ms_set(const char *val, const struct kernel_param *kp)
+/* A time in milliseconds: 0, or from @min to @max. */
+static int ms_param_set(const char *val, const struct kernel_param *kp,
+			unsigned int min, unsigned int max)
 {
 	unsigned int ms;
 	int ret = kstrtouint(val, 0, &ms);
 
 	if (ret)
 		return ret;
-	if (ms && (ms < 100 || ms > 60000))
+	if (ms && (ms < min || ms > max))
 		return -EINVAL;
 	WRITE_ONCE(*(unsigned int *)kp->arg, ms);
 	return 0;
+}
+
+/* 0 (off), or 100 ms to one minute. */
+static int keepalive_ms_set(const char *val, const struct kernel_param *kp)
+{
+	return ms_param_set(val, kp, 100, 60000);
 }
 
 static const struct kernel_param_ops keepalive_ms_ops = {
@@ -147,15 +154,7 @@ MODULE_PARM_DESC(keepalive_ms,
 /* 0 (paths are not replaced), or one second to ten minutes. */
 static int reconnect_ms_set(const char *val, const struct kernel_param *kp)
 {
-	unsigned int ms;
-	int ret = kstrtouint(val, 0, &ms);
-
-	if (ret)
-		return ret;
-	if (ms && (ms < 1000 || ms > 600000))
-		return -EINVAL;
-	WRITE_ONCE(*(unsigned int *)kp->arg, ms);
-	return 0;
+	return ms_param_set(val, kp, 1000, 600000);
 }
 
 static const struct kernel_param_ops reconnect_ms_ops = {
@@ -172,15 +171,7 @@ MODULE_PARM_DESC(reconnect_ms,
 static int escalation_interval_ms_set(const char *val,
 				      const struct kernel_param *kp)
 {
-	unsigned int ms;
-	int ret = kstrtouint(val, 0, &ms);
-
-	if (ret)
-		return ret;
-	if (ms > 60000)
-		return -EINVAL;
-	WRITE_ONCE(*(unsigned int *)kp->arg, ms);
-	return 0;
+	return ms_param_set(val, kp, 1, 60000);
 }
 
 static const struct kernel_param_ops escalation_interval_ms_ops = {

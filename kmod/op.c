@@ -142,7 +142,16 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	unsigned int what;
 	u32 late, state;
 
-	/* First, while this chunk still keeps the op physically alive. */
+	/*
+	 * Its error is the op's first before the queue drops the op's other
+	 * chunks (with ECANCELED); then the queue, while this chunk still
+	 * keeps the op physically alive.
+	 */
+	if (error) {
+		spin_lock_irqsave(&op->lock, flags);
+		xferk_life_error(&op->life, error);
+		spin_unlock_irqrestore(&op->lock, flags);
+	}
 	if (ch->dispatched)
 		xferk_queue_chunk_done(ch, error);
 	spin_lock_irqsave(&op->lock, flags);

@@ -974,6 +974,20 @@ static void conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)
 	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
+/* Accepts @id's request with @rep, within what the requester offered. */
+static int conn_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev,
+		       const struct xferk_cm_msg *rep)
+{
+	struct rdma_conn_param param;
+
+	conn_param_init(&param, id->device, rep, sizeof(*rep));
+	param.initiator_depth = min_t(u8, param.initiator_depth,
+				      ev->param.conn.responder_resources);
+	param.responder_resources = min_t(u8, param.responder_resources,
+					  ev->param.conn.initiator_depth);
+	return rdma_accept(id, &param);
+}
+
 /*
  * A new path of one of our sessions: the peer end it names (by our id and
  * its own, under the session's key) must be the one we know, and the
@@ -984,7 +998,6 @@ static void conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)
 static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 			       const struct xferk_cm_msg *req)
 {
-	struct rdma_conn_param param;
 	struct xferk_cm_msg rep;
 	struct xferk_conn *c;
 	int ret;
@@ -1018,12 +1031,7 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		return 0;
 	}
 	cm_msg_init_resume(&rep, c);
-	conn_param_init(&param, id->device, &rep, sizeof(rep));
-	param.initiator_depth = min_t(u8, param.initiator_depth,
-				      ev->param.conn.responder_resources);
-	param.responder_resources = min_t(u8, param.responder_resources,
-					  ev->param.conn.initiator_depth);
-	ret = rdma_accept(id, &param);
+	ret = conn_accept(id, ev, &rep);
 	if (ret)
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 	xferk_conn_put(c);
@@ -1039,7 +1047,6 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	const struct xferk_cm_msg *req;
-	struct rdma_conn_param param;
 	struct xferk_cm_msg rep;
 	struct xferk_conn *c;
 	int ret;
@@ -1099,12 +1106,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	get_random_bytes(conn_key_half(c), 16);
 	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, conn_key_half(c));
 	conn_set_peer(c, req, rep.key_half);
-	conn_param_init(&param, id->device, &rep, sizeof(rep));
-	param.initiator_depth = min_t(u8, param.initiator_depth,
-				      ev->param.conn.responder_resources);
-	param.responder_resources = min_t(u8, param.responder_resources,
-					  ev->param.conn.initiator_depth);
-	ret = rdma_accept(id, &param);
+	ret = conn_accept(id, ev, &rep);
 	if (ret)
 		xferk_conn_down(c, ret);
 	return 0;

@@ -15,7 +15,10 @@
  * results: the cancel returns 0 (DRAINED, or the op had finished) or
  * ETIMEDOUT (QUARANTINED, then DRAINED), the import EACCES, the connect
  * ETIMEDOUT, ECONNREFUSED or EHOSTUNREACH. The counters show what
- * happened: at least one path death by cancel, and the re-posts.
+ * happened: at least one path death by cancel, and the re-posts of A's
+ * work requests that were in flight then (printed: whether A had any
+ * posted at that moment is up to the scheduler). escalation_interval_ms
+ * is 0 here, so every one of B's cancels may kill the path.
  *
  * Regression: a cancel's escalation took the shared connection down for
  * every process; A's ops failed with ECONNRESET and its import was dead
@@ -111,13 +114,19 @@ int main(void)
 	int status, ret;
 	pid_t b;
 
+	/* Every one of B's cancels may kill the path (no rate limit). */
+	T_EXPECT(t_param_scoped("escalation_interval_ms", 0) == 0,
+		 "escalation_interval_ms: %s", strerror(errno));
 	t_loop_open(&l, A_LEN, A_LEN + 4096);
 	b = fork();
 	if (b < 0)
 		return T_FAIL;
 	if (!b) {
 		xferk_close(l.x);
-		exit(tenant_b(iters));
+		ret = tenant_b(iters);
+		/* Not exit(): the parent restores the parameters it set. */
+		fflush(NULL);
+		_exit(ret);
 	}
 	while (waitpid(b, &status, WNOHANG) == 0) {
 		t_fill(l.src, A_LEN, ops + 10);

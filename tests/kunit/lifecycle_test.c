@@ -226,6 +226,16 @@ static void life_failure_cause(struct kunit *test)
 	xferk_life_cancel(&l);
 	xferk_life_snapshot(&l, &s);
 	KUNIT_EXPECT_EQ(test, s.failure, (u32)XFERK_FAILURE_CANCEL);
+	/* A failing chunk's error is first, before the chunks it drops. */
+	xferk_life_init(&l, 200, 2, 2, 0);
+	xferk_life_posted(&l, 100);
+	xferk_life_error(&l, -EACCES);
+	xferk_life_chunk_done(&l, 100, false, -ECANCELED, true, 1);
+	xferk_life_chunk_done(&l, 100, true, -EACCES, true, 2);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.first_error, -EACCES);
+	KUNIT_EXPECT_EQ(test, s.failure, (u32)XFERK_FAILURE_OWN);
+	KUNIT_EXPECT_EQ(test, s.state, (u32)ST(FAILED));
 }
 
 /*

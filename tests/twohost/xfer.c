@@ -669,7 +669,11 @@ static long quiesce_round(struct initiator *in, const struct xferk_token *small,
 		ret = xferk_transfer_sync(in->x, f, 2, deadline, 10000000000ULL, &s);
 		T_EXPECT(ret < 0 && ret != XFERK_COMPLETION_UNKNOWN &&
 			 s.first_error == -EACCES,
-			 "transfer_sync: %d, error %d", ret, s.first_error);
+			 "transfer_sync: %d, %s error %d failure %u cancels %u timeouts %u transferred %llu of %llu",
+			 ret, xferk_state_name(s.state), s.first_error,
+			 s.failure, s.cancel_requests, s.deadline_timeouts,
+			 (unsigned long long)s.transferred_bytes,
+			 (unsigned long long)s.total_bytes);
 	}
 	/* The caller reuses the source right after the return. */
 	memset(in->src, 0xab, in->len);
@@ -732,16 +736,8 @@ static int cmd_quiesce(const char *dir, uint64_t len, unsigned int rounds)
 /* RDMA connections debugfs lists that are not down. */
 static int rdma_sessions(void)
 {
-	char line[512];
-	int n = 0;
-	FILE *f = fopen("/sys/kernel/debug/xferk/peers", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, " rdma ") && !strstr(line, " down ");
-	fclose(f);
-	return n;
+	return t_peers_matching(" rdma ", NULL) -
+	       t_peers_matching(" rdma ", " down ");
 }
 
 static int cmd_cross(const char *dir)
