@@ -182,14 +182,15 @@ void xferk_chunk_posted(struct xferk_chunk *ch)
 }
 
 /*
- * A posted chunk is queued to be posted again (its path died). Called under
- * its connection's lock.
+ * A posted chunk is queued to be posted again (its path died): its bytes
+ * are no longer in flight, until it is. Called under its connection's lock.
  */
 void xferk_chunk_unposted(struct xferk_chunk *ch)
 {
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
 
+	ch->sent = false;
 	spin_lock_irqsave(&op->lock, flags);
 	xferk_life_unposted(&op->life, ch->len);
 	spin_unlock_irqrestore(&op->lock, flags);

@@ -745,7 +745,8 @@ static void cm_msg_init_resume(struct xferk_cm_msg *m,
 {
 	static const u8 no_key[16];
 
-	cm_msg_init(m, c, XFERK_PROTO_VERSION, no_key);
+	cm_msg_init(m, c, xferk_fault_connect_version ?: XFERK_PROTO_VERSION,
+		    no_key);
 	m->resume_id = cpu_to_be64(c->peer_id);
 	m->mac = cpu_to_be64(cm_msg_mac(m, c));
 }

@@ -646,7 +646,8 @@ void xferk_remote_put(struct xferk_remote *rm);
  * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
  * @last_in_frag: the fragment's last chunk
  * @posted: handed to the device and not yet reclaimed (conn->lock)
- * @sent: was handed to the device at some point
+ * @sent: was handed to the device and is counted in flight: since its
+ *	last post, unless it was queued again (xferk_chunk_unposted())
  * @dispatched: the admission queue let it go (charged to its windows
  *	until it is terminal)
  * @error: why an unposted chunk failed, for the completion path

@@ -12,7 +12,11 @@
  *    (sysfs), and CONN_QUERY on the connection handle the path's death,
  *    the reconnect and the next path generation (the work requests were
  *    posted by the loopback's other end, which imported the token).
- * 2. reconnect_ms 0: a path's death ends the session. The op fails with
+ * 2. A flushed work request queued for the next path, whose op is
+ *    cancelled before that path comes (the fault knob connect_version
+ *    makes every attempt fail): the op is DRAINED with nothing in flight
+ *    (its bytes were counted out once); then the session reconnects.
+ * 3. reconnect_ms 0: a path's death ends the session. The op fails with
  *    ECONNRESET and failure PATH (the path died; not its own fault), the
  *    connection is down at once (never "up" with a dead QP; CONN_QUERY says
  *    DOWN, ECONNRESET), and the next CONNECT gets a new connection on which
@@ -21,7 +25,9 @@
  * The knob is armed while no other op is live on the host: the post it
  * takes is this test's.
  *
- * Regressions: flush completions were not fatal and there was no QP event
+ * Regressions: a re-queued chunk dropped before its next post was counted
+ * out of the op's bytes in flight twice (the fuzzer saw 2^64 - 3776);
+ * flush completions were not fatal and there was no QP event
  * handler, so the connection stayed "up" and every later op on it failed
  * with ECANCELED; then a dead QP ended the session for every user of it,
  * and every op on it failed.
@@ -75,6 +81,7 @@ static int write_on_dead_qp(struct t_loop *l, struct xferk_op_snapshot *s,
 static void restore(void)
 {
 	t_fault_clear();
+	t_write_file("/sys/kernel/debug/xferk/fault/connect_version", "0");
 }
 
 static void path_replaced(void)
@@ -127,6 +134,50 @@ static void path_replaced(void)
 	xferk_close(l.x);
 }
 
+#define FAULT_VERSION	"/sys/kernel/debug/xferk/fault/connect_version"
+
+static void repost_then_cancel(void)
+{
+	long long reposted = t_stat("chunks_reposted");
+	struct xferk_frag f;
+	struct xferk_op_snapshot s;
+	struct xferk_conn_info i = { 0 };
+	struct t_loop l;
+	uint64_t op, until;
+	int ret;
+
+	t_loop_open(&l, LEN, LEN + 4096);
+	f = (struct xferk_frag) { .mr = l.src_mr, .len = LEN,
+				  .remote = l.remote, .opcode = XFERK_OP_WRITE };
+	T_EXPECT(t_write_file(FAULT_VERSION, "1") == 0, "connect_version");
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_write_file(FAULT, "1") == 0, "fault: %s", strerror(errno));
+	T_EXPECT(xferk_submit(l.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0,
+		 "submit");
+	T_EXPECT(t_stat_wait("chunks_reposted", reposted + 1,
+			     t_scaled_ms(10000)) > reposted,
+		 "the flushed work request was not queued again");
+	ret = xferk_cancel_drain(l.x, op, xferk_now_ns() + 2000000000ULL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED &&
+		 s.in_flight_bytes == 0 && s.physical_complete &&
+		 s.transferred_bytes == 0,
+		 "cancelled while queued again: %d %s in flight %llu",
+		 ret, xferk_state_name(s.state),
+		 (unsigned long long)s.in_flight_bytes);
+	xferk_release(l.x, op);
+	t_write_file(FAULT_VERSION, "0");
+	t_write_file(FAULT, "0");
+	until = t_now_ms() + t_scaled_ms(30000);
+	while (t_now_ms() < until &&
+	       (xferk_conn_query(l.x, l.conn, &i) ||
+		i.state != XFERK_CONN_STATE_UP))
+		usleep(50000);
+	ret = write_once(&l, &s, 9);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(l.dst, LEN, 9) < 0,
+		 "after the reconnect: %d", ret);
+	xferk_close(l.x);
+}
+
 static void session_ends(void)
 {
 	long long errors = t_stat("qp_errors");
@@ -174,6 +225,7 @@ int main(void)
 {
 	atexit(restore);
 	path_replaced();
+	repost_then_cancel();
 	session_ends();
 	return t_result();
 }

@@ -20,6 +20,11 @@
  * posted at that moment is up to the scheduler). escalation_interval_ms
  * is 0 here, so every one of B's cancels may kill the path.
  *
+ * On one host the two write to their own loopback exports. With
+ * XFERK_TENANT_TOKEN=PATH (tests/twohost/80_tenant.sh) both import the
+ * token in PATH, an export of at least 5 MiB on the peer host: A writes
+ * its first MiB and reads it back to verify, B writes the 4 MiB after it.
+ *
  * Regression: a cancel's escalation took the shared connection down for
  * every process; A's ops failed with ECONNRESET and its import was dead
  * for good.
@@ -31,15 +36,67 @@
 #define A_LEN	(1 << 20)
 #define B_LEN	(4 << 20)
 
-/* A's transfer: bounded, so a lost op fails instead of hanging the test. */
-static int run_bounded(struct t_loop *l, struct xferk_op_snapshot *s)
+/* The peer's token for a two-host run, or NULL on one host. */
+static const char *remote_token;
+
+/* Imports the peer's token (XFERK_TENANT_TOKEN); @tok keeps it. */
+static int import_remote(struct t_loop *l, struct xferk_token *tok)
 {
-	struct xferk_frag f = { .mr = l->src_mr, .len = A_LEN,
-				.remote = l->remote, .opcode = XFERK_OP_WRITE };
+	char hex[XFERK_TOKEN_HEX_LEN + 2] = "";
+	FILE *f = fopen(remote_token, "r");
+	int ret;
+
+	if (!f || !fgets(hex, sizeof(hex), f))
+		return -errno;
+	fclose(f);
+	hex[strcspn(hex, "\n")] = '\0';
+	ret = xferk_token_parse(hex, tok);
+	if (!ret)
+		ret = xferk_import(l->x, l->conn, tok, &l->remote);
+	return ret;
+}
+
+/*
+ * @l with @len-byte buffers: the loopback setup, or a connection to the
+ * peer, local regions and its token imported. Exits T_SKIP without
+ * /dev/xferk, T_FAIL if the setup fails.
+ */
+static void tenant_open(struct t_loop *l, size_t len, struct xferk_token *tok)
+{
+	int ret;
+
+	if (!remote_token) {
+		t_loop_open(l, len, len + 4096);
+		return;
+	}
+	l->src = t_map(len);
+	l->dst = t_map(len);
+	l->src_len = l->dst_len = len;
+	if (xferk_open(&l->x))
+		exit(T_SKIP);
+	ret = xferk_connect(l->x, t_peer(), 0, t_connect_ms(), &l->conn);
+	if (!ret)
+		ret = xferk_mr_reg(l->x, l->src, len, XFERK_ACCESS_LOCAL_SRC,
+				   &l->src_mr);
+	if (!ret)
+		ret = xferk_mr_reg(l->x, l->dst, len, XFERK_ACCESS_LOCAL_DST,
+				   &l->dst_mr);
+	if (!ret)
+		ret = import_remote(l, tok);
+	if (ret) {
+		fprintf(stderr, "setup: %s\n", strerror(-ret));
+		exit(T_FAIL);
+	}
+}
+
+/* One op: bounded, so a lost op fails instead of hanging the test. */
+static int run_bounded(struct t_loop *l, const struct xferk_frag *f,
+		       struct xferk_op_snapshot *s)
+{
 	uint64_t op;
 	int ret;
 
-	ret = xferk_submit(l->x, &f, 1,
+	ret = xferk_submit(l->x, f, 1,
 			   xferk_now_ns() + t_scaled_ms(60000) * 1000000ULL, 0,
 			   &op);
 	if (ret)
@@ -47,6 +104,31 @@ static int run_bounded(struct t_loop *l, struct xferk_op_snapshot *s)
 	ret = xferk_wait(l->x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, s);
 	xferk_release(l->x, op);
 	return ret ? ret : (int)s->state;
+}
+
+/* A's round: WRITE pattern @seed, verified; true if it all succeeded. */
+static bool tenant_a_round(struct t_loop *l, unsigned int seed)
+{
+	struct xferk_frag f = { .mr = l->src_mr, .len = A_LEN,
+				.remote = l->remote, .opcode = XFERK_OP_WRITE };
+	struct xferk_op_snapshot s = { 0 };
+	int ret;
+
+	t_fill(l->src, A_LEN, seed);
+	ret = run_bounded(l, &f, &s);
+	if (ret == XFERK_STATE_SUCCEEDED && remote_token) {
+		/* Read it back from the peer. */
+		memset(l->dst, 0, A_LEN);
+		f = (struct xferk_frag) { .mr = l->dst_mr, .len = A_LEN,
+					  .remote = l->remote,
+					  .opcode = XFERK_OP_READ };
+		ret = run_bounded(l, &f, &s);
+	}
+	if (ret == XFERK_STATE_SUCCEEDED && t_check(l->dst, A_LEN, seed) < 0)
+		return true;
+	fprintf(stderr, "A: round %u: %d %s first_error %d failure %u\n", seed,
+		ret, xferk_state_name(s.state), s.first_error, s.failure);
+	return false;
 }
 
 /* B: the abuse, @iters times. Exit status: t_result(). */
@@ -59,13 +141,16 @@ static int tenant_b(unsigned int iters)
 	unsigned int i;
 	int ret;
 
-	t_loop_open(&l, B_LEN, B_LEN + 4096);
-	ret = xferk_export(l.x, l.conn, l.dst_mr, 0, 4096,
-			   XFERK_ACCESS_REMOTE_READ, &tok, &exp);
-	T_EXPECT(ret == 0, "B: export: %s", strerror(-ret));
+	tenant_open(&l, B_LEN, &tok);
+	if (!remote_token) {
+		ret = xferk_export(l.x, l.conn, l.dst_mr, 0, 4096,
+				   XFERK_ACCESS_REMOTE_READ, &tok, &exp);
+		T_EXPECT(ret == 0, "B: export: %s", strerror(-ret));
+	}
 	for (i = 0; i < iters; i++) {
 		struct xferk_frag f = { .mr = l.src_mr, .len = B_LEN,
 					.remote = l.remote,
+					.remote_offset = remote_token ? A_LEN : 0,
 					.opcode = XFERK_OP_WRITE };
 
 		ret = xferk_submit(l.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
@@ -109,15 +194,16 @@ int main(void)
 	long long reposted = t_stat("chunks_reposted");
 	long long reconnects = t_stat("reconnects");
 	unsigned int iters = t_debug_kernel() ? 3 : 12, ops = 0, failed = 0;
-	struct xferk_op_snapshot s;
+	struct xferk_token tok;
 	struct t_loop l;
 	int status, ret;
 	pid_t b;
 
+	remote_token = getenv("XFERK_TENANT_TOKEN");
 	/* Every one of B's cancels may kill the path (no rate limit). */
 	T_EXPECT(t_param_scoped("escalation_interval_ms", 0) == 0,
 		 "escalation_interval_ms: %s", strerror(errno));
-	t_loop_open(&l, A_LEN, A_LEN + 4096);
+	tenant_open(&l, A_LEN, &tok);
 	b = fork();
 	if (b < 0)
 		return T_FAIL;
@@ -129,21 +215,18 @@ int main(void)
 		_exit(ret);
 	}
 	while (waitpid(b, &status, WNOHANG) == 0) {
-		t_fill(l.src, A_LEN, ops + 10);
-		memset(&s, 0, sizeof(s));
-		ret = run_bounded(&l, &s);
-		if (ret != XFERK_STATE_SUCCEEDED || t_check(l.dst, A_LEN, ops + 10) >= 0) {
-			failed++;
-			fprintf(stderr, "A: op %u: %d %s first_error %d failure %u\n",
-				ops, ret, xferk_state_name(s.state),
-				s.first_error, s.failure);
-		}
+		failed += !tenant_a_round(&l, ops + 10);
 		ops++;
 	}
 	printf("A: %u ops of %d bytes, %u failed; path_deaths_cancel +%lld, chunks_reposted +%lld, reconnects +%lld\n",
 	       ops, A_LEN, failed, t_stat("path_deaths_cancel") - deaths,
 	       t_stat("chunks_reposted") - reposted,
 	       t_stat("reconnects") - reconnects);
+	printf("metric tenant_a_ops %u\nmetric tenant_a_failed %u\n"
+	       "metric tenant_path_deaths_cancel %lld\n"
+	       "metric tenant_chunks_reposted %lld\n", ops, failed,
+	       t_stat("path_deaths_cancel") - deaths,
+	       t_stat("chunks_reposted") - reposted);
 	T_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == T_PASS,
 		 "B: status %d", status);
 	T_EXPECT(ops > 0 && !failed, "A: %u of %u ops failed", failed, ops);
