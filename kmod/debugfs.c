@@ -6,8 +6,11 @@
  *
  *   config   version, features, listener address
  *   ops      live ops: handle owner pid, state, bytes, age
- *   peers    connections: state, side, QP number, outstanding chunks,
- *            error, whether the QP died and whether a local user claimed it
+ *   peers    connections (sessions): state, side, QP number, outstanding
+ *            chunks, error, whether the path's QP died, whether a local
+ *            user claimed it, path generation, whether a path exists,
+ *            path attempts since the last one was up, reconnects, chunks
+ *            posted again
  *   quarantine  what the kernel holds because a device may still touch
  *            it: deregistered regions still pinned, orphaned and
  *            QUARANTINED ops (owner pid, bytes, age, reason)

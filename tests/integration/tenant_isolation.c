@@ -183,6 +183,8 @@ static int tenant_b(unsigned int iters)
 			 "B: 1 ms connect: %s", strerror(-ret));
 		if (!ret)
 			xferk_disconnect(l.x, conn);
+		/* Spread over A's ops rather than all at once. */
+		usleep(100000);
 	}
 	xferk_close(l.x);
 	return t_result();
