@@ -272,12 +272,13 @@ static bool conn_resumable(struct xferk_conn *c)
  */
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 {
+	bool resumable = conn_resumable(c);
 	int state;
 
 	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 	mutex_lock(&c->lock);
 	state = c->state;
-	if (state == XFERK_CONN_UP && conn_resumable(c)) {
+	if (state == XFERK_CONN_UP && resumable) {
 		conn_set_state(c, XFERK_CONN_RECONNECTING);
 		c->error = conn_errno(error);
 		c->attempts = 0;
@@ -288,7 +289,7 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 	mutex_unlock(&c->lock);
 	if (state == XFERK_CONN_DOWN)
 		return;
-	if (state == XFERK_CONN_CONNECTING || !conn_resumable(c)) {
+	if (state == XFERK_CONN_CONNECTING || !resumable) {
 		xferk_conn_down(c, error);
 		return;
 	}
@@ -297,11 +298,13 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 	mod_delayed_work(xferk_conn_wq, &c->recover_work, 0);
 }
 
+/* Holds the reference xferk_conn_qp_dead() took for it. */
 static void conn_down_work(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(work, struct xferk_conn, down_work);
 
 	xferk_conn_path_down(c, READ_ONCE(c->qp_error), READ_ONCE(c->qp_cause));
+	xferk_conn_put(c);
 }
 
 /**
@@ -312,7 +315,7 @@ static void conn_down_work(struct work_struct *work)
  *
  * Any context (the QP event handler runs in atomic context): nothing is
  * posted on the path from now on, and xferk_conn_path_down() runs in a
- * work item.
+ * work item, which holds a reference (the caller's may be its last).
  */
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause)
 {
@@ -321,7 +324,9 @@ void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause)
 	atomic64_inc(&xferk_stats.qp_errors);
 	WRITE_ONCE(c->qp_error, error);
 	WRITE_ONCE(c->qp_cause, cause);
-	queue_work(xferk_conn_wq, &c->down_work);
+	xferk_conn_get(c);
+	if (!queue_work(xferk_conn_wq, &c->down_work))
+		xferk_conn_put(c);	/* the queued one holds its own */
 }
 
 /*
@@ -485,8 +490,10 @@ void xferk_conn_set_up(struct xferk_conn *c)
 	LIST_HEAD(failed);
 
 	mutex_lock(&c->lock);
-	if (c->state == XFERK_CONN_CONNECTING ||
-	    c->state == XFERK_CONN_RECONNECTING) {
+	/* Not a path that died meanwhile (its recovery handles it). */
+	if ((c->state == XFERK_CONN_CONNECTING ||
+	     c->state == XFERK_CONN_RECONNECTING) && c->path_live &&
+	    !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags)) {
 		if (c->state == XFERK_CONN_RECONNECTING) {
 			c->reconnects++;
 			atomic64_inc(&xferk_stats.reconnects);
@@ -641,12 +648,8 @@ void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
 	complete_failed(&failed);
 }
 
-/*
- * Cancel escalation: if the op still has work requests posted here, the
- * path dies, which flushes them; every other op's are posted again on the
- * next path. At most once per escalation_interval_ms per file.
- */
-void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op)
+/* Has @op work requests posted on @c's path? */
+bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op)
 {
 	struct xferk_chunk *ch;
 	bool posted = false;
@@ -655,8 +658,16 @@ void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op)
 	list_for_each_entry(ch, &c->posted, node)
 		posted |= ch->op == op;
 	mutex_unlock(&c->lock);
-	if (posted && xferk_escalation_allowed(op->qacct))
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_CANCEL);
+	return posted;
+}
+
+/*
+ * Cancel escalation: the path dies, which flushes the op's work requests
+ * posted on it; every other op's are posted again on the next path.
+ */
+void xferk_conn_fail_op(struct xferk_conn *c)
+{
+	xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_CANCEL);
 }
 
 /*
@@ -684,7 +695,8 @@ static void conn_path_teardown(struct xferk_conn *c)
 	 * memory, and only then are those chunks completed or queued again.
 	 */
 	c->transport->quiesce(c);
-	cancel_work_sync(&c->down_work);
+	if (cancel_work_sync(&c->down_work))
+		xferk_conn_put(c);	/* its reference; not the last */
 	xferk_conn_flush_posted(c);
 	mutex_lock(&c->lock);
 	c->path_live = false;
@@ -835,11 +847,25 @@ static void conn_recover(struct work_struct *work)
 		conn_teardown(c);
 		return;
 	}
-	if (live && !dead)
+	/*
+	 * A path of an UP session died: the transition first (its down_work
+	 * may not have run, or may have been cancelled by a teardown).
+	 */
+	if (state == XFERK_CONN_UP && dead) {
+		xferk_conn_path_down(c, READ_ONCE(c->qp_error) ?: -ECONNRESET,
+				     READ_ONCE(c->qp_cause));
 		return;
+	}
+	if (state != XFERK_CONN_RECONNECTING)
+		return;
+	if (live && !dead) {
+		/* An attempt not up yet: come back at its deadline. */
+		conn_recover_at(c, c->attempt_deadline, now);
+		return;
+	}
 	if (live)
 		conn_path_teardown(c);
-	if (state == XFERK_CONN_RECONNECTING && c->active)
+	if (c->active)
 		conn_path_attempt(c, now);
 }
 
@@ -956,25 +982,49 @@ struct xferk_conn *xferk_conn_find_peer(struct net *net,
 /**
  * xferk_conn_find_resumed() - the session a peer's new path names
  * @local_id: our end's id, as the peer gave it
+ * @from: the requesting host's address
  *
- * Only sessions the peer initiated to our listener (its namespace) are
- * resumed through it. The caller still checks the request's MAC.
+ * Only sessions the peer host initiated to our listener (its namespace)
+ * are resumed through it. The caller still checks the request's MAC and
+ * that it is not a replay (xferk_conn_resume_fresh()).
  *
  * Return: the session with a reference, or NULL.
  */
-struct xferk_conn *xferk_conn_find_resumed(u64 local_id)
+struct xferk_conn *xferk_conn_find_resumed(u64 local_id,
+					   const struct sockaddr_storage *from)
 {
 	struct xferk_conn *c;
 
 	mutex_lock(&xferk_conns_lock);
 	c = conn_by_id(local_id);
 	if (c && (c->transport != &xferk_rdma_transport || c->active ||
-		  c->net != &init_net || !conn_alive(c)))
+		  c->net != &init_net || !conn_alive(c) ||
+		  !same_host(&c->peer, from)))
 		c = NULL;
 	if (c)
 		xferk_conn_get(c);
 	mutex_unlock(&xferk_conns_lock);
 	return c;
+}
+
+/**
+ * xferk_conn_resume_fresh() - is a verified new-path request a new one?
+ * @c: the session, of an end the peer initiated
+ * @seq: the request's sequence number (covered by its MAC)
+ *
+ * Return: true, and @seq is recorded, if it is newer than every request
+ * accepted before; false for a replayed one.
+ */
+bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq)
+{
+	bool fresh;
+
+	mutex_lock(&c->lock);
+	fresh = seq > c->resume_seq;
+	if (fresh)
+		c->resume_seq = seq;
+	mutex_unlock(&c->lock);
+	return fresh;
 }
 
 /**
@@ -1008,7 +1058,8 @@ bool xferk_conn_crossed(struct net *net, const struct sockaddr_storage *peer,
 }
 
 /**
- * xferk_conn_stale_peer() - a peer host opens a new session to us
+ * xferk_conn_stale_peer() - a peer host opened a new session to us (its
+ *	handshake completed)
  * @net: the listener's namespace
  * @peer: the peer's address
  *

@@ -203,11 +203,11 @@ bool xferk_escalation_allowed(struct xferk_qacct *a)
 		       NSEC_PER_MSEC;
 	u64 now = ktime_get_ns(), last = atomic64_read(&a->last_escalation);
 
-	if (interval && last && now - last < interval)
-		goto limited;
-	if (atomic64_cmpxchg(&a->last_escalation, last, now) == last)
+	if (!interval)
 		return true;
-limited:
+	if ((!last || now - last >= interval) &&
+	    atomic64_cmpxchg(&a->last_escalation, last, now) == last)
+		return true;
 	atomic64_inc(&xferk_stats.escalations_limited);
 	return false;
 }

@@ -777,20 +777,27 @@ int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 
 /*
  * On each connection the op uses: drop its unposted chunks, or (@force)
- * fail the connection if it still has some of them posted.
+ * kill the paths that still have some of them posted, if its file may
+ * (escalation_interval_ms; one decision per cancel).
  */
 static void op_cancel_on_conns(struct xferk_op *op, bool force)
 {
+	bool posted = false;
 	u32 i;
 
-	if (!force)
+	if (!force) {
 		xferk_queue_drop(op);
-	for (i = 0; i < op->nr_conns; i++) {
-		if (force)
-			xferk_conn_fail_op(op->conns[i], op);
-		else
+		for (i = 0; i < op->nr_conns; i++)
 			xferk_conn_drop_op(op->conns[i], op);
+		return;
 	}
+	for (i = 0; i < op->nr_conns; i++)
+		posted |= xferk_conn_op_posted(op->conns[i], op);
+	if (!posted || !xferk_escalation_allowed(op->qacct))
+		return;
+	for (i = 0; i < op->nr_conns; i++)
+		if (xferk_conn_op_posted(op->conns[i], op))
+			xferk_conn_fail_op(op->conns[i]);
 }
 
 /*

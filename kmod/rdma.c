@@ -17,9 +17,11 @@
  * key; the accept carries the acceptor's id and its half. Each end keeps
  * the other's id (tokens the peer exports name our end by it) and the
  * XOR of both halves as the connection's token key. A new path of a
- * session (conn.c) sends both ids instead (resume_id: the acceptor's),
- * with a MAC under the session's token key; the acceptor attaches the new
- * QP to that session and answers likewise. It rejects a resume of a session
+ * session (conn.c) sends both ids instead (resume_id: the acceptor's) and
+ * a sequence number, with a MAC under the session's token key; the
+ * acceptor takes it only from the session's peer host and only if the
+ * number is newer than every one it took (a replay is refused), attaches
+ * the new QP to that session and answers likewise. It rejects a resume of a session
  * it does not know (a new instance, or a forgery) as stale, and one
  * whose old path it is still tearing down as "retry". Two hosts that open a
  * session to each other at the same moment keep one: a host that receives
@@ -739,16 +741,25 @@ static u64 cm_msg_mac(const struct xferk_cm_msg *m, const struct xferk_conn *c)
 	return siphash(m, offsetof(struct xferk_cm_msg, mac), &c->token_key);
 }
 
-/* A message of a session's new path: both ids, under its key. */
+/*
+ * A message of a session's new path: both ids and the request's sequence
+ * number (in the key half's first bytes), under the session's key.
+ */
 static void cm_msg_init_resume(struct xferk_cm_msg *m,
-			       const struct xferk_conn *c)
+			       const struct xferk_conn *c, u64 seq)
 {
 	static const u8 no_key[16];
 
 	cm_msg_init(m, c, xferk_fault_connect_version ?: XFERK_PROTO_VERSION,
 		    no_key);
+	put_unaligned_be64(seq, m->key_half);
 	m->resume_id = cpu_to_be64(c->peer_id);
 	m->mac = cpu_to_be64(cm_msg_mac(m, c));
+}
+
+static u64 cm_msg_seq(const struct xferk_cm_msg *m)
+{
+	return get_unaligned_be64(m->key_half);
 }
 
 /* Does @m resume session @c, coming from its peer end? */
@@ -891,7 +902,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 			return;
 		}
 		if (conn_resuming(c))
-			cm_msg_init_resume(&req, c);
+			cm_msg_init_resume(&req, c, ++c->resume_seq);
 		else
 			cm_msg_init(&req, c, xferk_fault_connect_version ?:
 				    XFERK_PROTO_VERSION, conn_key_half(c));
@@ -904,7 +915,8 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 		rep = cm_msg_parse(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len);
 		if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION ||
-		    (conn_resuming(c) && !cm_msg_resumes(rep, c))) {
+		    (conn_resuming(c) && (!cm_msg_resumes(rep, c) ||
+					  cm_msg_seq(rep) != c->resume_seq))) {
 			xferk_conn_path_down(c, -EPROTO, XFERK_PATH_QP);
 			return;
 		}
@@ -948,6 +960,9 @@ static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
 		xferk_conn_set_up(c);
 		/* A local user has this long to claim it. */
 		xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
+		/* A new session (not a new path): see xferk_conn_stale_peer(). */
+		if (!READ_ONCE(c->resume_seq))
+			xferk_conn_stale_peer(c->net, &c->peer);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		xferk_conn_down(c, -ENODEV);
@@ -1003,8 +1018,10 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	struct xferk_conn *c;
 	int ret;
 
-	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id));
-	if (c && !cm_msg_resumes(req, c)) {
+	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id),
+				    &id->route.addr.dst_addr);
+	if (c && (!cm_msg_resumes(req, c) ||
+		  !xferk_conn_resume_fresh(c, cm_msg_seq(req)))) {
 		xferk_conn_put(c);
 		c = NULL;
 	}
@@ -1013,8 +1030,9 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		return -ESTALE;
 	}
 	if (!xferk_conn_path_attach(c)) {
-		/* Its peer made a new path: the old one is dead. */
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_PEER);
+		/* Its peer made a new path: the one we think up is dead. */
+		if (READ_ONCE(c->state) == XFERK_CONN_UP)
+			xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_PEER);
 		xferk_conn_put(c);
 		conn_send_reject(id, XFERK_REJ_RETRY);
 		return -EAGAIN;
@@ -1031,7 +1049,7 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		xferk_conn_put(c);
 		return 0;
 	}
-	cm_msg_init_resume(&rep, c);
+	cm_msg_init_resume(&rep, c, cm_msg_seq(req));
 	ret = conn_accept(id, ev, &rep);
 	if (ret)
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
@@ -1070,7 +1088,6 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_CROSSED);
 		return -EALREADY;
 	}
-	xferk_conn_stale_peer(&init_net, &id->route.addr.dst_addr);
 	if (atomic_inc_return(&xferk_passive_conns) >
 	    READ_ONCE(xferk_max_passive_conns)) {
 		atomic_dec(&xferk_passive_conns);

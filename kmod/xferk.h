@@ -371,6 +371,10 @@ struct xferk_transport {
  * @path_deaths: paths that died while it was up (@lock)
  * @reconnects: paths that came up after the first (@lock)
  * @reposted: chunks flushed by a path death and queued again (@lock)
+ * @resume_seq: the sequence number of the last new path's request: that
+ *	this end sent (an end we initiated; its cm handler only), or that
+ *	it accepted (an end the peer initiated; @lock); a request not newer
+ *	is a replay
  * @state_wq: woken on every change of @state
  * @creator: the account of the file whose CONNECT started this end (ref),
  *	until it leaves CONNECTING
@@ -448,6 +452,7 @@ struct xferk_conn {
 	u64 path_deaths;
 	u64 reconnects;
 	u64 reposted;
+	u64 resume_seq;
 	wait_queue_head_t state_wq;
 	struct xferk_qacct *creator;
 
@@ -521,7 +526,9 @@ void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
 bool xferk_conn_path_attach(struct xferk_conn *c);
-struct xferk_conn *xferk_conn_find_resumed(u64 local_id);
+struct xferk_conn *xferk_conn_find_resumed(u64 local_id,
+					   const struct sockaddr_storage *from);
+bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq);
 bool xferk_conn_crossed(struct net *net, const struct sockaddr_storage *peer,
 			u64 peer_conn_id);
 void xferk_conn_stale_peer(struct net *net,
@@ -536,7 +543,8 @@ void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch);
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
-void xferk_conn_fail_op(struct xferk_conn *c, struct xferk_op *op);
+bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
+void xferk_conn_fail_op(struct xferk_conn *c);
 struct xferk_conn *xferk_conn_find_peer(struct net *net,
 					const struct sockaddr_storage *peer);
 struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
