@@ -517,8 +517,10 @@ void xferk_conn_set_up(struct xferk_conn *c)
  * @ch: the chunk, not yet posted
  *
  * The chunk is posted when a send slot is free (and the session has a
- * path), in order. If the connection is down, or the op was settled
- * meanwhile, the chunk is completed unposted with an error.
+ * path), in the order chunks were queued; chunks a path's death flushed
+ * are queued again behind those waiting. If the connection is down, or
+ * the op was settled meanwhile, the chunk is completed unposted with an
+ * error.
  */
 void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 {
