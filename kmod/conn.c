@@ -190,16 +190,41 @@ static struct xferk_conn *conn_by_id(u64 local_id)
 	return NULL;
 }
 
+static bool conn_crossed_locked(struct xferk_conn *c, u64 peer_conn_id);
+
 /**
  * xferk_conn_publish() - make a new connection findable
  * @c: the connection, with its peer address (RDMA) set
+ * @peer_conn_id: for an end a peer's request made, the requesting end's
+ *	id; else 0
  *
  * Gives it a fresh local id and lists it; from here on its teardown is
- * the only way to free it (the list holds the initial reference).
+ * the only way to free it (the list holds the initial reference). Two
+ * hosts connecting to each other keep one session; under the lock that
+ * lists every end, so whichever of our two ends comes second sees the
+ * other: an end we initiate is not published if a live end that serves
+ * the same peer listener was published meanwhile (the caller uses that
+ * one), and an end a peer's request made is not published if the request
+ * crosses an end we initiated that wins (conn_crossed_locked()).
+ *
+ * Return: NULL once published; else @c is not published and the result
+ * is that other end (with a reference), or ERR_PTR(-EALREADY): refuse the
+ * request.
  */
-void xferk_conn_publish(struct xferk_conn *c)
+struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id)
 {
+	struct xferk_conn *other = NULL;
+
 	mutex_lock(&xferk_conns_lock);
+	if (c->transport == &xferk_rdma_transport && c->active)
+		other = xferk_conn_find_peer(c->net, &c->peer);
+	else if (c->transport == &xferk_rdma_transport &&
+		 conn_crossed_locked(c, peer_conn_id))
+		other = ERR_PTR(-EALREADY);
+	if (other) {
+		mutex_unlock(&xferk_conns_lock);
+		return other;
+	}
 	do {
 		c->local_id = get_random_u64();
 	} while (!c->local_id || conn_by_id(c->local_id));
@@ -209,6 +234,7 @@ void xferk_conn_publish(struct xferk_conn *c)
 			 peer_hash(c->net, &c->peer));
 	list_add_tail(&c->node, &xferk_conns);
 	mutex_unlock(&xferk_conns_lock);
+	return NULL;
 }
 
 /* A local object uses the connection: it is never reaped as unused. */
@@ -1029,33 +1055,29 @@ bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq)
 	return fresh;
 }
 
-/**
- * xferk_conn_crossed() - does a peer's new session cross ours to it?
- * @net: the listener's namespace
- * @peer: the requesting host's address
- * @peer_conn_id: the id of the peer's end that requests
- *
- * Two hosts connecting to each other at the same moment keep the session
- * initiated by the end with the greater id; both hosts decide alike.
- *
- * Return: true if an end we initiated to @peer's listener is still
- * connecting and wins: the caller refuses the request.
+/*
+ * Does the peer's request that made the passive end @p cross a session we
+ * initiated to that host, connecting or up? Of two such sessions the one
+ * whose initiating end has the greater id is kept; both hosts decide
+ * alike. True: ours wins, refuse the request. With xferk_conns_lock.
  */
-bool xferk_conn_crossed(struct net *net, const struct sockaddr_storage *peer,
-			u64 peer_conn_id)
+static bool conn_crossed_locked(struct xferk_conn *p, u64 peer_conn_id)
 {
 	struct xferk_conn *c;
 	bool crossed = false;
+	int state;
 
-	mutex_lock(&xferk_conns_lock);
+	lockdep_assert_held(&xferk_conns_lock);
 	hash_for_each_possible(xferk_conns_by_peer, c, peer_node,
-			       peer_hash(net, peer))
-		crossed |= c->net == net && c->active &&
-			   same_host(&c->peer, peer) &&
+			       peer_hash(p->net, &p->peer)) {
+		state = READ_ONCE(c->state);
+		crossed |= c->net == p->net && c->active &&
+			   same_host(&c->peer, &p->peer) &&
 			   sockaddr_port(&c->peer) == htons(xferk_listen_port) &&
-			   READ_ONCE(c->state) == XFERK_CONN_CONNECTING &&
+			   (state == XFERK_CONN_CONNECTING ||
+			    state == XFERK_CONN_UP) &&
 			   c->local_id > peer_conn_id;
-	mutex_unlock(&xferk_conns_lock);
+	}
 	return crossed;
 }
 

@@ -113,7 +113,7 @@ struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 	INIT_DELAYED_WORK(&c->null_work, null_complete_due);
 	c->null_delay_ns = delay_ns;
 	get_random_bytes(&c->token_key, sizeof(c->token_key));
-	xferk_conn_publish(c);
+	xferk_conn_publish(c, 0);	/* a null peer is published always */
 	c->peer_id = c->local_id;
 	set_bit(XFERK_CONN_F_KEYED, &c->flags);
 	xferk_conn_claim(c);

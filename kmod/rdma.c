@@ -1082,12 +1082,6 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	if (req->resume_id)
 		return conn_passive_resume(id, ev, req);
-	if (xferk_conn_crossed(&init_net, &id->route.addr.dst_addr,
-			       be64_to_cpu(req->conn_id))) {
-		atomic64_inc(&xferk_stats.conns_crossed);
-		conn_send_reject(id, XFERK_REJ_CROSSED);
-		return -EALREADY;
-	}
 	if (atomic_inc_return(&xferk_passive_conns) >
 	    READ_ONCE(xferk_max_passive_conns)) {
 		atomic_dec(&xferk_passive_conns);
@@ -1106,10 +1100,17 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	/* Passive ends live in the listener's namespace. */
 	xferk_conn_init(c, &xferk_rdma_transport, &init_net, false);
 	memcpy(&c->peer, &id->route.addr.dst_addr, sizeof(c->peer));
+	if (IS_ERR(xferk_conn_publish(c, be64_to_cpu(req->conn_id)))) {
+		/* It crosses a session we initiated to that host, which wins. */
+		xferk_conn_put(c);
+		atomic_dec(&xferk_passive_conns);
+		atomic64_inc(&xferk_stats.conns_crossed);
+		conn_send_reject(id, XFERK_REJ_CROSSED);
+		return -EALREADY;
+	}
 	c->cm_id = id;
-	complete_all(&c->cm_ready);	/* the handler owns @id from here */
 	id->context = c;
-	xferk_conn_publish(c);
+	complete_all(&c->cm_ready);	/* the handler owns @id from here */
 	xferk_conn_arm_timer(c, READ_ONCE(xferk_handshake_timeout_ms));
 
 	ret = conn_attach(c, id->device);
@@ -1171,10 +1172,10 @@ static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 static struct xferk_conn *conn_start(struct net *net,
 				     const struct sockaddr_storage *peer,
 				     unsigned int timeout_ms,
-				     struct xferk_qacct *acct)
+				     struct xferk_qacct *acct, bool *created)
 {
+	struct xferk_conn *c, *other;
 	struct rdma_cm_id *id;
-	struct xferk_conn *c;
 	int ret;
 
 	ret = xferk_charge(&acct->connecting, 1,
@@ -1200,8 +1201,15 @@ static struct xferk_conn *conn_start(struct net *net,
 		xferk_conn_put(c);
 		return ERR_PTR(-ENOMEM);
 	}
+	other = xferk_conn_publish(c, 0);
+	if (other) {
+		/* An end to that peer appeared meanwhile (its request to us). */
+		rdma_destroy_id(id);
+		xferk_conn_put(c);
+		return other;
+	}
 	c->cm_id = id;
-	xferk_conn_publish(c);
+	*created = true;
 	xferk_conn_get(c);	/* the caller's */
 	xferk_conn_arm_timer(c, timeout_ms);
 	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)peer, timeout_ms);
@@ -1283,10 +1291,9 @@ again:
 	c = xferk_conn_find_peer(net, peer);
 	mutex_unlock(&xferk_conns_lock);
 	if (!c) {
-		c = conn_start(net, peer, timeout_ms, acct);
+		c = conn_start(net, peer, timeout_ms, acct, &created);
 		if (IS_ERR(c))
 			return c;
-		created = true;
 	}
 
 	left = wait_event_interruptible_timeout(c->state_wq, conn_settled(c),

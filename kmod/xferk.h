@@ -517,7 +517,7 @@ void xferk_conn_shutdown_all(void);
 void xferk_conn_module_exit(void);
 void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 		     struct net *net, bool active);
-void xferk_conn_publish(struct xferk_conn *c);
+struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);
 void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
@@ -529,8 +529,6 @@ bool xferk_conn_path_attach(struct xferk_conn *c);
 struct xferk_conn *xferk_conn_find_resumed(u64 local_id,
 					   const struct sockaddr_storage *from);
 bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq);
-bool xferk_conn_crossed(struct net *net, const struct sockaddr_storage *peer,
-			u64 peer_conn_id);
 void xferk_conn_stale_peer(struct net *net,
 			   const struct sockaddr_storage *peer);
 void xferk_conn_probe_done(struct xferk_conn *c, int error);
