@@ -24,9 +24,9 @@
  * the new QP to that session and answers likewise. It rejects a resume of a session
  * it does not know (a new instance, or a forgery) as stale, and one
  * whose old path it is still tearing down as "retry". Two hosts that open a
- * session to each other at the same moment keep one: a host that receives
- * a request while its own to that peer is still connecting refuses the
- * request if its own end's id is the greater ("crossed"), and the refused
+ * session to each other at the same moment keep one (xferk_conn_publish()):
+ * a request that crosses a session we initiated, connecting or up, whose
+ * end has the greater id is refused ("crossed"), and the refused
  * initiator's CONNECT then takes the end the other request made. A request
  * we refuse gets struct xferk_cm_rej with a reason code (never an errno);
  * whatever reject a peer sends, the initiator maps it to one documented
