@@ -558,8 +558,11 @@ void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
 	if (c->state == XFERK_CONN_DOWN) {
 		ch->error = c->error ?: -ENOTCONN;
 		list_add_tail(&ch->node, &failed);
-	} else if (xferk_chunk_cancelled(ch)) {
-		/* Its op's deadline may have dropped the others already. */
+	} else if (!xferk_conn_postable(c) && xferk_chunk_cancelled(ch)) {
+		/*
+		 * It would wait for a path, but its op's deadline may have
+		 * dropped the others already (when postable, the kick drops it).
+		 */
 		ch->error = -ECANCELED;
 		list_add_tail(&ch->node, &failed);
 	} else {
@@ -687,15 +690,6 @@ bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op)
 		posted |= ch->op == op;
 	mutex_unlock(&c->lock);
 	return posted;
-}
-
-/*
- * Cancel escalation: the path dies, which flushes the op's work requests
- * posted on it; every other op's are posted again on the next path.
- */
-void xferk_conn_fail_op(struct xferk_conn *c)
-{
-	xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_CANCEL);
 }
 
 /*

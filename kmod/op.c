@@ -795,9 +795,11 @@ static void op_cancel_on_conns(struct xferk_op *op, bool force)
 		posted |= xferk_conn_op_posted(op->conns[i], op);
 	if (!posted || !xferk_escalation_allowed(op->qacct))
 		return;
+	/* Killing the path flushes them; other ops' are posted again. */
 	for (i = 0; i < op->nr_conns; i++)
 		if (xferk_conn_op_posted(op->conns[i], op))
-			xferk_conn_fail_op(op->conns[i]);
+			xferk_conn_qp_dead(op->conns[i], -ECONNRESET,
+					   XFERK_PATH_CANCEL);
 }
 
 /*

@@ -542,7 +542,6 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
-void xferk_conn_fail_op(struct xferk_conn *c);
 struct xferk_conn *xferk_conn_find_peer(struct net *net,
 					const struct sockaddr_storage *peer);
 struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,

@@ -42,15 +42,8 @@ static const char *remote_token;
 /* Imports the peer's token (XFERK_TENANT_TOKEN); @tok keeps it. */
 static int import_remote(struct t_loop *l, struct xferk_token *tok)
 {
-	char hex[XFERK_TOKEN_HEX_LEN + 2] = "";
-	FILE *f = fopen(remote_token, "r");
-	int ret;
+	int ret = t_read_token(remote_token, tok);
 
-	if (!f || !fgets(hex, sizeof(hex), f))
-		return -errno;
-	fclose(f);
-	hex[strcspn(hex, "\n")] = '\0';
-	ret = xferk_token_parse(hex, tok);
 	if (!ret)
 		ret = xferk_import(l->x, l->conn, tok, &l->remote);
 	return ret;

@@ -290,6 +290,22 @@ static inline int t_param_scoped(const char *name, long long val)
 	return t_set_param(name, val);
 }
 
+/* A token from a file holding its hex form (one line); 0 or -errno. */
+static inline int t_read_token(const char *path, struct xferk_token *tok)
+{
+	char hex[XFERK_TOKEN_HEX_LEN + 2] = "";
+	FILE *f = fopen(path, "r");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(hex, sizeof(hex), f))
+		ret = -EIO;
+	fclose(f);
+	hex[strcspn(hex, "\n")] = '\0';
+	return ret ?: xferk_token_parse(hex, tok);
+}
+
 /* Lines of <debugfs>/xferk/peers containing every one of the words. */
 static inline int t_peers_matching(const char *w1, const char *w2)
 {

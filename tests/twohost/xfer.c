@@ -109,28 +109,29 @@ static void put_suffixed(const char *token, const char *suffix,
 	put_file(path, text);
 }
 
+/* Waits for the peer's token in @path. */
 static int read_token(const char *path, struct xferk_token *tok)
 {
-	char hex[XFERK_TOKEN_HEX_LEN + 2] = "";
-	FILE *f;
-
 	if (wait_file(path, SETUP_WAIT_MS)) {
 		fprintf(stderr, "no token at %s\n", path);
 		return -1;
 	}
-	f = fopen(path, "r");
-	if (!f || !fgets(hex, sizeof(hex), f)) {
-		perror(path);
-		return -1;
-	}
-	fclose(f);
-	hex[strcspn(hex, "\n")] = '\0';
-	return xferk_token_parse(hex, tok);
+	return t_read_token(path, tok);
+}
+
+/* Writes @tok's hex form to @path for the peer. */
+static void put_token(const char *path, const struct xferk_token *tok)
+{
+	char hex[XFERK_TOKEN_HEX_LEN + 2];
+
+	xferk_token_format(tok, hex, sizeof(hex));
+	strcat(hex, "\n");
+	put_file(path, hex);
 }
 
 static int cmd_export(const char *token, uint64_t len)
 {
-	char path[512], what[64] = "", hex[XFERK_TOKEN_HEX_LEN + 1];
+	char path[512], what[64] = "";
 	uint32_t acc = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 	unsigned int seed;
 	struct xferk_token tok;
@@ -156,9 +157,7 @@ static int cmd_export(const char *token, uint64_t len)
 		fprintf(stderr, "export: setup: %s\n", strerror(-ret));
 		return T_FAIL;
 	}
-	xferk_token_format(&tok, hex, sizeof(hex));
-	strcat(hex, "\n");
-	put_file(token, hex);
+	put_token(token, &tok);
 	printf("export: %llu bytes exported to %s, token in %s\n",
 	       (unsigned long long)len, t_peer(), token);
 	fflush(stdout);
@@ -580,7 +579,7 @@ static void dir_path(char *path, size_t size, const char *dir, const char *what,
 static int cmd_quiesce_target(const char *dir, uint64_t len, unsigned int rounds)
 {
 	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
-	char path[512], hex[XFERK_TOKEN_HEX_LEN + 2], count[32];
+	char path[512], count[32];
 	uint64_t conn, big_mr, small_mr, exp, i, hits;
 	struct xferk_token tok;
 	uint8_t *big, *small;
@@ -602,20 +601,16 @@ static int cmd_quiesce_target(const char *dir, uint64_t len, unsigned int rounds
 	if (!ret)
 		ret = xferk_unexport(x, exp);
 	if (!ret) {
-		xferk_token_format(&tok, hex, sizeof(hex));
-		strcat(hex, "\n");
 		dir_path(path, sizeof(path), dir, "small.tok", 0);
-		put_file(path, hex);
+		put_token(path, &tok);
 		ret = xferk_export(x, conn, big_mr, 0, len + RXE_MAP_SLACK, rw,
 				   &tok, &exp);
 	}
 	T_EXPECT(ret == 0, "target setup: %s", strerror(-ret));
 	if (ret)
 		return t_result();
-	xferk_token_format(&tok, hex, sizeof(hex));
-	strcat(hex, "\n");
 	dir_path(path, sizeof(path), dir, "big.tok", 0);
-	put_file(path, hex);
+	put_token(path, &tok);
 	for (r = 1; r <= 2 * rounds; r++) {
 		dir_path(path, sizeof(path), dir, "written", r);
 		if (wait_file(path, SETUP_WAIT_MS)) {
@@ -746,7 +741,7 @@ static int cmd_cross(const char *dir)
 	const char *host = getenv("XFERK_HOST") ?: "a";
 	const char *peer = strcmp(host, "a") ? "a" : "b";
 	unsigned int mine = strcmp(host, "a") ? 4 : 3;
-	char path[512], hex[XFERK_TOKEN_HEX_LEN + 2];
+	char path[512];
 	uint64_t conn, mr, dmr, exp, remote;
 	struct xferk_frag f = { .len = 4096, .opcode = XFERK_OP_READ };
 	struct xferk_op_snapshot s;
@@ -774,10 +769,8 @@ static int cmd_cross(const char *dir)
 	T_EXPECT(ret == 0, "export: %s", strerror(-ret));
 	if (ret)
 		return t_result();
-	xferk_token_format(&tok, hex, sizeof(hex));
-	strcat(hex, "\n");
 	snprintf(path, sizeof(path), "%s.%s.tok", dir, host);
-	put_file(path, hex);
+	put_token(path, &tok);
 	snprintf(path, sizeof(path), "%s.%s.tok", dir, peer);
 	ret = read_token(path, &tok);
 	if (!ret)
