@@ -926,6 +926,9 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 		return;
 	case RDMA_CM_EVENT_REJECTED:
 		ret = conn_reject_errno(id, ev);
+		/* "Crossed" answers a new session only: a new path got none. */
+		if (ret == -EALREADY && conn_resuming(c))
+			ret = -EPROTO;
 		if (ret == -ESTALE && conn_resuming(c)) {
 			atomic64_inc(&xferk_stats.sessions_stale);
 			xferk_conn_down(c, ret);

@@ -351,9 +351,10 @@ struct xferk_transport {
  * @local_id: random, unique among this host's connections; the tokens the
  *	peer exports on this connection name it
  * @peer_id: the peer end's @local_id (XFERK_CONN_F_KEYED)
- * @token_key: the secret both ends derive in the handshake; authenticates
- *	tokens (XFERK_CONN_F_KEYED; before, this end's half); never leaves
- *	the kernel
+ * @token_key: the key both ends derive in the handshake (from halves sent
+ *	in the clear); authenticates tokens and new paths
+ *	(XFERK_CONN_F_KEYED; before, this end's half); never shown to a
+ *	process
  * @net: the network namespace it lives in (ref): the key of sharing
  * @active: this end initiated the connection
  * @peer: the peer's address
