@@ -111,6 +111,8 @@ static void conn_release(struct kref *ref)
 		xferk_qdev_put(c->qdev);
 	put_net(c->net);
 	kvfree(c->sends);
+	kfree(c->msgs);
+	xa_destroy(&c->revoked);
 	kfree(c);
 }
 
@@ -151,6 +153,8 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	mutex_init(&c->lock);
 	INIT_LIST_HEAD(&c->pending);
 	INIT_LIST_HEAD(&c->posted);
+	INIT_LIST_HEAD(&c->remotes);
+	xa_init(&c->revoked);
 	init_waitqueue_head(&c->idle);
 	mutex_init(&c->exports_lock);
 	INIT_LIST_HEAD(&c->exports);
@@ -247,8 +251,10 @@ void xferk_conn_claim(struct xferk_conn *c)
 static void conn_set_state(struct xferk_conn *c, int state)
 {
 	lockdep_assert_held(&c->lock);
-	if (c->state == XFERK_CONN_UP)
+	if (c->state == XFERK_CONN_UP) {
 		atomic64_dec(&xferk_stats.peers_connected);
+		xferk_revokes_path_lost(c);
+	}
 	if (state == XFERK_CONN_UP)
 		atomic64_inc(&xferk_stats.peers_connected);
 	WRITE_ONCE(c->state, state);
@@ -455,6 +461,17 @@ bool xferk_conn_postable(struct xferk_conn *c)
 	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 }
 
+/*
+ * Does the path's QP exist, its teardown not begun? With c->lock: the
+ * teardown marks the QP dead under it before it destroys the QP.
+ */
+bool xferk_conn_qp_live(struct xferk_conn *c)
+{
+	lockdep_assert_held(&c->lock);
+	return c->qp && c->state != XFERK_CONN_DOWN &&
+	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+}
+
 /* Posts pending chunks while there are send slots. Called with c->lock. */
 static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
@@ -466,8 +483,8 @@ static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 		list_del(&ch->node);
 		if (xferk_chunk_cancelled(ch))
 			ch->error = -ECANCELED;
-		else if (READ_ONCE(ch->remote->refused))
-			ch->error = -EACCES;
+		else if (READ_ONCE(ch->remote->error))
+			ch->error = READ_ONCE(ch->remote->error);
 		else if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
 			ch->error = -EIO;
 		else
@@ -528,6 +545,7 @@ void xferk_conn_set_up(struct xferk_conn *c)
 		c->path_gen++;
 		c->attempts = 0;
 		conn_kick_locked(c, &failed);
+		xferk_acks_kick_locked(c);
 		if (c->transport->probe)
 			queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
 					   keepalive_delay());
@@ -616,15 +634,13 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 		return;
 	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
 		msleep(READ_ONCE(xferk_fault_delay_ms));
-	/*
-	 * The chunk keeps its own error; others see the path reset. A key
-	 * the peer refused stays refused: its other chunks fail unposted.
-	 */
-	if (error == -EACCES)
-		WRITE_ONCE(ch->remote->refused, true);
+	/* The chunk keeps its own error; others see the path reset. */
 	if (error)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	mutex_lock(&c->lock);
+	/* A key the peer refused stays so: its other chunks fail unposted. */
+	if (error == -EACCES && !ch->remote->error)
+		WRITE_ONCE(ch->remote->error, -EACCES);
 	if (!ch->posted) {
 		mutex_unlock(&c->lock);
 		return;
@@ -637,6 +653,8 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 		wake_up_all(&c->idle);
 	reposted = error && conn_repost_locked(c, ch, error);
 	conn_kick_locked(c, &failed);
+	if (c->nr_acks_due)
+		xferk_acks_kick_locked(c);
 	mutex_unlock(&c->lock);
 	if (!reposted)
 		xferk_chunk_complete(ch, error);
@@ -699,6 +717,10 @@ bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op)
  */
 static void conn_path_teardown(struct xferk_conn *c)
 {
+	/* Nothing is posted on the QP from here on (xferk_conn_qp_live()). */
+	mutex_lock(&c->lock);
+	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	mutex_unlock(&c->lock);
 	/*
 	 * No connection-manager callback after this; flush what was posted
 	 * and wait for it, bounded. The keepalive (which posts only while

@@ -20,11 +20,22 @@
  *
  * Token wire format (little endian, XFERK_TOKEN_SIZE bytes): struct
  * xferk_token below; the MAC covers every byte before it.
+ *
+ * A window is an export of a list of page-aligned blocks of a region (a
+ * request's share of a pool), mapped by the device as one contiguous
+ * remote range: the peer sees the blocks one after the other.
+ *
+ * To a peer that announced XFERK_CAP_REVOKE, an export's token also
+ * carries the export's id in the session and its generation, a random
+ * nonce: the revoke protocol (revoke.c) names the export by both, so that
+ * CLOSE can ask the peer's kernel to stop using it first. Without them
+ * (old peers, the null peer), CLOSE invalidates the key at once.
  */
 #include <linux/slab.h>
 #include <linux/sched/mm.h>
 #include <linux/siphash.h>
 #include <linux/nsproxy.h>
+#include <linux/uaccess.h>
 
 #include "xferk.h"
 
@@ -40,7 +51,8 @@ struct xferk_token {
 	__le64 len;
 	__le32 rkey;
 	__le32 access;
-	__le64 reserved[2];
+	__le64 export_id;	/* 0: none (the peer has no XFERK_CAP_REVOKE) */
+	__le64 generation;
 	__le64 mac;		/* SipHash-2-4 of the bytes above */
 };
 
@@ -60,6 +72,7 @@ static void export_release(struct kref *ref)
 	xferk_region_put(e->region);
 	atomic_long_sub(e->npages, &e->acct->export_pages);
 	xferk_qacct_put(e->acct);
+	kvfree(e->window_pages);
 	kfree(e);
 	atomic64_dec(&xferk_stats.exports);
 }
@@ -128,9 +141,132 @@ void xferk_conn_revoke_exports(struct xferk_conn *c)
 	mutex_unlock(&c->exports_lock);
 }
 
-int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
+/*
+ * Range and pages of a window: each block within the region, its address
+ * and length page-aligned. Return: 0, -EINVAL, or -E2BIG (more pages than
+ * XFERK_WINDOW_MAX_PAGES).
+ */
+static int window_check(const struct xferk_region *r,
+			const struct xferk_block *blocks, u32 nr_blocks,
+			u64 *len, unsigned long *npages)
 {
-	struct xferk_ioc_export *a = &arg->export;
+	u32 i;
+	int ret;
+
+	*len = 0;
+	for (i = 0; i < nr_blocks; i++) {
+		ret = xferk_range_check(blocks[i].offset, blocks[i].len, r->len);
+		if (ret)
+			return ret;
+		if (!PAGE_ALIGNED(r->addr + blocks[i].offset) ||
+		    !PAGE_ALIGNED(blocks[i].len))
+			return -EINVAL;
+		*len += blocks[i].len;
+		if (*len > (u64)XFERK_WINDOW_MAX_PAGES << PAGE_SHIFT)
+			return -E2BIG;
+	}
+	*npages = *len >> PAGE_SHIFT;
+	return 0;
+}
+
+/* The region's pages of each block, in order; charged to the caller. */
+static struct page **window_pages(const struct xferk_region *r,
+				  const struct xferk_block *blocks,
+				  u32 nr_blocks, unsigned long npages)
+{
+	struct page **pages;
+	unsigned long n = 0, first, count;
+	u32 i;
+
+	pages = kvmalloc_array(npages, sizeof(*pages), XFERK_GFP_USER);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < nr_blocks; i++) {
+		first = (r->addr + blocks[i].offset - (r->addr & PAGE_MASK)) >>
+			PAGE_SHIFT;
+		count = blocks[i].len >> PAGE_SHIFT;
+		memcpy(pages + n, r->pages + first, count * sizeof(*pages));
+		n += count;
+	}
+	return pages;
+}
+
+/**
+ * struct export_args - what EXPORT and WINDOW_OPEN ask for
+ * @conn: connection handle
+ * @mr: region handle
+ * @access: XFERK_ACCESS_REMOTE_*
+ * @offset: EXPORT: start within the region
+ * @len: EXPORT: length; WINDOW_OPEN: out, the window's
+ * @blocks: WINDOW_OPEN: the blocks (kernel copy), NULL for EXPORT
+ * @nr_blocks: WINDOW_OPEN: their number
+ * @handle: out: the export's handle
+ * @gen: out: its generation
+ * @token: out: its token
+ */
+struct export_args {
+	u64 conn;
+	u64 mr;
+	u32 access;
+	u64 offset;
+	u64 len;
+	const struct xferk_block *blocks;
+	u32 nr_blocks;
+	u64 handle;
+	u64 gen;
+	u8 *token;
+};
+
+/* Checks the request against the region; sets the export's range. */
+static int export_range(struct xferk_export *e, const struct xferk_region *r,
+			struct export_args *x)
+{
+	int ret;
+
+	if (!x->blocks) {
+		ret = xferk_range_check(x->offset, x->len, r->len);
+		if (ret)
+			return ret;
+		e->addr = r->addr + x->offset;
+		e->len = x->len;
+		e->npages = (PAGE_ALIGN(e->addr + e->len) -
+			     (e->addr & PAGE_MASK)) >> PAGE_SHIFT;
+		return 0;
+	}
+	ret = window_check(r, x->blocks, x->nr_blocks, &x->len, &e->npages);
+	if (ret)
+		return ret;
+	e->addr = r->addr + x->blocks[0].offset;
+	e->len = x->len;
+	return 0;
+}
+
+/*
+ * Makes the export's key on its connection: only on a session that is up
+ * and keyed, a window only for a peer that can revoke it. With the
+ * region's lock and the connection's exports_lock.
+ */
+static int export_register(struct xferk_export *e, u64 *peer_id,
+			   siphash_key_t *key)
+{
+	struct xferk_conn *c = e->conn;
+
+	lockdep_assert_held(&c->exports_lock);
+	if (READ_ONCE(c->state) != XFERK_CONN_UP ||
+	    !xferk_conn_token_key(c, peer_id, key))
+		return -ENOTCONN;
+	if (c->peer_caps & XFERK_CAP_REVOKE) {
+		e->id = ++c->next_export_id;
+		e->gen = get_random_u64();
+	} else if (e->window_pages) {
+		return -EOPNOTSUPP;
+	}
+	return c->transport->export(c, e);
+}
+
+/* EXPORT and WINDOW_OPEN: a new export, its handle published. */
+static int export_create(struct xferk_file *xf, struct export_args *x)
+{
 	struct xferk_token tok = {};
 	struct xferk_hobj *ho;
 	struct xferk_region *r;
@@ -140,9 +276,7 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	u64 peer_id;
 	int ret;
 
-	if (a->flags || a->reserved0 ||
-	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)) ||
-	    !a->access || (a->access & ~(XFERK_ACCESS_REMOTE_READ |
+	if (!x->access || (x->access & ~(XFERK_ACCESS_REMOTE_READ |
 					 XFERK_ACCESS_REMOTE_WRITE)))
 		return -EINVAL;
 	if (!xferk_handle_room_limited(xf, XFERK_H_EXPORT))
@@ -155,23 +289,23 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	INIT_LIST_HEAD(&e->conn_node);
 
 	mutex_lock(&xf->lock);
-	ho = xferk_handle_lookup(&xf->handles, a->mr, XFERK_H_REGION);
+	ho = xferk_handle_lookup(&xf->handles, x->mr, XFERK_H_REGION);
 	if (IS_ERR(ho)) {
 		ret = PTR_ERR(ho);
 		goto err_unlock;
 	}
 	r = container_of(ho, struct xferk_region, hobj);
-	ho = xferk_handle_lookup(&xf->handles, a->conn, XFERK_H_CONN);
+	ho = xferk_handle_lookup(&xf->handles, x->conn, XFERK_H_CONN);
 	if (IS_ERR(ho)) {
 		ret = PTR_ERR(ho);
 		goto err_unlock;
 	}
 	/* The handle table holds a ref to its xferk_conn_ref: see main.c. */
 	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
-	ret = xferk_range_check(a->offset, a->len, r->len);
+	ret = export_range(e, r, x);
 	if (ret)
 		goto err_unlock;
-	if ((a->access & r->access) != a->access) {
+	if ((x->access & r->access) != x->access) {
 		ret = -EACCES;
 		goto err_unlock;
 	}
@@ -180,15 +314,20 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		ret = -EPERM;
 		goto err_unlock;
 	}
-	e->addr = r->addr + a->offset;
-	e->len = a->len;
-	e->npages = (PAGE_ALIGN(e->addr + e->len) - (e->addr & PAGE_MASK)) >>
-		    PAGE_SHIFT;
 	/* What the RDMA stack keeps per export grows with its pages. */
 	ret = xferk_charge(&xf->qacct->export_pages, e->npages,
 			   READ_ONCE(xferk_max_export_pages_per_file), -EMFILE);
 	if (ret)
 		goto err_unlock;
+	if (x->blocks) {
+		e->window_pages = window_pages(r, x->blocks, x->nr_blocks,
+					       e->npages);
+		if (!e->window_pages) {
+			atomic_long_sub(e->npages, &xf->qacct->export_pages);
+			ret = -ENOMEM;
+			goto err_unlock;
+		}
+	}
 	/* From here on the export is whole: errors go through its release. */
 	kref_get(&xf->qacct->ref);
 	e->acct = xf->qacct;
@@ -196,14 +335,12 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	xferk_conn_get(c);
 	e->region = r;
 	e->conn = c;
-	e->access = a->access;
+	e->access = x->access;
 	atomic64_inc(&xferk_stats.exports);
 
 	mutex_lock(&r->lock);
 	mutex_lock(&c->exports_lock);
-	ret = READ_ONCE(c->state) == XFERK_CONN_UP &&
-	      xferk_conn_token_key(c, &peer_id, &key) ?
-	      c->transport->export(c, e) : -ENOTCONN;
+	ret = export_register(e, &peer_id, &key);
 	if (!ret) {
 		e->live = true;
 		list_add_tail(&e->conn_node, &c->exports);
@@ -219,6 +356,8 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		return ret;
 	}
 	xferk_conn_claim(c);
+	if (x->blocks)
+		atomic64_inc(&xferk_stats.windows_opened);
 
 	tok = (struct xferk_token) {
 		.magic = cpu_to_le32(XFERK_TOKEN_MAGIC),
@@ -228,17 +367,119 @@ int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		.len = cpu_to_le64(e->len),
 		.rkey = cpu_to_le32(e->rkey),
 		.access = cpu_to_le32(e->access),
+		.export_id = cpu_to_le64(e->id),
+		.generation = cpu_to_le64(e->gen),
 	};
 	tok.mac = cpu_to_le64(token_mac(&tok, &key));
 	memzero_explicit(&key, sizeof(key));
-	memcpy(a->token, &tok, sizeof(tok));
-	a->handle = e->hobj.handle;
+	memcpy(x->token, &tok, sizeof(tok));
+	x->handle = e->hobj.handle;
+	x->gen = e->gen;
 	return 0;
 
 err_unlock:
 	mutex_unlock(&xf->lock);
 	kfree(e);
 	return ret;
+}
+
+int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_export *a = &arg->export;
+	struct export_args x = {
+		.conn = a->conn,
+		.mr = a->mr,
+		.access = a->access,
+		.offset = a->offset,
+		.len = a->len,
+		.token = a->token,
+	};
+	int ret;
+
+	if (a->flags || a->reserved0 ||
+	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	ret = export_create(xf, &x);
+	if (!ret)
+		a->handle = x.handle;
+	return ret;
+}
+
+/* XFERK_IOC_WINDOW_OPEN */
+int xferk_ioctl_window_open(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_window_open *a = &arg->window_open;
+	struct export_args x = {
+		.conn = a->conn,
+		.mr = a->mr,
+		.access = a->access,
+		.nr_blocks = a->nr_blocks,
+		.token = a->token,
+	};
+	struct xferk_block *blocks;
+	int ret;
+
+	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	if (!a->nr_blocks || a->nr_blocks > XFERK_WINDOW_MAX_BLOCKS)
+		return -EINVAL;
+	blocks = kvmalloc_array(a->nr_blocks, sizeof(*blocks), XFERK_GFP_USER);
+	if (!blocks)
+		return -ENOMEM;
+	if (copy_from_user(blocks, u64_to_user_ptr(a->blocks),
+			   array_size(a->nr_blocks, sizeof(*blocks)))) {
+		ret = -EFAULT;
+		goto out;
+	}
+	x.blocks = blocks;
+	ret = export_create(xf, &x);
+	if (!ret) {
+		a->handle = x.handle;
+		a->len = x.len;
+		a->generation = x.gen;
+	}
+out:
+	kvfree(blocks);
+	return ret;
+}
+
+/* Longest wait for the peer's answer to a CLOSE's revoke. */
+#define XFERK_CLOSE_MAX_WAIT_NS	(60ULL * NSEC_PER_SEC)
+
+/*
+ * XFERK_IOC_WINDOW_CLOSE: the handle goes first (nobody else closes it),
+ * then the peer is asked to stop (revoke.c), then the key is invalidated,
+ * answered or not: when this returns no access through it can happen any
+ * more.
+ */
+int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_window_close *a = &arg->window_close;
+	ktime_t now = ktime_get(), deadline;
+	struct xferk_hobj *ho;
+	struct xferk_export *e;
+	int slot;
+
+	if (a->flags || a->reserved0 ||
+	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_remove(&xf->handles, a->handle, XFERK_H_EXPORT);
+	mutex_unlock(&xf->lock);
+	if (IS_ERR(ho))
+		return PTR_ERR(ho);
+	e = container_of(ho, struct xferk_export, hobj);
+	deadline = min_t(u64, a->deadline_ns, now + XFERK_CLOSE_MAX_WAIT_NS);
+	a->how = XFERK_CLOSE_FORCED;
+	a->ack_ns = 0;
+	if (deadline > now && xferk_export_ask_revoke(e, &slot) &&
+	    xferk_export_await_revoke(e, slot, deadline, &a->ack_ns))
+		a->how = XFERK_CLOSE_COOPERATIVE;
+	else
+		atomic64_inc(&xferk_stats.closes_forced);
+	xferk_export_revoke(e);
+	xferk_export_put(e);
+	return 0;
 }
 
 void xferk_remote_get(struct xferk_remote *rm)
@@ -250,6 +491,11 @@ static void remote_release(struct kref *ref)
 {
 	struct xferk_remote *rm = container_of(ref, struct xferk_remote, ref);
 
+	if (rm->id) {
+		mutex_lock(&rm->conn->lock);
+		list_del(&rm->conn_node);
+		mutex_unlock(&rm->conn->lock);
+	}
 	xferk_conn_put(rm->conn);
 	kfree(rm);
 }
@@ -298,7 +544,7 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	    !tok.len || !le32_to_cpu(tok.access) ||
 	    (le32_to_cpu(tok.access) & ~(XFERK_ACCESS_REMOTE_READ |
 					 XFERK_ACCESS_REMOTE_WRITE)) ||
-	    !xferk_is_zeroed(tok.reserved, sizeof(tok.reserved)))
+	    (!tok.export_id && tok.generation))
 		return -EINVAL;
 	rm = kzalloc(sizeof(*rm), XFERK_GFP_USER);
 	if (!rm)
@@ -308,6 +554,8 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	rm->len = le64_to_cpu(tok.len);
 	rm->rkey = le32_to_cpu(tok.rkey);
 	rm->access = le32_to_cpu(tok.access);
+	rm->id = le64_to_cpu(tok.export_id);
+	rm->gen = le64_to_cpu(tok.generation);
 
 	mutex_lock(&xf->lock);
 	ho = xferk_handle_lookup(&xf->handles, a->conn, XFERK_H_CONN);
@@ -321,12 +569,20 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		ret = -EACCES;
 		goto err;
 	}
-	ret = xferk_handle_add_limited(xf, &rm->hobj, XFERK_H_REMOTE);
-	if (ret) {
-		xferk_conn_put(rm->conn);
-		goto err;
+	/* Listed before it can be used: a revoke finds it. */
+	if (rm->id) {
+		ret = xferk_remote_listen(rm);
+		if (ret) {
+			xferk_conn_put(rm->conn);
+			goto err;
+		}
 	}
+	ret = xferk_handle_add_limited(xf, &rm->hobj, XFERK_H_REMOTE);
 	mutex_unlock(&xf->lock);
+	if (ret) {
+		xferk_remote_put(rm);
+		return ret;
+	}
 	xferk_conn_claim(rm->conn);
 	a->handle = rm->hobj.handle;
 	return 0;

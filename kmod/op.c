@@ -424,6 +424,9 @@ static int check_frag(struct xferk_file *xf, const struct xferk_frag *f,
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
 	rm = container_of(ho, struct xferk_remote, hobj);
+	/* Its exporter revoked it (its chunks would fail unposted). */
+	if (READ_ONCE(rm->error) == -ESTALE)
+		return -ESTALE;
 	ret = xferk_range_check(f->offset, f->len, r->len);
 	if (!ret)
 		ret = xferk_range_check(f->remote_offset, f->len, rm->len);

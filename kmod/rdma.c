@@ -35,6 +35,10 @@
  * bounded (handshake_timeout_ms), and one no local user claims within
  * passive_idle_ms is reaped.
  *
+ * The handshake announces capabilities (XFERK_CAP_*); an end uses one only
+ * if its peer announced it. Session messages (revoke.c) are SENDs into a
+ * ring of receive buffers each path posts before it connects.
+ *
  * QPs get bounded ack timeout and retry counts (never the infinite
  * rnr_retry 7), so every posted work request completes in bounded time
  * while the device works. COMM_EST goes to rdma_cm; SQ_DRAINED,
@@ -54,7 +58,7 @@
 
 #define XFERK_CM_MAGIC		0x5846524bU	/* "XFRK" */
 #define XFERK_PROTO_VERSION	2
-#define XFERK_PROTO_CAPS	0ULL
+#define XFERK_PROTO_CAPS	XFERK_CAP_REVOKE
 #define XFERK_MAX_RD_ATOMIC	16
 #define XFERK_ACK_TIMEOUT	17	/* 4.096 us * 2^17 = 0.54 s per try */
 #define XFERK_RETRY_COUNT	6
@@ -131,6 +135,27 @@ struct xferk_send {
 	struct ib_rdma_wr wr;
 };
 
+/**
+ * struct xferk_msgs - a connection's session message buffers
+ * @buf: XFERK_MSG_RECVS receive buffers, then XFERK_MSG_SENDS send buffers;
+ *	DMA-mapped as one while the connection has its PD (@dma)
+ * @recv_cqe: the completion of each receive buffer's work request
+ * @send_cqe: of each send buffer's
+ * @send_busy: send buffers posted and not yet completed (conn->lock);
+ *	cleared for each new path
+ * @dma: the mapping of @buf, 0 while unmapped
+ *
+ * @buf has cache lines of its own: the device writes it while the CPU
+ * writes the rest.
+ */
+struct xferk_msgs {
+	u8 buf[XFERK_MSG_RECVS + XFERK_MSG_SENDS][XFERK_MSG_SIZE];
+	struct ib_cqe recv_cqe[XFERK_MSG_RECVS] ____cacheline_aligned;
+	struct ib_cqe send_cqe[XFERK_MSG_SENDS];
+	DECLARE_BITMAP(send_busy, XFERK_MSG_SENDS);
+	u64 dma;
+};
+
 static DEFINE_MUTEX(xferk_devs_lock);	/* client data lookups, dev->conns */
 
 /*
@@ -149,6 +174,8 @@ static struct ib_client xferk_ib_client;
 
 /* Fault injection: the next N posts find their QP moved to the error state. */
 atomic_t xferk_fault_qp_error = ATOMIC_INIT(0);
+/* Fault injection: announce no capability, use none (an old peer). */
+bool xferk_fault_no_caps;
 
 /* ---- devices ---- */
 
@@ -418,6 +445,10 @@ static void conn_rdma_quiesce(struct xferk_conn *c)
 
 static void conn_rdma_destroy(struct xferk_conn *c)
 {
+	if (c->msgs->dma)
+		ib_dma_unmap_single(c->pd->device, c->msgs->dma,
+				    sizeof(c->msgs->buf), DMA_BIDIRECTIONAL);
+	c->msgs->dma = 0;
 	if (c->pd)
 		ib_dealloc_pd(c->pd);
 	c->pd = NULL;
@@ -458,6 +489,125 @@ static int conn_rdma_probe(struct xferk_conn *c)
 		return -EAGAIN;
 	c->keepalive_cqe.done = conn_probe_done;
 	return ib_post_send(c->qp, &wr.wr, NULL);
+}
+
+/* ---- session messages ---- */
+
+static u64 msg_dma(const struct xferk_conn *c, int buf)
+{
+	return c->msgs->dma + (u64)buf * XFERK_MSG_SIZE;
+}
+
+static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* (Re)posts receive buffer @i; the QP is live. */
+static int msg_post_recv(struct xferk_conn *c, int i)
+{
+	struct ib_sge sge = {
+		.addr = msg_dma(c, i),
+		.length = XFERK_MSG_SIZE,
+		.lkey = c->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &c->msgs->recv_cqe[i],
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	c->msgs->recv_cqe[i].done = conn_msg_recv_done;
+	return ib_post_recv(c->qp, &wr, NULL);
+}
+
+/*
+ * A message arrived: copied out, its buffer posted again at once (the
+ * ring bound in xferk.h counts on it), then handed to the protocol.
+ * Anything but a SEND is not a message.
+ */
+static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_conn *c = cq->cq_context;
+	int i = wc->wr_cqe - c->msgs->recv_cqe;
+	struct ib_device *dev = cq->device;
+	u8 msg[XFERK_MSG_SIZE];
+	u32 len;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		return;
+	}
+	len = wc->opcode == IB_WC_RECV ? wc->byte_len : 0;
+	ib_dma_sync_single_for_cpu(dev, msg_dma(c, i), XFERK_MSG_SIZE,
+				   DMA_BIDIRECTIONAL);
+	memcpy(msg, c->msgs->buf[i], sizeof(msg));
+	ib_dma_sync_single_for_device(dev, msg_dma(c, i), XFERK_MSG_SIZE,
+				      DMA_BIDIRECTIONAL);
+	mutex_lock(&c->lock);
+	if (xferk_conn_qp_live(c) && msg_post_recv(c, i))
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+	mutex_unlock(&c->lock);
+	xferk_msg_received(c, msg, len);
+}
+
+/* A message went out (or was flushed): its buffer is free again. */
+static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_conn *c = cq->cq_context;
+	int i = wc->wr_cqe - c->msgs->send_cqe;
+
+	if (wc->status != IB_WC_SUCCESS)
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+	mutex_lock(&c->lock);
+	__clear_bit(i, c->msgs->send_busy);
+	xferk_acks_kick_locked(c);
+	mutex_unlock(&c->lock);
+}
+
+static int conn_rdma_send_msg(struct xferk_conn *c, const void *msg)
+{
+	struct xferk_msgs *m = c->msgs;
+	int i = find_first_zero_bit(m->send_busy, XFERK_MSG_SENDS);
+	int buf = XFERK_MSG_RECVS + i;
+	struct ib_sge sge = {
+		.addr = msg_dma(c, buf),
+		.length = XFERK_MSG_SIZE,
+		.lkey = c->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &m->send_cqe[i],
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	lockdep_assert_held(&c->lock);
+	if (i >= XFERK_MSG_SENDS)
+		return -EAGAIN;
+	memcpy(m->buf[buf], msg, XFERK_MSG_SIZE);
+	ib_dma_sync_single_for_device(c->pd->device, sge.addr, XFERK_MSG_SIZE,
+				      DMA_BIDIRECTIONAL);
+	m->send_cqe[i].done = conn_msg_send_done;
+	if (ib_post_send(c->qp, &wr, NULL)) {
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		return -EIO;
+	}
+	__set_bit(i, m->send_busy);
+	return 0;
+}
+
+/* A new path's receive ring, before it connects; its send buffers free. */
+static int msg_path_init(struct xferk_conn *c)
+{
+	int i, ret;
+
+	bitmap_zero(c->msgs->send_busy, XFERK_MSG_SENDS);
+	for (i = 0; i < XFERK_MSG_RECVS; i++) {
+		ret = msg_post_recv(c, i);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /* The remote address of an export: random, with @addr's page offset. */
@@ -519,20 +669,19 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 }
 
 /*
- * Fast registration of the region's own pinned pages: nothing is pinned or
- * charged a second time, nobody walks the page tables again.
+ * Fast registration of @npages of the region's own pinned pages, from
+ * @offset in the first: nothing is pinned or charged a second time, nobody
+ * walks the page tables again.
  */
 static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
-		       int access, unsigned long npages)
+		       int access, struct page **pages, unsigned long npages,
+		       unsigned int offset)
 {
 	struct ib_device *dev = c->pd->device;
-	struct xferk_region *r = e->region;
-	unsigned long first = (e->addr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
 	struct ib_mr *mr;
 	int nents, ret;
 
-	ret = sg_alloc_table_from_pages(&e->sgt, r->pages + first, npages,
-					offset_in_page(e->addr), e->len,
+	ret = sg_alloc_table_from_pages(&e->sgt, pages, npages, offset, e->len,
 					XFERK_GFP_USER);
 	if (ret)
 		return -ENOMEM;
@@ -576,13 +725,17 @@ err_free:
  * region's own pages are registered by fast registration where the device
  * maps that many pages in one MR; a longer range (soft-RoCE maps 512 pages)
  * is registered as user memory, which pins and charges its pages to
- * RLIMIT_MEMLOCK a second time.
+ * RLIMIT_MEMLOCK a second time. A window (its pages scattered) is always
+ * fast-registered: EOPNOTSUPP without fast registration, E2BIG beyond the
+ * device's page-list length.
  */
 static int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
 {
 	const struct ib_device_attr *attrs = &c->pd->device->attrs;
-	unsigned long npages = (PAGE_ALIGN(e->addr + e->len) -
-				(e->addr & PAGE_MASK)) >> PAGE_SHIFT;
+	struct xferk_region *r = e->region;
+	unsigned long npages = e->npages;
+	bool frwr = (attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
+		    npages <= attrs->max_fast_reg_page_list_len;
 	int access = 0;
 	struct ib_mr *mr;
 	int ret;
@@ -592,9 +745,18 @@ static int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
 		access |= IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
 	if (e->access & XFERK_ACCESS_REMOTE_READ)
 		access |= IB_ACCESS_REMOTE_READ;
-	if ((attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
-	    npages <= attrs->max_fast_reg_page_list_len) {
-		ret = export_frwr(c, e, access, npages);
+	if (e->window_pages && !frwr)
+		return attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS ?
+		       -E2BIG : -EOPNOTSUPP;
+	if (e->window_pages) {
+		ret = export_frwr(c, e, access, e->window_pages, npages, 0);
+		if (ret)
+			return ret;
+	} else if (frwr) {
+		ret = export_frwr(c, e, access, r->pages +
+				  ((e->addr >> PAGE_SHIFT) -
+				   (r->addr >> PAGE_SHIFT)),
+				  npages, offset_in_page(e->addr));
 		if (ret)
 			return ret;
 	} else {
@@ -633,6 +795,7 @@ const struct xferk_transport xferk_rdma_transport = {
 	.quiesce = conn_rdma_quiesce,
 	.destroy = conn_rdma_destroy,
 	.probe = conn_rdma_probe,
+	.send_msg = conn_rdma_send_msg,
 	.reconnect = conn_rdma_reconnect,
 };
 
@@ -691,9 +854,20 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 			c->pd = NULL;
 			return ret;
 		}
+		c->msgs->dma = ib_dma_map_single(dev, c->msgs->buf,
+						 sizeof(c->msgs->buf),
+						 DMA_BIDIRECTIONAL);
+		if (ib_dma_mapping_error(dev, c->msgs->dma)) {
+			c->msgs->dma = 0;
+			return -ENOMEM;
+		}
 	}
-	/* One CQE per chunk, an export's registration, a keepalive probe. */
-	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 2, 0, IB_POLL_WORKQUEUE);
+	/*
+	 * One CQE per chunk, an export's registration, a keepalive probe,
+	 * each message buffer.
+	 */
+	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 2 + XFERK_MSG_SENDS +
+			    XFERK_MSG_RECVS, 0, IB_POLL_WORKQUEUE);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
 		c->cq = NULL;
@@ -706,8 +880,9 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 	init.qp_type = IB_QPT_RC;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.port_num = id->port_num;
-	init.cap.max_send_wr = XFERK_QP_CTXS + 2;	/* registration, probe */
-	init.cap.max_recv_wr = 1;			/* nothing is received */
+	/* Chunks, registration, probe, messages. */
+	init.cap.max_send_wr = XFERK_QP_CTXS + 2 + XFERK_MSG_SENDS;
+	init.cap.max_recv_wr = XFERK_MSG_RECVS;
 	init.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge, XFERK_MAX_SGE);
 	init.cap.max_recv_sge = 1;
 	ret = rdma_create_qp(id, c->pd, &init);
@@ -715,6 +890,9 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 		return ret;
 	c->qp = id->qp;
 	WRITE_ONCE(c->qp_num, c->qp->qp_num);
+	ret = msg_path_init(c);
+	if (ret)
+		return ret;
 	/* A device that claims 0 read SGEs still gets one page per chunk. */
 	c->max_chunk_pages = clamp_t(u32, min_t(u32, init.cap.max_send_sge,
 						dev->attrs.max_sge_rd),
@@ -730,7 +908,7 @@ static void cm_msg_init(struct xferk_cm_msg *m, const struct xferk_conn *c,
 	*m = (struct xferk_cm_msg) {
 		.magic = cpu_to_be32(XFERK_CM_MAGIC),
 		.version = cpu_to_be16(version),
-		.caps = cpu_to_be64(XFERK_PROTO_CAPS),
+		.caps = cpu_to_be64(xferk_fault_no_caps ? 0 : XFERK_PROTO_CAPS),
 		.conn_id = cpu_to_be64(c->local_id),
 	};
 	memcpy(m->key_half, key_half, sizeof(m->key_half));
@@ -797,6 +975,8 @@ static void conn_set_peer(struct xferk_conn *c, const struct xferk_cm_msg *m,
 		key[i] = key_half[i] ^ m->key_half[i];
 	mutex_lock(&xferk_conns_lock);
 	c->peer_id = be64_to_cpu(m->conn_id);
+	c->peer_caps = xferk_fault_no_caps ? 0 :
+		       be64_to_cpu(m->caps) & XFERK_PROTO_CAPS;
 	/* The same words on both ends, whatever their byte order. */
 	c->token_key.key[0] = get_unaligned_le64(key);
 	c->token_key.key[1] = get_unaligned_le64(key + 8);
@@ -1007,6 +1187,24 @@ static int conn_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	return rdma_accept(id, &param);
 }
 
+/* A connection with its send slots and message buffers, zeroed. */
+static struct xferk_conn *conn_rdma_alloc(gfp_t gfp)
+{
+	struct xferk_conn *c = kzalloc(sizeof(*c), gfp);
+
+	if (!c)
+		return NULL;
+	c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends), gfp);
+	c->msgs = kzalloc(sizeof(*c->msgs), gfp);
+	if (!c->sends || !c->msgs) {
+		kvfree(c->sends);
+		kfree(c->msgs);
+		kfree(c);
+		return NULL;
+	}
+	return c;
+}
+
 /*
  * A new path of one of our sessions: the peer end it names (by our id and
  * its own, under the session's key) must be the one we know, and the
@@ -1091,11 +1289,8 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_BUSY);
 		return -EBUSY;
 	}
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	if (c)
-		c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends), GFP_KERNEL);
-	if (!c || !c->sends) {
-		kfree(c);
+	c = conn_rdma_alloc(GFP_KERNEL);
+	if (!c) {
 		atomic_dec(&xferk_passive_conns);
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
 		return -ENOMEM;
@@ -1185,12 +1380,8 @@ static struct xferk_conn *conn_start(struct net *net,
 			   READ_ONCE(xferk_handle_limit[XFERK_H_CONN]), -EMFILE);
 	if (ret)
 		return ERR_PTR(ret);
-	c = kzalloc(sizeof(*c), XFERK_GFP_USER);
-	if (c)
-		c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends),
-				    XFERK_GFP_USER);
-	if (!c || !c->sends) {
-		kfree(c);
+	c = conn_rdma_alloc(XFERK_GFP_USER);
+	if (!c) {
 		atomic_long_dec(&acct->connecting);
 		return ERR_PTR(-ENOMEM);
 	}

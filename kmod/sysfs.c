@@ -115,6 +115,13 @@ XFERK_STAT_ATTR(chunks_reposted);
 XFERK_STAT_ATTR(sessions_stale);
 XFERK_STAT_ATTR(conns_crossed);
 XFERK_STAT_ATTR(escalations_limited);
+XFERK_STAT_ATTR(windows_opened);
+XFERK_STAT_ATTR(closes_cooperative);
+XFERK_STAT_ATTR(closes_forced);
+XFERK_STAT_ATTR(close_ack_ns_total);
+XFERK_STAT_ATTR(close_ack_ns_max);
+XFERK_STAT_ATTR(revokes_answered);
+XFERK_STAT_ATTR(msgs_invalid);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -156,6 +163,13 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_sessions_stale.attr,
 	&dev_attr_conns_crossed.attr,
 	&dev_attr_escalations_limited.attr,
+	&dev_attr_windows_opened.attr,
+	&dev_attr_closes_cooperative.attr,
+	&dev_attr_closes_forced.attr,
+	&dev_attr_close_ack_ns_total.attr,
+	&dev_attr_close_ack_ns_max.attr,
+	&dev_attr_revokes_answered.attr,
+	&dev_attr_msgs_invalid.attr,
 	NULL,
 };
 

@@ -84,6 +84,11 @@ static const struct xferk_ioctl_desc xferk_ioctls[] = {
 		    struct xferk_ioc_cancel, snap, OUT_ON_TIMEOUT),
 	XFERK_IOCTL(XFERK_IOC_CONN_QUERY, xferk_ioctl_conn_query,
 		    struct xferk_ioc_conn_query, info, NONBLOCK),
+	XFERK_IOCTL_NEW(XFERK_IOC_WINDOW_OPEN, xferk_ioctl_window_open,
+			struct xferk_ioc_window_open, reserved, 0,
+			XFERK_H_EXPORT, handle),
+	XFERK_IOCTL(XFERK_IOC_WINDOW_CLOSE, xferk_ioctl_window_close,
+		    struct xferk_ioc_window_close, reserved, 0),
 };
 
 /**

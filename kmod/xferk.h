@@ -13,7 +13,8 @@
  *   conn.c       host-wide connections: state, posting, teardown, lookup
  *   rdma.c       the RDMA transport: devices, rdma_cm, QPs, the listener
  *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
- *   export.c     export tokens (authenticated) and remote handles
+ *   export.c     export tokens (authenticated), windows, remote handles
+ *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
  *   op.c         submit, posting, completion, wait, query, release
  *   uring.c      io_uring commands: parking, completion, exit monitor
  *   sched.c      admission and scheduling model of the queue  (verbs-free)
@@ -65,7 +66,7 @@
 #define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
 			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL | \
 			 XFERK_FEAT_URING | XFERK_FEAT_QUEUE | \
-			 XFERK_FEAT_SESSIONS)
+			 XFERK_FEAT_SESSIONS | XFERK_FEAT_WINDOWS)
 
 #define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
 				 XFERK_SUBMIT_AUTO_RELEASE)
@@ -132,6 +133,8 @@ union xferk_ioc_arg {
 	struct xferk_ioc_query query;
 	struct xferk_ioc_cancel cancel;
 	struct xferk_ioc_conn_query conn_query;
+	struct xferk_ioc_window_open window_open;
+	struct xferk_ioc_window_close window_close;
 };
 
 /**
@@ -221,6 +224,13 @@ struct xferk_stats {
 	atomic64_t sessions_stale;
 	atomic64_t conns_crossed;
 	atomic64_t escalations_limited;
+	atomic64_t windows_opened;
+	atomic64_t closes_cooperative;
+	atomic64_t closes_forced;
+	atomic64_t close_ack_ns_total;
+	atomic64_t close_ack_ns_max;
+	atomic64_t revokes_answered;
+	atomic64_t msgs_invalid;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -304,6 +314,50 @@ struct xferk_qdev;
 struct xferk_export;
 struct xferk_dev;
 struct xferk_send;
+struct xferk_msgs;
+
+/*
+ * Session messages (revoke.c has the protocol): control messages travel as
+ * SENDs of XFERK_MSG_SIZE bytes. One end has at most XFERK_REVOKES_MAX
+ * revokes unanswered and owes at most as many answers, so at most twice
+ * that many messages are ever on their way to an end: its receive ring
+ * holds them all (no receiver-not-ready), and its send slots suffice.
+ */
+#define XFERK_MSG_SIZE		32
+#define XFERK_REVOKES_MAX	16
+#define XFERK_MSG_SENDS		(2 * XFERK_REVOKES_MAX)
+#define XFERK_MSG_RECVS		(2 * XFERK_REVOKES_MAX + 8)
+/* Ids of the peer's revoked exports an end remembers (the oldest go). */
+#define XFERK_REVOKED_MAX	4096
+
+/* Capabilities the handshake announces (struct xferk_conn.peer_caps). */
+#define XFERK_CAP_REVOKE	BIT_ULL(0)	/* windows, REVOKE, REVOKE_ACK */
+
+/* States of a revoke this end sent (struct xferk_revoke.state). */
+enum xferk_revoke_state {
+	XFERK_REVOKE_FREE,	/* slot unused */
+	XFERK_REVOKE_WAITING,	/* sent; its CLOSE waits for the answer */
+	XFERK_REVOKE_ANSWERED,	/* answered; its CLOSE takes the slot back */
+	XFERK_REVOKE_LOST,	/* its path died first; likewise */
+	/* its CLOSE gave up: taken until the answer comes or the path dies */
+	XFERK_REVOKE_ABANDONED,
+};
+
+/**
+ * struct xferk_revoke - a revoke this end sent, or one it must answer
+ * @id: the export's id in the session
+ * @gen: the export's generation
+ * @sent: when it was sent (sender)
+ * @answered: when its answer came (sender)
+ * @state: enum xferk_revoke_state (sender)
+ */
+struct xferk_revoke {
+	u64 id;
+	u64 gen;
+	ktime_t sent;
+	ktime_t answered;
+	u8 state;
+};
 
 /**
  * struct xferk_transport - what differs between the RDMA and null peers
@@ -322,6 +376,10 @@ struct xferk_send;
  *	memory and no completion or QP event callback runs; the path is gone
  * @destroy: free what is left (after exports were revoked)
  * @probe: post a keepalive probe (c->lock held)
+ * @send_msg: post a session message of XFERK_MSG_SIZE bytes (c->lock
+ *	held, the connection postable); 0, -EAGAIN (no send slot free) or
+ *	-EIO (the path dies); NULL: the transport carries none, and the
+ *	peer announces no capability
  * @reconnect: start a new path for a RECONNECTING session of an end
  *	this host initiated (NULL: paths are not replaced, their death ends
  *	the session); its outcome arrives as xferk_conn_set_up() or
@@ -337,6 +395,7 @@ struct xferk_transport {
 	void (*quiesce)(struct xferk_conn *c);
 	void (*destroy)(struct xferk_conn *c);
 	int (*probe)(struct xferk_conn *c);	/* -EAGAIN: not now */
+	int (*send_msg)(struct xferk_conn *c, const void *msg);
 	int (*reconnect)(struct xferk_conn *c);
 };
 
@@ -376,7 +435,10 @@ struct xferk_transport {
  *	this end sent (an end we initiated; its cm handler only), or that
  *	it accepted (an end the peer initiated; @lock); a request not newer
  *	is a replay
- * @state_wq: woken on every change of @state
+ * @peer_caps: XFERK_CAP_* the peer announced in the session's handshake
+ *	(XFERK_CONN_F_KEYED)
+ * @state_wq: woken on every change of @state, and when a revoke this end
+ *	sent is answered
  * @creator: the account of the file whose CONNECT started this end (ref),
  *	until it leaves CONNECTING
  * @lock: protects posting state: @state, @pending, @posted, @credits,
@@ -388,6 +450,16 @@ struct xferk_transport {
  * @idle: woken when @outstanding drops to 0
  * @max_chunk_pages: most pages one work request covers (>= 1)
  * @max_chunk_bytes: most bytes one work request carries
+ * @remotes: imports of tokens this end's peer exported with an id
+ *	(struct xferk_remote.conn_node), for the revokes it sends (@lock)
+ * @revokes: revokes this end sent (@lock)
+ * @acks_due: revokes the peer sent and this end has yet to answer (@lock)
+ * @nr_acks_due: entries of @acks_due in use (@lock)
+ * @revoked: ids of exports the peer revoked, the last XFERK_REVOKED_MAX:
+ *	an import of one fails with ESTALE (@lock)
+ * @nr_revoked: entries in @revoked (@lock)
+ * @msgs: the transport's message buffers (RDMA)
+ * @next_export_id: id of this end's next export (@exports_lock)
  * @exports_lock: protects @exports and each export's transport state
  * @exports: live exports on this connection
  * @recover_work: the one error-recovery and teardown path: tears a dead
@@ -454,6 +526,7 @@ struct xferk_conn {
 	u64 reconnects;
 	u64 reposted;
 	u64 resume_seq;
+	u64 peer_caps;
 	wait_queue_head_t state_wq;
 	struct xferk_qacct *creator;
 
@@ -465,6 +538,14 @@ struct xferk_conn {
 	wait_queue_head_t idle;
 	u32 max_chunk_pages;
 	u64 max_chunk_bytes;
+	struct list_head remotes;
+	struct xferk_revoke revokes[XFERK_REVOKES_MAX];
+	struct xferk_revoke acks_due[XFERK_REVOKES_MAX];
+	u32 nr_acks_due;
+	struct xarray revoked;
+	u32 nr_revoked;
+	struct xferk_msgs *msgs;
+	u64 next_export_id;
 
 	struct mutex exports_lock;	/* exports and their keys */
 	struct list_head exports;
@@ -535,6 +616,7 @@ void xferk_conn_stale_peer(struct net *net,
 void xferk_conn_probe_done(struct xferk_conn *c, int error);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 bool xferk_conn_postable(struct xferk_conn *c);
+bool xferk_conn_qp_live(struct xferk_conn *c);
 void xferk_conn_flush_posted(struct xferk_conn *c);
 bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
 			  siphash_key_t *key);
@@ -571,8 +653,9 @@ void xferk_null_module_exit(void);
  * @region: the exported region (ref)
  * @region_node: in region->exports (region->lock)
  * @conn_node: in conn->exports (conn->exports_lock)
- * @addr: start (user address of the exporting process)
- * @len: length
+ * @addr: start (user address of the exporting process); a window's first
+ *	block's
+ * @len: length; a window's is the sum of its blocks'
  * @access: XFERK_ACCESS_REMOTE_*
  * @iova: address the peer uses (transport-defined)
  * @rkey: remote key (transport-defined)
@@ -580,6 +663,12 @@ void xferk_null_module_exit(void);
  * @sgt: fast registration: the region's pages it maps, DMA-mapped while
  *	@mr lives (conn->exports_lock)
  * @npages: pages it covers, charged to @acct's max_export_pages_per_file
+ * @window_pages: a window's pages, in the order the peer sees them
+ *	(@npages of them); NULL for a plain export
+ * @id: its id in the session (@conn->next_export_id), 0 when the peer
+ *	announced no XFERK_CAP_REVOKE: then the token carries none, and a
+ *	CLOSE revokes without asking
+ * @gen: its generation, a random nonce the token carries
  * @acct: the exporting file's account (ref)
  * @live: not yet revoked (conn->exports_lock)
  */
@@ -598,6 +687,9 @@ struct xferk_export {
 	struct ib_mr *mr;
 	struct sg_table sgt;
 	unsigned long npages;
+	struct page **window_pages;
+	u64 id;
+	u64 gen;
 	struct xferk_qacct *acct;
 	bool live;
 };
@@ -611,9 +703,14 @@ struct xferk_export {
  * @len: the range's length
  * @rkey: the peer's remote key
  * @access: XFERK_ACCESS_REMOTE_* the peer granted
- * @refused: the peer refused a work request on it (a remote access error:
- *	it revoked the export); set once, never cleared: later chunks on it
- *	fail with EACCES unposted instead of killing a path each
+ * @id: the export's id in the session, 0 if the token has none
+ * @gen: the export's generation
+ * @conn_node: in @conn->remotes while @id is set (@conn->lock)
+ * @error: 0, or why the key is unusable, for good: -ESTALE once the peer
+ *	revoked it (REVOKE), -EACCES once the peer refused a work request on
+ *	it (a remote access error). Later chunks on it fail with it unposted
+ *	(instead of killing a path each), a submit that names it fails with
+ *	it. Set under @conn->lock, read locklessly.
  */
 struct xferk_remote {
 	struct xferk_hobj hobj;
@@ -623,17 +720,34 @@ struct xferk_remote {
 	u64 len;
 	u32 rkey;
 	u32 access;
-	bool refused;
+	u64 id;
+	u64 gen;
+	struct list_head conn_node;
+	int error;
 };
 
 int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg);
+/* Most pages of one window (256 MiB in 4 KiB pages): E2BIG beyond. */
+#define XFERK_WINDOW_MAX_PAGES	65536
+
+int xferk_ioctl_window_open(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg);
 void xferk_export_put(struct xferk_export *e);
 void xferk_export_revoke(struct xferk_export *e);
 void xferk_region_revoke_exports(struct xferk_region *r);
 void xferk_conn_revoke_exports(struct xferk_conn *c);
 void xferk_remote_get(struct xferk_remote *rm);
 void xferk_remote_put(struct xferk_remote *rm);
+
+/* revoke.c */
+bool xferk_export_ask_revoke(struct xferk_export *e, int *slot);
+bool xferk_export_await_revoke(struct xferk_export *e, int slot,
+			       ktime_t deadline, u64 *ack_ns);
+void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len);
+void xferk_acks_kick_locked(struct xferk_conn *c);
+void xferk_revokes_path_lost(struct xferk_conn *c);
+int xferk_remote_listen(struct xferk_remote *rm);
 
 /* op.c */
 
@@ -886,6 +1000,8 @@ extern u32 xferk_fault_delay_ms;
 extern atomic_t xferk_fault_fail_post;
 extern atomic_t xferk_fault_fail_qp;
 extern atomic_t xferk_fault_qp_error;
+extern bool xferk_fault_no_caps;
+extern atomic_t xferk_fault_ignore_revokes;
 void xferk_debugfs_init(void);
 void xferk_debugfs_exit(void);
 

@@ -360,6 +360,51 @@ XFERK_EXPORT int xferk_conn_query(struct xferk *x, uint64_t conn,
 	return ret;
 }
 
+XFERK_EXPORT int xferk_window_open(struct xferk *x, uint64_t conn, uint64_t mr,
+				   const struct xferk_block *blocks,
+				   uint32_t nr_blocks, uint32_t access,
+				   struct xferk_token *token, uint64_t *window,
+				   uint64_t *len)
+{
+	struct xferk_ioc_window_open a = {
+		.size = sizeof(a),
+		.conn = conn,
+		.mr = mr,
+		.blocks = (uintptr_t)blocks,
+		.nr_blocks = nr_blocks,
+		.access = access,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_WINDOW_OPEN, &a);
+
+	if (ret)
+		return ret;
+	memcpy(token->bytes, a.token, sizeof(token->bytes));
+	*window = a.handle;
+	if (len)
+		*len = a.len;
+	return 0;
+}
+
+XFERK_EXPORT int xferk_window_close(struct xferk *x, uint64_t handle,
+				    uint64_t deadline_ns, uint32_t *how,
+				    uint64_t *ack_ns)
+{
+	struct xferk_ioc_window_close a = {
+		.size = sizeof(a),
+		.handle = handle,
+		.deadline_ns = deadline_ns,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_WINDOW_CLOSE, &a);
+
+	if (ret)
+		return ret;
+	if (how)
+		*how = a.how;
+	if (ack_ns)
+		*ack_ns = a.ack_ns;
+	return 0;
+}
+
 XFERK_EXPORT int xferk_release(struct xferk *x, uint64_t op)
 {
 	return drop(x, XFERK_IOC_RELEASE, op);

@@ -89,6 +89,12 @@ int xferk_query(struct xferk *x, uint64_t op, struct xferk_op_snapshot *snap);
 int xferk_release(struct xferk *x, uint64_t op);
 int xferk_conn_query(struct xferk *x, uint64_t conn,
 		     struct xferk_conn_info *info);
+int xferk_window_open(struct xferk *x, uint64_t conn, uint64_t mr,
+		      const struct xferk_block *blocks, uint32_t nr_blocks,
+		      uint32_t access, struct xferk_token *token,
+		      uint64_t *window, uint64_t *len);
+int xferk_window_close(struct xferk *x, uint64_t handle, uint64_t deadline_ns,
+		       uint32_t *how, uint64_t *ack_ns);
 
 uint64_t xferk_now_ns(void);
 const char *xferk_state_name(uint32_t state);

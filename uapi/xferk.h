@@ -38,7 +38,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	6
+#define XFERK_ABI_VERSION	7
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -54,6 +54,8 @@
 #define XFERK_FEAT_QUEUE	(1ULL << 5)	/* priority classes, op windows */
 /* Paths replaced, xferk_op_snapshot.failure, XFERK_IOC_CONN_QUERY */
 #define XFERK_FEAT_SESSIONS	(1ULL << 6)
+/* XFERK_IOC_WINDOW_OPEN, XFERK_IOC_WINDOW_CLOSE, the revoke protocol */
+#define XFERK_FEAT_WINDOWS	(1ULL << 7)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -193,6 +195,94 @@ struct xferk_ioc_import {
 	__u64 conn;
 	__u8 token[XFERK_TOKEN_SIZE];
 	__u64 handle;
+	__u64 reserved[2];
+};
+
+/* Most blocks of one window (XFERK_IOC_WINDOW_OPEN) */
+#define XFERK_WINDOW_MAX_BLOCKS	16384
+
+/**
+ * struct xferk_block - one block of a window
+ * @offset: start within the region; the address it names is page-aligned
+ * @len: bytes, > 0, a multiple of the page size
+ */
+struct xferk_block {
+	__u64 offset;
+	__u64 len;
+};
+
+/**
+ * struct xferk_ioc_window_open - XFERK_IOC_WINDOW_OPEN: expose a list of
+ * blocks of a region (a request's share of a pool) to the one peer at the
+ * other end of a connection, as one contiguous remote range
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @conn: connection handle naming the peer
+ * @mr: region handle (the pool)
+ * @blocks: user pointer to @nr_blocks struct xferk_block; they may repeat
+ *	or overlap, the window maps them in this order
+ * @nr_blocks: 1 .. XFERK_WINDOW_MAX_BLOCKS
+ * @access: XFERK_ACCESS_REMOTE_READ and/or _WRITE, within the region's
+ * @handle: out: the window's handle, an export handle
+ *	(XFERK_IOC_WINDOW_CLOSE closes it safely, XFERK_IOC_UNEXPORT revokes
+ *	it at once)
+ * @len: out: the window's length, the sum of the blocks' lengths
+ * @generation: out: the window's generation, a nonce the kernel chose:
+ *	the token carries it, and no other window ever has it
+ * @token: out: the token for the peer's XFERK_IOC_IMPORT
+ * @reserved: must be 0
+ *
+ * The peer must have announced XFERK_FEAT_WINDOWS in the handshake
+ * (EOPNOTSUPP otherwise), and the device must map the window's pages in
+ * one fast registration (E2BIG beyond its page-list length).
+ */
+struct xferk_ioc_window_open {
+	__u32 size;
+	__u32 flags;
+	__u64 conn;
+	__u64 mr;
+	__u64 blocks;
+	__u32 nr_blocks;
+	__u32 access;
+	__u64 handle;
+	__u64 len;
+	__u64 generation;
+	__u8 token[XFERK_TOKEN_SIZE];
+	__u64 reserved[2];
+};
+
+/* struct xferk_ioc_window_close.how */
+#define XFERK_CLOSE_COOPERATIVE	1	/* the peer answered the revoke */
+#define XFERK_CLOSE_FORCED	2	/* revoked without the peer's answer */
+
+/**
+ * struct xferk_ioc_window_close - XFERK_IOC_WINDOW_CLOSE: close a window or
+ * an export so that no remote access through it can happen any more
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @handle: the window's or export's handle; dropped
+ * @deadline_ns: absolute CLOCK_MONOTONIC bound for the peer's answer
+ *	(XFERK_DEADLINE_NONE: at most 60 s)
+ * @how: out: XFERK_CLOSE_COOPERATIVE or XFERK_CLOSE_FORCED
+ * @reserved0: must be 0
+ * @ack_ns: out: revoke to answer, 0 when forced
+ * @reserved: must be 0
+ *
+ * The kernel asks the peer's kernel to revoke the key (it stops new
+ * accesses through it, waits until the ones posted are complete, and
+ * answers); then, answered or not by @deadline_ns, it invalidates the key.
+ * When the command returns (0), the memory may be reused at once: a late
+ * access fails at the device. A signal shortens the wait for the answer,
+ * never the invalidation.
+ */
+struct xferk_ioc_window_close {
+	__u32 size;
+	__u32 flags;
+	__u64 handle;
+	__u64 deadline_ns;
+	__u32 how;
+	__u32 reserved0;
+	__u64 ack_ns;
 	__u64 reserved[2];
 };
 
@@ -521,6 +611,8 @@ struct xferk_ioc_info {
 #define XFERK_IOC_RELEASE	_IOWR(XFERK_IOC_MAGIC, 0x0c, struct xferk_ioc_handle)
 #define XFERK_IOC_CANCEL	_IOWR(XFERK_IOC_MAGIC, 0x0d, struct xferk_ioc_cancel)
 #define XFERK_IOC_CONN_QUERY	_IOWR(XFERK_IOC_MAGIC, 0x0e, struct xferk_ioc_conn_query)
+#define XFERK_IOC_WINDOW_OPEN	_IOWR(XFERK_IOC_MAGIC, 0x0f, struct xferk_ioc_window_open)
+#define XFERK_IOC_WINDOW_CLOSE	_IOWR(XFERK_IOC_MAGIC, 0x10, struct xferk_ioc_window_close)
 
 /*
  * io_uring commands (XFERK_FEAT_URING)

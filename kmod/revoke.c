@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The revoke protocol: how an end closes an export or a window so that its
+ * peer can access it no more, with no error on the wire when the peer's
+ * kernel cooperates, and as safely when it does not.
+ *
+ *   exporting end (CLOSE)                  importing end
+ *   REVOKE(id, gen)   ------------------>  every import of (id, gen) becomes
+ *                                          unusable (ESTALE): nothing more is
+ *                                          posted on it; it waits until none
+ *                                          of its work requests is posted
+ *                     <------------------  REVOKE_ACK(id, gen)
+ *   invalidates the key; CLOSE returns
+ *
+ * Without the answer by CLOSE's deadline, when the path dies first, or when
+ * the peer announced no XFERK_CAP_REVOKE, the key is invalidated all the
+ * same ("forced"): a late access then fails at the device and never lands.
+ * An id names an export within its session; the generation is a random
+ * nonce, so an answer can only ever match the export it was asked for.
+ * Messages travel on the session's current path; a path's death forgets
+ * what it carried (a revoke is never sent twice: its CLOSE is forced).
+ *
+ * Bounds: an end has at most XFERK_REVOKES_MAX revokes unanswered (a CLOSE
+ * beyond is forced) and owes at most as many answers (a peer that asks
+ * more breaks the protocol, and the path that carried it dies, as with any
+ * message that is not one of ours).
+ *
+ * Verbs-free: the transport's send_msg() posts a message, and it hands
+ * every message it receives to xferk_msg_received().
+ */
+#include <linux/wait.h>
+
+#include "xferk.h"
+
+#define XFERK_MSG_MAGIC		0x4b4d4658U	/* "XFMK" */
+
+/* Fault injection: the next N revokes received are never answered. */
+atomic_t xferk_fault_ignore_revokes = ATOMIC_INIT(0);
+
+enum xferk_msg_type {
+	XFERK_MSG_REVOKE = 1,		/* stop using (id, gen), then answer */
+	XFERK_MSG_REVOKE_ACK = 2,	/* nothing of (id, gen) is posted */
+};
+
+/* A session message on the wire (little endian). */
+struct xferk_wire_msg {
+	__le32 magic;
+	u8 type;		/* enum xferk_msg_type */
+	u8 reserved0[3];
+	__le64 id;		/* the export's id in the session */
+	__le64 gen;		/* the export's generation */
+	__le64 reserved;
+};
+
+static_assert(sizeof(struct xferk_wire_msg) == XFERK_MSG_SIZE);
+
+static void revoke_msg(struct xferk_wire_msg *m, u8 type,
+		       const struct xferk_revoke *r)
+{
+	*m = (struct xferk_wire_msg) {
+		.magic = cpu_to_le32(XFERK_MSG_MAGIC),
+		.type = type,
+		.id = cpu_to_le64(r->id),
+		.gen = cpu_to_le64(r->gen),
+	};
+}
+
+/**
+ * xferk_export_ask_revoke() - send the peer a REVOKE for an export
+ * @e: the export, its handle gone
+ * @slot: out: the revoke's slot in e->conn->revokes
+ *
+ * Only if the protocol can carry it: the export has an id (its peer
+ * announced XFERK_CAP_REVOKE), the session is up and fewer than
+ * XFERK_REVOKES_MAX revokes are unanswered.
+ *
+ * Return: true if sent; xferk_export_await_revoke() then frees @slot.
+ */
+bool xferk_export_ask_revoke(struct xferk_export *e, int *slot)
+{
+	struct xferk_conn *c = e->conn;
+	struct xferk_revoke r = { .id = e->id, .gen = e->gen };
+	struct xferk_wire_msg m;
+	bool sent = false;
+	int i;
+
+	if (!e->id || !c->transport->send_msg)
+		return false;
+	revoke_msg(&m, XFERK_MSG_REVOKE, &r);
+	mutex_lock(&c->lock);
+	for (i = 0; i < XFERK_REVOKES_MAX; i++)
+		if (c->revokes[i].state == XFERK_REVOKE_FREE)
+			break;
+	if (i < XFERK_REVOKES_MAX && xferk_conn_postable(c) &&
+	    !c->transport->send_msg(c, &m)) {
+		r.sent = ktime_get();
+		r.state = XFERK_REVOKE_WAITING;
+		c->revokes[i] = r;
+		*slot = i;
+		sent = true;
+	}
+	mutex_unlock(&c->lock);
+	return sent;
+}
+
+static void stat_max(atomic64_t *max, s64 v)
+{
+	s64 old = atomic64_read(max);
+
+	while (old < v && !atomic64_try_cmpxchg(max, &old, v))
+		;
+}
+
+/**
+ * xferk_export_await_revoke() - wait for the answer to a REVOKE
+ * @e: the export
+ * @slot: its revoke's slot
+ * @deadline: give up at this time (CLOCK_MONOTONIC)
+ * @ack_ns: out: revoke to answer, if answered
+ *
+ * Ends early on a signal, or when the path dies. Frees @slot, or leaves it
+ * taken (abandoned) until the answer comes or the path dies, so that the
+ * unanswered revokes stay bounded.
+ *
+ * Return: true if the peer answered.
+ */
+bool xferk_export_await_revoke(struct xferk_export *e, int slot,
+			       ktime_t deadline, u64 *ack_ns)
+{
+	struct xferk_conn *c = e->conn;
+	struct xferk_revoke *r = &c->revokes[slot];
+	bool answered;
+
+	wait_event_interruptible_hrtimeout(c->state_wq, READ_ONCE(r->state) !=
+					   XFERK_REVOKE_WAITING,
+					   ktime_sub(deadline, ktime_get()));
+	mutex_lock(&c->lock);
+	answered = r->state == XFERK_REVOKE_ANSWERED;
+	if (answered)
+		*ack_ns = ktime_to_ns(ktime_sub(r->answered, r->sent));
+	r->state = r->state == XFERK_REVOKE_WAITING ? XFERK_REVOKE_ABANDONED :
+						       XFERK_REVOKE_FREE;
+	mutex_unlock(&c->lock);
+	if (answered) {
+		atomic64_inc(&xferk_stats.closes_cooperative);
+		atomic64_add(*ack_ns, &xferk_stats.close_ack_ns_total);
+		stat_max(&xferk_stats.close_ack_ns_max, *ack_ns);
+	}
+	return answered;
+}
+
+/* Is a work request on an import of @r posted? With c->lock. */
+static bool revoke_posted_locked(struct xferk_conn *c,
+				 const struct xferk_revoke *r)
+{
+	struct xferk_chunk *ch;
+
+	list_for_each_entry(ch, &c->posted, node)
+		if (ch->remote->id == r->id && ch->remote->gen == r->gen)
+			return true;
+	return false;
+}
+
+/**
+ * xferk_acks_kick_locked() - answer the revokes that can be answered
+ * @c: the connection, with c->lock
+ *
+ * A revoke is answered once no work request on its imports is posted
+ * (none can be any more: they are unusable), on a path that is up. Runs
+ * when a revoke arrives, when a work request or a message completes, and
+ * when a path comes up.
+ */
+void xferk_acks_kick_locked(struct xferk_conn *c)
+{
+	struct xferk_wire_msg m;
+	u32 i = 0;
+
+	lockdep_assert_held(&c->lock);
+	while (i < c->nr_acks_due && xferk_conn_postable(c)) {
+		struct xferk_revoke *r = &c->acks_due[i];
+
+		if (revoke_posted_locked(c, r)) {
+			i++;
+			continue;
+		}
+		revoke_msg(&m, XFERK_MSG_REVOKE_ACK, r);
+		/* No send slot: a message's completion kicks again. */
+		if (c->transport->send_msg(c, &m))
+			break;
+		atomic64_inc(&xferk_stats.revokes_answered);
+		*r = c->acks_due[--c->nr_acks_due];
+	}
+}
+
+/*
+ * Remembers that the peer revoked export @id, for imports of its token
+ * that come later; the oldest id goes beyond XFERK_REVOKED_MAX (an import
+ * of its token is then refused by the peer's device instead). With c->lock.
+ */
+static void revoked_add_locked(struct xferk_conn *c, u64 id)
+{
+	unsigned long oldest = 0;
+
+	if (c->nr_revoked >= XFERK_REVOKED_MAX &&
+	    xa_find(&c->revoked, &oldest, ULONG_MAX, XA_PRESENT)) {
+		xa_erase(&c->revoked, oldest);
+		c->nr_revoked--;
+	}
+	if (!xa_err(xa_store(&c->revoked, id, xa_mk_value(0), GFP_KERNEL)))
+		c->nr_revoked++;
+}
+
+/**
+ * xferk_remote_listen() - list a new import for the revokes of its export
+ * @rm: the import, not yet published, of a token with an export id
+ *
+ * Return: 0, or -ESTALE if the peer revoked the export already.
+ */
+int xferk_remote_listen(struct xferk_remote *rm)
+{
+	struct xferk_conn *c = rm->conn;
+	int ret = 0;
+
+	mutex_lock(&c->lock);
+	if (xa_load(&c->revoked, rm->id))
+		ret = -ESTALE;
+	else
+		list_add_tail(&rm->conn_node, &c->remotes);
+	mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* REVOKE: fence every import of (id, gen), answer when drained. */
+static bool revoke_received(struct xferk_conn *c, const struct xferk_revoke *r)
+{
+	struct xferk_remote *rm;
+	bool ok;
+
+	/* Fault injection: a peer that never answers. */
+	if (atomic_dec_if_positive(&xferk_fault_ignore_revokes) >= 0)
+		return true;
+	mutex_lock(&c->lock);
+	ok = c->nr_acks_due < XFERK_REVOKES_MAX;
+	if (ok) {
+		list_for_each_entry(rm, &c->remotes, conn_node)
+			if (rm->id == r->id && rm->gen == r->gen)
+				WRITE_ONCE(rm->error, -ESTALE);
+		if (!xa_load(&c->revoked, r->id))
+			revoked_add_locked(c, r->id);
+		c->acks_due[c->nr_acks_due++] = *r;
+		xferk_acks_kick_locked(c);
+	}
+	mutex_unlock(&c->lock);
+	return ok;
+}
+
+/* REVOKE_ACK: the CLOSE waiting for it may go on. Unknown ones are late. */
+static void ack_received(struct xferk_conn *c, const struct xferk_revoke *a)
+{
+	struct xferk_revoke *r;
+	int i;
+
+	mutex_lock(&c->lock);
+	for (i = 0; i < XFERK_REVOKES_MAX; i++) {
+		r = &c->revokes[i];
+		if (r->id != a->id || r->gen != a->gen)
+			continue;
+		if (r->state == XFERK_REVOKE_WAITING) {
+			r->state = XFERK_REVOKE_ANSWERED;
+			r->answered = ktime_get();
+			wake_up_all(&c->state_wq);
+			break;
+		}
+		if (r->state == XFERK_REVOKE_ABANDONED) {
+			r->state = XFERK_REVOKE_FREE;
+			break;
+		}
+	}
+	mutex_unlock(&c->lock);
+}
+
+/**
+ * xferk_msg_received() - a session message arrived
+ * @c: the connection whose path carried it
+ * @msg: its bytes (a copy)
+ * @len: its length (0: it was not a SEND)
+ *
+ * Anything but a valid message of the protocol, within its bounds, kills
+ * the path (the peer's kernel is not ours, or is broken).
+ */
+void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len)
+{
+	const struct xferk_wire_msg *m = msg;
+	struct xferk_revoke r;
+
+	if (len != sizeof(*m) || le32_to_cpu(m->magic) != XFERK_MSG_MAGIC ||
+	    memchr_inv(m->reserved0, 0, sizeof(m->reserved0)) || m->reserved)
+		goto invalid;
+	r = (struct xferk_revoke) {
+		.id = le64_to_cpu(m->id),
+		.gen = le64_to_cpu(m->gen),
+	};
+	switch (m->type) {
+	case XFERK_MSG_REVOKE:
+		if (!revoke_received(c, &r))
+			goto invalid;
+		return;
+	case XFERK_MSG_REVOKE_ACK:
+		ack_received(c, &r);
+		return;
+	}
+invalid:
+	atomic64_inc(&xferk_stats.msgs_invalid);
+	xferk_conn_qp_dead(c, -EPROTO, XFERK_PATH_QP);
+}
+
+/**
+ * xferk_revokes_path_lost() - the session's path died
+ * @c: the connection, with c->lock (its state leaves UP)
+ *
+ * What the path carried is forgotten: revokes waiting for an answer are
+ * lost (their CLOSEs force), abandoned ones free their slots, and owed
+ * answers are dropped (their imports stay unusable).
+ */
+void xferk_revokes_path_lost(struct xferk_conn *c)
+{
+	int i;
+
+	lockdep_assert_held(&c->lock);
+	for (i = 0; i < XFERK_REVOKES_MAX; i++) {
+		if (c->revokes[i].state == XFERK_REVOKE_WAITING)
+			c->revokes[i].state = XFERK_REVOKE_LOST;
+		else if (c->revokes[i].state == XFERK_REVOKE_ABANDONED)
+			c->revokes[i].state = XFERK_REVOKE_FREE;
+	}
+	c->nr_acks_due = 0;
+}

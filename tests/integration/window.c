@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Windows and CLOSE over soft-RoCE (loopback):
+ * 1. A scattered window of 1000 one-page blocks of a pool, in random
+ *    order (500 if the device maps fewer pages in one registration: E2BIG
+ *    names that), and one of 100 blocks of 1-3 pages: a WRITE of the
+ *    whole window lands exactly where the block list says and nowhere
+ *    else in the pool; a READ of the window brings the same bytes back.
+ * 2. CLOSE of an imported window and of a plain export, both idle: the
+ *    peer's kernel answers (cooperative, counted, ack time reported); the
+ *    import then fails a submit with ESTALE before anything is posted, and
+ *    the handle is gone (ESTALE).
+ * 3. Bad input: each fails with its documented errno and publishes
+ *    nothing (the export count is unchanged).
+ * 4. A peer without the capability (fault knob no_caps, on a fresh
+ *    session): WINDOW_OPEN fails with EOPNOTSUPP; CLOSE of a plain export
+ *    is forced and returns; a write through the closed export then fails
+ *    at the device (EACCES) and lands nowhere.
+ *
+ * Regression: a transfer is posted only while its import is usable (the
+ * kernel reads the revoke under the lock that posts).
+ */
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define PAGE		4096UL
+#define POOL_PAGES	2048UL
+#define RW		(XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE)
+
+static struct xferk *x;
+static uint8_t *pool, *src;
+static uint64_t conn, pool_mr, src_mr;
+
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return rnd_state;
+}
+
+/* Bytes outside the blocks that are not 0xee: -1 if none, else an offset. */
+static long untouched_outside(const struct xferk_block *b, uint32_t n)
+{
+	static uint8_t in[POOL_PAGES];
+	uint64_t p, i;
+	uint32_t k;
+
+	memset(in, 0, sizeof(in));
+	for (k = 0; k < n; k++)
+		for (p = b[k].offset / PAGE; p < (b[k].offset + b[k].len) / PAGE; p++)
+			in[p] = 1;
+	for (p = 0; p < POOL_PAGES; p++) {
+		if (in[p])
+			continue;
+		for (i = 0; i < PAGE; i++)
+			if (pool[p * PAGE + i] != 0xee)
+				return (long)(p * PAGE + i);
+	}
+	return -1;
+}
+
+/* WRITE the whole window, check every block and the rest; READ it back. */
+static void roundtrip(const struct xferk_block *b, uint32_t n, uint64_t seed)
+{
+	struct xferk_token tok;
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	uint64_t win, rm, len, done = 0;
+	uint32_t k, how;
+	long bad;
+	int ret;
+
+	memset(pool, 0xee, POOL_PAGES * PAGE);
+	ret = xferk_window_open(x, conn, pool_mr, b, n, RW, &tok, &win, &len);
+	T_EXPECT(ret == 0, "window of %u blocks: %s", n, strerror(-ret));
+	if (ret)
+		return;
+	ret = xferk_import(x, conn, &tok, &rm);
+	T_EXPECT(ret == 0, "import: %s", strerror(-ret));
+	t_fill(src, len, seed);
+	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = rm,
+				  .opcode = XFERK_OP_WRITE };
+	ret = t_run(x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "write %u blocks: %d err %d", n,
+		 ret, s.first_error);
+	for (k = 0; k < n; k++) {
+		if (memcmp(pool + b[k].offset, src + done, b[k].len)) {
+			T_EXPECT(0, "block %u (pool offset %llu) differs", k,
+				 (unsigned long long)b[k].offset);
+			break;
+		}
+		done += b[k].len;
+	}
+	T_EXPECT(done == len || k < n, "window length %llu, blocks %llu",
+		 (unsigned long long)len, (unsigned long long)done);
+	bad = untouched_outside(b, n);
+	T_EXPECT(bad < 0, "pool byte %ld outside the window was written", bad);
+
+	memset(src, 0, len);
+	f.opcode = XFERK_OP_READ;
+	ret = t_run(x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(src, len, seed) < 0,
+		 "read back %u blocks: %d", n, ret);
+
+	ret = xferk_window_close(x, win, xferk_now_ns() + 5000000000ULL, &how,
+				 NULL);
+	T_EXPECT(ret == 0 && how == XFERK_CLOSE_COOPERATIVE,
+		 "close: %d how %u", ret, how);
+	T_EXPECT_ERR(xferk_unimport(x, rm), 0);
+}
+
+static void scattered(void)
+{
+	static struct xferk_block b[1000];
+	static uint32_t perm[POOL_PAGES];
+	long long opened = t_stat("windows_opened");
+	struct xferk_token tok;
+	uint32_t i, n = 1000, pages = 0;
+	uint64_t win;
+	int ret;
+
+	for (i = 0; i < POOL_PAGES; i++)
+		perm[i] = i;
+	for (i = POOL_PAGES - 1; i > 0; i--) {
+		uint32_t j = rnd() % (i + 1), t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (i = 0; i < n; i++)
+		b[i] = (struct xferk_block) { perm[i] * PAGE, PAGE };
+	ret = xferk_window_open(x, conn, pool_mr, b, n, RW, &tok, &win, NULL);
+	if (ret == -E2BIG) {
+		n = 500;
+		printf("# the device maps fewer than 1000 pages in one registration: %u blocks\n",
+		       n);
+	} else {
+		T_EXPECT(ret == 0, "1000 blocks: %s", strerror(-ret));
+		if (!ret)
+			xferk_unexport(x, win);
+	}
+	roundtrip(b, n, 1);
+
+	/* 100 blocks of 1-3 pages, disjoint, in random order. */
+	for (i = 0; i < 100; i++) {
+		uint32_t len = 1 + rnd() % 3;
+
+		b[i] = (struct xferk_block) { (uint64_t)pages * PAGE, len * PAGE };
+		pages += len + 1;
+	}
+	for (i = 99; i > 0; i--) {
+		uint32_t j = rnd() % (i + 1);
+		struct xferk_block t = b[i];
+
+		b[i] = b[j];
+		b[j] = t;
+	}
+	roundtrip(b, 100, 2);
+	T_EXPECT(t_stat("windows_opened") >= opened + 2,
+		 "windows_opened %lld, was %lld", t_stat("windows_opened"), opened);
+}
+
+/* An idle import's CLOSE is answered; the import is stale afterwards. */
+static void close_export(void)
+{
+	long long coop = t_stat("closes_cooperative");
+	long long answered = t_stat("revokes_answered");
+	struct xferk_token tok;
+	struct xferk_frag f;
+	uint64_t exp, rm, op, ack = 0;
+	uint32_t how = 0;
+	int ret;
+
+	ret = xferk_export(x, conn, pool_mr, 0, 8 * PAGE, RW, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(x, conn, &tok, &rm);
+	T_EXPECT(ret == 0, "export, import: %s", strerror(-ret));
+	if (ret)
+		return;
+	f = (struct xferk_frag) { .mr = src_mr, .len = PAGE, .remote = rm,
+				  .opcode = XFERK_OP_WRITE };
+	ret = xferk_window_close(x, exp, xferk_now_ns() + 5000000000ULL, &how,
+				 &ack);
+	T_EXPECT(ret == 0 && how == XFERK_CLOSE_COOPERATIVE && ack > 0,
+		 "close: %d how %u ack %llu ns", ret, how,
+		 (unsigned long long)ack);
+	printf("# cooperative close of an idle export: answered in %llu us\n",
+	       (unsigned long long)ack / 1000);
+	T_EXPECT_ERR(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op), ESTALE);
+	T_EXPECT_ERR(xferk_window_close(x, exp, 0, &how, NULL), ESTALE);
+	T_EXPECT(t_stat("closes_cooperative") == coop + 1 &&
+		 t_stat("revokes_answered") == answered + 1,
+		 "closes_cooperative %lld (was %lld), revokes_answered %lld (was %lld)",
+		 t_stat("closes_cooperative"), coop, t_stat("revokes_answered"),
+		 answered);
+	T_EXPECT(t_stat("close_ack_ns_max") > 0, "close_ack_ns_max 0");
+	xferk_unimport(x, rm);
+}
+
+static int open_raw(struct xferk_ioc_window_open *a)
+{
+	return ioctl(xferk_fd(x), XFERK_IOC_WINDOW_OPEN, a) ? -errno : 0;
+}
+
+static int close_raw(struct xferk_ioc_window_close *c)
+{
+	return ioctl(xferk_fd(x), XFERK_IOC_WINDOW_CLOSE, c) ? -errno : 0;
+}
+
+static void bad_input(void)
+{
+	struct xferk_block b[2] = { { 0, PAGE }, { 4 * PAGE, 2 * PAGE } };
+	struct xferk_block *many;
+	struct xferk_ioc_window_open a;
+	struct xferk_ioc_window_close c;
+	long long exports = t_stat("exports");
+	uint32_t i;
+
+	/* Each case: the usual request with one thing changed. */
+#define CHECK_OPEN(err, change)						\
+	do {								\
+		int r_;							\
+									\
+		a = (struct xferk_ioc_window_open) {			\
+			.size = sizeof(a), .conn = conn, .mr = pool_mr,	\
+			.blocks = (uintptr_t)b, .nr_blocks = 2,		\
+			.access = RW,					\
+		};							\
+		change;							\
+		r_ = open_raw(&a);					\
+		T_EXPECT_ERR(r_, err);					\
+	} while (0)
+	CHECK_OPEN(EINVAL, a.nr_blocks = 0);
+	CHECK_OPEN(EINVAL, a.nr_blocks = XFERK_WINDOW_MAX_BLOCKS + 1);
+	CHECK_OPEN(EINVAL, a.flags = 1);
+	CHECK_OPEN(EINVAL, a.access = 0);
+	CHECK_OPEN(EINVAL, a.access = XFERK_ACCESS_LOCAL_SRC);
+	CHECK_OPEN(EINVAL, a.reserved[0] = 1);
+	CHECK_OPEN(EFAULT, a.blocks = 8);
+	CHECK_OPEN(EACCES, a.mr = src_mr);
+	CHECK_OPEN(EINVAL, a.conn = pool_mr);
+	b[1].offset = 4 * PAGE + 1;
+	CHECK_OPEN(EINVAL, (void)0);
+	b[1].offset = 4 * PAGE;
+	b[1].len = PAGE + 1;
+	CHECK_OPEN(EINVAL, (void)0);
+	b[1].len = 0;
+	CHECK_OPEN(EINVAL, (void)0);
+	b[1] = (struct xferk_block) { (POOL_PAGES - 1) * PAGE, 2 * PAGE };
+	CHECK_OPEN(ERANGE, (void)0);
+	b[1] = (struct xferk_block) { 4 * PAGE, 2 * PAGE };
+	/* More pages than a window maps: refused before anything is made. */
+	many = calloc(XFERK_WINDOW_MAX_BLOCKS, sizeof(*many));
+	for (i = 0; many && i < XFERK_WINDOW_MAX_BLOCKS; i++)
+		many[i] = (struct xferk_block) { 0, 8 * PAGE };
+	CHECK_OPEN(E2BIG, (a.blocks = (uintptr_t)many,
+			   a.nr_blocks = XFERK_WINDOW_MAX_BLOCKS));
+	free(many);
+#undef CHECK_OPEN
+	T_EXPECT(t_stat("exports") == exports, "exports %lld, was %lld",
+		 t_stat("exports"), exports);
+
+	c = (struct xferk_ioc_window_close) { .size = sizeof(c), .handle = 0 };
+	T_EXPECT_ERR(close_raw(&c), EINVAL);
+	c = (struct xferk_ioc_window_close) { .size = sizeof(c),
+					      .handle = pool_mr };
+	T_EXPECT_ERR(close_raw(&c), EINVAL);
+	c = (struct xferk_ioc_window_close) { .size = sizeof(c), .flags = 1 };
+	T_EXPECT_ERR(close_raw(&c), EINVAL);
+}
+
+/*
+ * Ends the host's session to the peer (reconnect_ms 0 and a write on a
+ * QP the fault knob kills): the next CONNECT makes a new one, with a new
+ * handshake. 0 when the session is down.
+ */
+static int end_session(void)
+{
+	struct xferk_conn_info info;
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	struct t_loop l;
+	uint64_t until;
+	int ret;
+
+	if (t_param_scoped("reconnect_ms", 0) || t_quiet())
+		return -1;
+	t_loop_open(&l, PAGE, PAGE);
+	f = (struct xferk_frag) { .mr = l.src_mr, .len = PAGE,
+				  .remote = l.remote, .opcode = XFERK_OP_WRITE };
+	t_fault_set("qp_error", 1);
+	ret = t_run(l.x, &f, 1, &s);
+	t_fault_set("qp_error", 0);
+	until = t_now_ms() + t_scaled_ms(10000);
+	do {
+		ret = xferk_conn_query(l.x, l.conn, &info);
+	} while (!ret && info.state != XFERK_CONN_STATE_DOWN &&
+		 t_now_ms() < until && !usleep(20000));
+	xferk_close(l.x);
+	t_restore_params();
+	return !ret && info.state == XFERK_CONN_STATE_DOWN ? 0 : -1;
+}
+
+/* A peer that announced no capability: windows refused, CLOSE forced. */
+static void old_peer(void)
+{
+	long long forced = t_stat("closes_forced");
+	struct xferk_block b = { 0, PAGE };
+	struct xferk_op_snapshot s;
+	struct xferk_token tok;
+	struct xferk_frag f;
+	struct t_loop l;
+	uint64_t exp, win, rm;
+	uint32_t how = 0;
+	int ret;
+
+	T_EXPECT(end_session() == 0, "could not end the session");
+	T_EXPECT(t_fault_set("no_caps", 1) == 0, "no_caps: %s", strerror(errno));
+	t_loop_open(&l, PAGE, 4 * PAGE);
+	memset(l.dst, 0xee, 4 * PAGE);
+	T_EXPECT_ERR(xferk_window_open(l.x, l.conn, l.dst_mr, &b, 1, RW, &tok,
+				       &win, NULL), EOPNOTSUPP);
+	ret = xferk_export(l.x, l.conn, l.dst_mr, 0, PAGE, RW, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(l.x, l.conn, &tok, &rm);
+	T_EXPECT(ret == 0, "export, import: %s", strerror(-ret));
+	ret = xferk_window_close(l.x, exp, xferk_now_ns() + 5000000000ULL,
+				 &how, NULL);
+	T_EXPECT(ret == 0 && how == XFERK_CLOSE_FORCED, "close: %d how %u",
+		 ret, how);
+	T_EXPECT(t_stat("closes_forced") == forced + 1, "closes_forced %lld, was %lld",
+		 t_stat("closes_forced"), forced);
+	/* Nobody told the importer: the device refuses the write. */
+	t_fill(l.src, PAGE, 9);
+	f = (struct xferk_frag) { .mr = l.src_mr, .len = PAGE, .remote = rm,
+				  .opcode = XFERK_OP_WRITE };
+	ret = t_run(l.x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -EACCES,
+		 "write through a forced-closed export: %d err %d", ret,
+		 s.first_error);
+	T_EXPECT(l.dst[0] == 0xee && l.dst[PAGE - 1] == 0xee,
+		 "the write landed");
+	xferk_close(l.x);
+	t_fault_set("no_caps", 0);
+	/* Later tests get a session with the capability again. */
+	T_EXPECT(end_session() == 0, "could not end the session");
+}
+
+static void restore(void)
+{
+	t_fault_clear();
+	t_fault_set("no_caps", 0);
+}
+
+int main(void)
+{
+	uint64_t rm;
+	int ret;
+
+	if (xferk_open(&x))
+		return T_SKIP;
+	if (!(xferk_features(x) & XFERK_FEAT_WINDOWS)) {
+		fprintf(stderr, "the module has no windows\n");
+		return T_FAIL;
+	}
+	atexit(restore);
+	pool = t_map(POOL_PAGES * PAGE);
+	src = t_map(POOL_PAGES * PAGE);
+	ret = t_setup(x, src, POOL_PAGES * PAGE, pool, POOL_PAGES * PAGE,
+		      &conn, &src_mr, &pool_mr, &rm);
+	if (ret)
+		return T_FAIL;
+	xferk_unimport(x, rm);
+	scattered();
+	close_export();
+	bad_input();
+	xferk_close(x);
+	old_peer();
+	return t_result();
+}
