@@ -617,14 +617,19 @@ static u64 export_iova(u64 addr)
 	       offset_in_page(addr);
 }
 
-/* The completion of an export's registration work request. */
+/*
+ * The completion of an export's registration work request: flushed, the
+ * path died under it (the session replaces the path: ECONNRESET); failed,
+ * the device refused it (EIO).
+ */
 static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_conn *c = cq->cq_context;
 
 	if (wc->status != IB_WC_SUCCESS)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
-	WRITE_ONCE(c->reg_status, wc->status == IB_WC_SUCCESS ? 0 : -EIO);
+	WRITE_ONCE(c->reg_status, wc->status == IB_WC_SUCCESS ? 0 :
+		   wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO);
 	complete(&c->reg_done);
 }
 

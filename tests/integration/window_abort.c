@@ -236,6 +236,7 @@ static void run(enum mode mode, unsigned int iters)
 	uint64_t close_ns = mode == FORCED ? 2000000ULL :
 			    t_scaled_ms(5000) * 1000000ULL;
 	long long deaths = t_stat("path_deaths_qp");
+	uint64_t start = t_now_ms();
 	struct xferk_block b[WIN_PAGES];
 	uint32_t pages[WIN_PAGES];
 	struct xferk *x;
@@ -263,7 +264,7 @@ static void run(enum mode mode, unsigned int iters)
 		return;
 
 	for (i = 0; i < iters; i++) {
-		uint64_t until = t_now_ms() + t_scaled_ms(30000), ack = 0;
+		uint64_t until = t_now_ms() + t_scaled_ms(30000), ack = 0, t0;
 		uint32_t how = 0;
 
 		/* Pages for the request: free ones, or victims checked first. */
@@ -282,10 +283,13 @@ static void run(enum mode mode, unsigned int iters)
 			memset(pool + p * PAGE, 0, PAGE);
 			b[k] = (struct xferk_block) { p * PAGE, PAGE };
 		}
-		/* A session that recovers from a late write has no path yet. */
-		while ((ret = xferk_window_open(x, conn, mr, b, WIN_PAGES, RW,
-						&m.tok, &win, &m.len)) ==
-		       -ENOTCONN && t_now_ms() < until)
+		/*
+		 * A session that recovers from a late write has no path yet,
+		 * or loses it under the registration.
+		 */
+		while (((ret = xferk_window_open(x, conn, mr, b, WIN_PAGES, RW,
+						 &m.tok, &win, &m.len)) ==
+			-ENOTCONN || ret == -ECONNRESET) && t_now_ms() < until)
 			usleep(5000);
 		T_EXPECT(ret == 0, "%s: window %u: %s", mode_name[mode], i,
 			 strerror(-ret));
@@ -294,8 +298,17 @@ static void run(enum mode mode, unsigned int iters)
 		send(sock, &m, sizeof(m), 0);
 		/* Abort before, during or after the writes. */
 		usleep(rnd() % 3000);
+		t0 = t_now_ms();
 		ret = xferk_window_close(x, win, xferk_now_ns() + close_ns, &how,
 					 &ack);
+		if (t_now_ms() - t0 > 1000) {
+			struct xferk_conn_info ci = { 0 };
+
+			xferk_conn_query(x, conn, &ci);
+			printf("# DIAG close %u took %llu ms how %u; conn state %u err %d gen %u\n",
+			       i, (unsigned long long)(t_now_ms() - t0), how,
+			       ci.state, ci.error, ci.path_gen);
+		}
 		T_EXPECT(ret == 0, "%s: close %u: %s", mode_name[mode], i,
 			 strerror(-ret));
 		res->aborts++;
@@ -312,6 +325,10 @@ static void run(enum mode mode, unsigned int iters)
 			memset(pool + pages[k] * PAGE, CANARY, PAGE);
 			state[pages[k]] = 2;
 		}
+		if (i % 100 == 99)
+			printf("# %s: %u aborts, %u forced, %llu ms\n",
+			       mode_name[mode], i + 1, res->forced,
+			       (unsigned long long)(t_now_ms() - start));
 		if (mode == KILLED && i % 50 == 49) {
 			stop_prefill(pid, sock, 1);
 			pid = start_prefill(&sock);
@@ -332,12 +349,14 @@ static void run(enum mode mode, unsigned int iters)
 	t_fault_set("ignore_revokes", 0);
 
 	qsort(res->acks, res->nacks, sizeof(res->acks[0]), cmp_u64);
-	printf("# %s: %u aborts, %u victim probes, %u foreign canaries; closes %u cooperative, %u forced; answer median %llu us, p99 %llu us; %u windows written before their abort\n",
-	       mode_name[mode], res->aborts, res->probes, res->foreign,
+	printf("# %s: %u aborts in %llu ms, %u victim probes, %u foreign canaries; closes %u cooperative, %u forced; answer median %llu us, p99 %llu us; %u windows written before their abort; %lld path deaths\n",
+	       mode_name[mode], res->aborts,
+	       (unsigned long long)(t_now_ms() - start), res->probes,
+	       res->foreign,
 	       res->cooperative, res->forced,
 	       res->nacks ? (unsigned long long)res->acks[res->nacks / 2] / 1000 : 0,
 	       res->nacks ? (unsigned long long)res->acks[res->nacks * 99 / 100] / 1000 : 0,
-	       res->written);
+	       res->written, t_stat("path_deaths_qp") - deaths);
 	T_EXPECT(res->aborts == iters, "%s: %u aborts of %u", mode_name[mode],
 		 res->aborts, iters);
 	T_EXPECT(res->foreign == 0, "%s: %u foreign canaries", mode_name[mode],
@@ -375,10 +394,11 @@ int main(int argc, char **argv)
 	xferk_close(x);
 	atexit(restore);
 	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	rnd_state = xferk_now_ns() | 1;
 	printf("# seed %llu\n", (unsigned long long)rnd_state);
 	for (m = COOPERATIVE; m <= KILLED; m++)
 		if (argc < 2 || !strcmp(argv[1], mode_name[m]))
-			run(m, iters);
+			run(m, m == FORCED ? iters / 5 : iters);
 	return t_result();
 }
