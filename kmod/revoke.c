@@ -129,11 +129,14 @@ bool xferk_export_await_revoke(struct xferk_export *e, int slot,
 {
 	struct xferk_conn *c = e->conn;
 	struct xferk_revoke *r = &c->revokes[slot];
+	s64 left = ktime_to_ns(ktime_sub(deadline, ktime_get()));
 	bool answered;
 
-	wait_event_interruptible_hrtimeout(c->state_wq, READ_ONCE(r->state) !=
-					   XFERK_REVOKE_WAITING,
-					   ktime_sub(deadline, ktime_get()));
+	if (left > 0)
+		wait_event_interruptible_timeout(c->state_wq,
+						 READ_ONCE(r->state) !=
+						 XFERK_REVOKE_WAITING,
+						 nsecs_to_jiffies(left) + 1);
 	mutex_lock(&c->lock);
 	answered = r->state == XFERK_REVOKE_ANSWERED;
 	if (answered)

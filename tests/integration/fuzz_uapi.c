@@ -4,7 +4,7 @@
  *
  *   fuzz_uapi [-s SEED] [-n ITERATIONS] [-t SECONDS] [-v] [-R | -U]
  *
- * Every command (XFERK_IOC_INFO .. XFERK_IOC_CONN_QUERY, unknown numbers, wrong
+ * Every command (XFERK_IOC_INFO .. XFERK_IOC_WINDOW_CLOSE, unknown numbers, wrong
  * directions and types) goes through ioctl() and through IORING_OP_URING_CMD
  * in rings with and without IORING_SETUP_SQE128 and _CQE32, with argument
  * structs of every size class (below the first version, an older caller's,
@@ -421,7 +421,10 @@ static const int errs_connect[] = { EAFNOSUPPORT, EPERM, EMFILE, ENOMEM,
 				    EPROTONOSUPPORT, EPROTO, ECONNRESET, ENODEV,
 				    EIO, EINTR, 0 };
 static const int errs_export[] = { EBADF, ESTALE, ERANGE, EACCES, EPERM, EMFILE,
-				   ENOMEM, ENOTCONN, EIO, 0 };
+				   ENOMEM, ENOTCONN, ECONNRESET, EIO, 0 };
+static const int errs_window[] = { EBADF, ESTALE, ERANGE, EACCES, EPERM, EMFILE,
+				   ENOMEM, ENOTCONN, ECONNRESET, EIO,
+				   EOPNOTSUPP, 0 };
 static const int errs_import[] = { EBADF, ESTALE, EACCES, EMFILE, ENOMEM, 0 };
 static const int errs_submit[] = { EPERM, ETIMEDOUT, EMFILE, ENOMEM, EBADF,
 				   ESTALE, ERANGE, EACCES, EBUSY, EXDEV, 0 };
@@ -675,7 +678,7 @@ static uint64_t bad_address(enum place p)
 enum {
 	C_INFO, C_MR_REG, C_MR_DEREG, C_CONNECT, C_DISCONNECT, C_EXPORT,
 	C_UNEXPORT, C_IMPORT, C_UNIMPORT, C_SUBMIT, C_WAIT, C_QUERY,
-	C_RELEASE, C_CANCEL, C_CONN_QUERY, NCMD
+	C_RELEASE, C_CANCEL, C_CONN_QUERY, C_WINDOW_OPEN, C_WINDOW_CLOSE, NCMD
 };
 
 struct call;
@@ -1166,6 +1169,45 @@ static void gen_handle(struct call *c, uint8_t *a)
 
 	x->handle = pick_handle(c, c->cmd->kind);
 	c->h = x->handle;
+}
+
+/* WINDOW_CLOSE: an export's handle, a deadline mostly near. */
+static void gen_window_close(struct call *c, uint8_t *a)
+{
+	struct xferk_ioc_window_close *x = (void *)a;
+
+	gen_handle(c, a);
+	x->deadline_ns = chance(20) ? rnd() : now_ns() + below(20 * MS);
+}
+
+/* WINDOW_OPEN: blocks of a region of the file, or bad ones. */
+static void gen_window_open(struct call *c, uint8_t *a)
+{
+	static struct xferk_block blocks[8];
+	struct xferk_ioc_window_open *x = (void *)a;
+	uint32_t i, n = (uint32_t)range(1, 8);
+	struct obj *r;
+
+	x->conn = pick_handle(c, K_CONN);
+	x->mr = pick_handle(c, K_REGION);
+	r = obj_find_kind(&files[c->fi], x->mr, K_REGION);
+	x->access = r && chance(80) ? r->access & RW_REMOTE : rnd32() & 0xf;
+	for (i = 0; i < n; i++) {
+		uint64_t pages = r && r->len >= PG ? r->len / PG : 1;
+
+		blocks[i].offset = below(pages) * PG;
+		blocks[i].len = PG;
+		if (chance(5))
+			blocks[i].offset += below(PG);
+		if (chance(5))
+			blocks[i].len = rnd();
+	}
+	x->blocks = (uintptr_t)blocks;
+	x->nr_blocks = n;
+	if (chance(5))
+		x->nr_blocks = chance(50) ? 0 : XFERK_WINDOW_MAX_BLOCKS + 1;
+	if (chance(3))
+		x->blocks = rnd();
 }
 
 static void set_v4(uint8_t *addr, const char *ip)
@@ -2098,6 +2140,31 @@ static void done_export(struct call *c, int res, bool same)
 	memcpy(o->token, x.token, XFERK_TOKEN_SIZE);
 }
 
+static void done_window_open(struct call *c, int res, bool same)
+{
+	struct xferk_ioc_window_open x;
+	struct obj *o, *cn;
+
+	if (res || !c->rw)
+		return;
+	memcpy(&x, c->uarg, sizeof(x));
+	c->out_h = x.handle;
+	memcpy(c->out_token, x.token, XFERK_TOKEN_SIZE);
+	cn = same ? obj_find_kind(&files[c->fi], x.conn, K_CONN) : NULL;
+	if (same)
+		tok_add(x.token, x.len, x.access, cn && cn->null, cn && cn->rdma, c->fi);
+	o = same ? obj_add(&files[c->fi], K_EXPORT, x.handle) : NULL;
+	if (!o)
+		return;
+	o->conn = x.conn;
+	o->mr = x.mr;
+	o->len = x.len;
+	o->access = x.access;
+	o->null = cn && cn->null;
+	o->rdma = cn && cn->rdma;
+	memcpy(o->token, x.token, XFERK_TOKEN_SIZE);
+}
+
 static void done_import(struct call *c, int res, bool same)
 {
 	struct xferk_ioc_import x;
@@ -2423,6 +2490,23 @@ static const struct cmd cmds[NCMD] = {
 		.min_size = SZ(struct xferk_ioc_conn_query),
 		.kind = K_CONN, .errs = errs_query,
 		.gen = gen_conn_query, .done = done_conn_query,
+	},
+	[C_WINDOW_OPEN] = {
+		.name = "WINDOW_OPEN", .nr = XFERK_IOC_WINDOW_OPEN,
+		.size = SZ(struct xferk_ioc_window_open),
+		.min_size = SZ(struct xferk_ioc_window_open),
+		.errs = errs_window,
+		.rsv = { RSV(struct xferk_ioc_window_open, reserved) },
+		.gen = gen_window_open, .done = done_window_open,
+	},
+	[C_WINDOW_CLOSE] = {
+		.name = "WINDOW_CLOSE", .nr = XFERK_IOC_WINDOW_CLOSE,
+		.size = SZ(struct xferk_ioc_window_close),
+		.min_size = SZ(struct xferk_ioc_window_close),
+		.kind = K_EXPORT, .errs = errs_drop,
+		.rsv = { RSV(struct xferk_ioc_window_close, reserved0),
+			 RSV(struct xferk_ioc_window_close, reserved) },
+		.gen = gen_window_close, .done = done_drop,
 	},
 };
 
@@ -3528,7 +3612,8 @@ static const unsigned int cmd_weight[NCMD + 1] = {
 	[C_INFO] = 4, [C_MR_REG] = 8, [C_MR_DEREG] = 4, [C_CONNECT] = 6,
 	[C_DISCONNECT] = 4, [C_EXPORT] = 8, [C_UNEXPORT] = 4, [C_IMPORT] = 8,
 	[C_UNIMPORT] = 4, [C_SUBMIT] = 18, [C_WAIT] = 9, [C_QUERY] = 7,
-	[C_RELEASE] = 6, [C_CANCEL] = 9, [C_CONN_QUERY] = 3, [NCMD] = 6,
+	[C_RELEASE] = 6, [C_CANCEL] = 9, [C_CONN_QUERY] = 3,
+	[C_WINDOW_OPEN] = 4, [C_WINDOW_CLOSE] = 3, [NCMD] = 6,
 };
 
 /* One fuzzed call: a command, its struct, its placement, ioctl or ring. */

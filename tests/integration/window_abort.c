@@ -9,12 +9,16 @@
  * filled with a canary. Before a victim's pages are used again, and at the
  * end, its canary is checked: a byte that changed is a foreign write.
  *
- * Three runs, each of ITERS aborts (1000; 100 on the debug kernel):
+ * Three runs of ITERS aborts (1000; 100 on the debug kernel):
  *  cooperative  the prefill kernel answers every revoke: every CLOSE is
  *               cooperative;
  *  forced       the prefill kernel never answers (fault knob
  *               ignore_revokes): every CLOSE is forced at its deadline,
  *               late writes fail at the device (the session recovers);
+ *               prefill writes each window once (every late write costs
+ *               a path, and soft-RoCE's CQ teardown races with its own
+ *               completion tasklet under heavy QP churn), ITERS / 10
+ *               aborts;
  *  killed       cooperative, and the prefill process is killed (SIGKILL)
  *               mid-write every 50 aborts and started again.
  * Each must show 0 foreign canaries (and the cooperative ones no path
@@ -100,7 +104,8 @@ static void drop_remote(struct xferk *x, struct remote *r)
 	r->live = 0;
 }
 
-static void prefill(int sock)
+/* @once: each window is written once, not until it is stale. */
+static void prefill(int sock, int once)
 {
 	struct remote r[MAX_REMOTES] = { 0 };
 	struct op ops[MAX_OPS];
@@ -143,6 +148,8 @@ static void prefill(int sock)
 			o->remote = w - r;
 			w->ops++;
 			nops++;
+			if (once)
+				drop_remote(x, w);
 			next = (next + i + 1) % MAX_REMOTES;
 			break;
 		}
@@ -168,7 +175,7 @@ static void prefill(int sock)
 	}
 }
 
-static pid_t start_prefill(int *sock)
+static pid_t start_prefill(int *sock, int once)
 {
 	int sv[2];
 	char c;
@@ -180,7 +187,7 @@ static pid_t start_prefill(int *sock)
 	if (pid == 0) {
 		close(sv[0]);
 		rnd_state ^= getpid();
-		prefill(sv[1]);
+		prefill(sv[1], once);
 		_exit(0);
 	}
 	close(sv[1]);
@@ -258,13 +265,13 @@ static void run(enum mode mode, unsigned int iters)
 		 "%s: pool", mode_name[mode]);
 	if (mode == FORCED)
 		t_fault_set("ignore_revokes", 1000000000);
-	pid = start_prefill(&sock);
+	pid = start_prefill(&sock, mode == FORCED);
 	T_EXPECT(pid > 0, "%s: prefill did not start", mode_name[mode]);
 	if (pid <= 0)
 		return;
 
 	for (i = 0; i < iters; i++) {
-		uint64_t until = t_now_ms() + t_scaled_ms(30000), ack = 0, t0;
+		uint64_t until = t_now_ms() + t_scaled_ms(30000), ack = 0;
 		uint32_t how = 0;
 
 		/* Pages for the request: free ones, or victims checked first. */
@@ -298,17 +305,8 @@ static void run(enum mode mode, unsigned int iters)
 		send(sock, &m, sizeof(m), 0);
 		/* Abort before, during or after the writes. */
 		usleep(rnd() % 3000);
-		t0 = t_now_ms();
 		ret = xferk_window_close(x, win, xferk_now_ns() + close_ns, &how,
 					 &ack);
-		if (t_now_ms() - t0 > 1000) {
-			struct xferk_conn_info ci = { 0 };
-
-			xferk_conn_query(x, conn, &ci);
-			printf("# DIAG close %u took %llu ms how %u; conn state %u err %d gen %u\n",
-			       i, (unsigned long long)(t_now_ms() - t0), how,
-			       ci.state, ci.error, ci.path_gen);
-		}
 		T_EXPECT(ret == 0, "%s: close %u: %s", mode_name[mode], i,
 			 strerror(-ret));
 		res->aborts++;
@@ -331,7 +329,7 @@ static void run(enum mode mode, unsigned int iters)
 			       (unsigned long long)(t_now_ms() - start));
 		if (mode == KILLED && i % 50 == 49) {
 			stop_prefill(pid, sock, 1);
-			pid = start_prefill(&sock);
+			pid = start_prefill(&sock, 0);
 			T_EXPECT(pid > 0, "prefill did not restart");
 			if (pid <= 0)
 				break;
@@ -361,14 +359,15 @@ static void run(enum mode mode, unsigned int iters)
 		 res->aborts, iters);
 	T_EXPECT(res->foreign == 0, "%s: %u foreign canaries", mode_name[mode],
 		 res->foreign);
-	T_EXPECT(res->written > 0, "%s: no window was written before its abort",
-		 mode_name[mode]);
 	if (mode == FORCED) {
 		T_EXPECT(res->forced == res->aborts, "forced: %u cooperative",
 			 res->cooperative);
 	} else {
 		T_EXPECT(res->cooperative == res->aborts, "%s: %u forced",
 			 mode_name[mode], res->forced);
+		T_EXPECT(res->written > 0,
+			 "%s: no window was written before its abort",
+			 mode_name[mode]);
 		/* No write ever reached a closed window's key. */
 		T_EXPECT(t_stat("path_deaths_qp") == deaths,
 			 "%s: %lld paths died", mode_name[mode],
@@ -399,6 +398,6 @@ int main(int argc, char **argv)
 	printf("# seed %llu\n", (unsigned long long)rnd_state);
 	for (m = COOPERATIVE; m <= KILLED; m++)
 		if (argc < 2 || !strcmp(argv[1], mode_name[m]))
-			run(m, m == FORCED ? iters / 5 : iters);
+			run(m, m == FORCED ? iters / 10 : iters);
 	return t_result();
 }
