@@ -29,6 +29,7 @@
  * every message it receives to xferk_msg_received().
  */
 #include <linux/wait.h>
+#include <kunit/visibility.h>
 
 #include "xferk.h"
 
@@ -102,6 +103,7 @@ bool xferk_export_ask_revoke(struct xferk_export *e, int *slot)
 	mutex_unlock(&c->lock);
 	return sent;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_export_ask_revoke);
 
 static void stat_max(atomic64_t *max, s64 v)
 {
@@ -151,6 +153,7 @@ bool xferk_export_await_revoke(struct xferk_export *e, int slot,
 	}
 	return answered;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_export_await_revoke);
 
 /* Is a work request on an import of @r posted? With c->lock. */
 static bool revoke_posted_locked(struct xferk_conn *c,
@@ -194,6 +197,7 @@ void xferk_acks_kick_locked(struct xferk_conn *c)
 		*r = c->acks_due[--c->nr_acks_due];
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_acks_kick_locked);
 
 /*
  * Remembers that the peer revoked export @id, for imports of its token
@@ -232,6 +236,7 @@ int xferk_remote_listen(struct xferk_remote *rm)
 	mutex_unlock(&c->lock);
 	return ret;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_remote_listen);
 
 /* REVOKE: fence every import of (id, gen), answer when drained. */
 static bool revoke_received(struct xferk_conn *c, const struct xferk_revoke *r)
@@ -316,6 +321,7 @@ invalid:
 	atomic64_inc(&xferk_stats.msgs_invalid);
 	xferk_conn_qp_dead(c, -EPROTO, XFERK_PATH_QP);
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_msg_received);
 
 /**
  * xferk_revokes_path_lost() - the session's path died
@@ -338,3 +344,4 @@ void xferk_revokes_path_lost(struct xferk_conn *c)
 	}
 	c->nr_acks_due = 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_revokes_path_lost);

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Module-wide counters (struct xferk_stats), presented by sysfs.c. */
+#include <kunit/visibility.h>
+
 #include "xferk.h"
 
 struct xferk_stats xferk_stats;
+EXPORT_SYMBOL_IF_KUNIT(xferk_stats);

@@ -73,6 +73,18 @@ static inline void io_uring_prep_xferk_query(struct io_uring_sqe *sqe, int fd,
 	io_uring_prep_xferk_cmd(sqe, fd, XFERK_IOC_QUERY, q);
 }
 
+/*
+ * Closes a window or an export (runs in io_uring's worker: it waits for the
+ * peer's answer until @w->deadline_ns); cqe->res as XFERK_IOC_WINDOW_CLOSE,
+ * @w->how and @w->ack_ns written back.
+ */
+static inline void io_uring_prep_xferk_window_close(struct io_uring_sqe *sqe,
+						    int fd,
+						    struct xferk_ioc_window_close *w)
+{
+	io_uring_prep_xferk_cmd(sqe, fd, XFERK_IOC_WINDOW_CLOSE, w);
+}
+
 /* Releases an op handle, inline; cqe->res as XFERK_IOC_RELEASE. */
 static inline void io_uring_prep_xferk_release(struct io_uring_sqe *sqe, int fd,
 					       struct xferk_ioc_handle *h)

@@ -72,7 +72,7 @@ static int request_valid(const struct rdma_cm_event *ev)
 	return m && ev->param.conn.private_data_len >= sizeof(*m) &&
 	       be32toh(m->magic) == RAW_MAGIC &&
 	       be16toh(m->version) == RAW_VERSION && !m->reserved &&
-	       !m->caps && m->conn_id;
+	       !(be64toh(m->caps) & ~RAW_CAPS) && m->conn_id;
 }
 
 static void *listener(void *arg)
