@@ -2115,54 +2115,48 @@ static void done_connect(struct call *c, int res, bool same)
 		real_drop(c->fi, o, false);
 }
 
+/* An export or a window was made: its token and its object. */
+static void export_made(struct call *c, bool same, uint64_t conn, uint64_t mr,
+			uint64_t handle, uint64_t len, uint32_t access,
+			const uint8_t *token)
+{
+	struct obj *o, *cn;
+
+	c->out_h = handle;
+	memcpy(c->out_token, token, XFERK_TOKEN_SIZE);
+	cn = same ? obj_find_kind(&files[c->fi], conn, K_CONN) : NULL;
+	if (same)
+		tok_add(token, len, access, cn && cn->null, cn && cn->rdma, c->fi);
+	o = same ? obj_add(&files[c->fi], K_EXPORT, handle) : NULL;
+	if (!o)
+		return;
+	o->conn = conn;
+	o->mr = mr;
+	o->len = len;
+	o->access = access;
+	o->null = cn && cn->null;
+	o->rdma = cn && cn->rdma;
+	memcpy(o->token, token, XFERK_TOKEN_SIZE);
+}
+
 static void done_export(struct call *c, int res, bool same)
 {
 	struct xferk_ioc_export x;
-	struct obj *o, *cn;
 
 	if (res || !c->rw)
 		return;
 	memcpy(&x, c->uarg, sizeof(x));
-	c->out_h = x.handle;
-	memcpy(c->out_token, x.token, XFERK_TOKEN_SIZE);
-	cn = same ? obj_find_kind(&files[c->fi], x.conn, K_CONN) : NULL;
-	if (same)
-		tok_add(x.token, x.len, x.access, cn && cn->null, cn && cn->rdma, c->fi);
-	o = same ? obj_add(&files[c->fi], K_EXPORT, x.handle) : NULL;
-	if (!o)
-		return;
-	o->conn = x.conn;
-	o->mr = x.mr;
-	o->len = x.len;
-	o->access = x.access;
-	o->null = cn && cn->null;
-	o->rdma = cn && cn->rdma;
-	memcpy(o->token, x.token, XFERK_TOKEN_SIZE);
+	export_made(c, same, x.conn, x.mr, x.handle, x.len, x.access, x.token);
 }
 
 static void done_window_open(struct call *c, int res, bool same)
 {
 	struct xferk_ioc_window_open x;
-	struct obj *o, *cn;
 
 	if (res || !c->rw)
 		return;
 	memcpy(&x, c->uarg, sizeof(x));
-	c->out_h = x.handle;
-	memcpy(c->out_token, x.token, XFERK_TOKEN_SIZE);
-	cn = same ? obj_find_kind(&files[c->fi], x.conn, K_CONN) : NULL;
-	if (same)
-		tok_add(x.token, x.len, x.access, cn && cn->null, cn && cn->rdma, c->fi);
-	o = same ? obj_add(&files[c->fi], K_EXPORT, x.handle) : NULL;
-	if (!o)
-		return;
-	o->conn = x.conn;
-	o->mr = x.mr;
-	o->len = x.len;
-	o->access = x.access;
-	o->null = cn && cn->null;
-	o->rdma = cn && cn->rdma;
-	memcpy(o->token, x.token, XFERK_TOKEN_SIZE);
+	export_made(c, same, x.conn, x.mr, x.handle, x.len, x.access, x.token);
 }
 
 static void done_import(struct call *c, int res, bool same)
