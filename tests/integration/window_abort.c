@@ -27,10 +27,20 @@
  * windows had been written before their abort.
  *
  * Usage: window_abort [cooperative|killed|forced]  (default: all three)
+ *
+ * Across two hosts (tests/twohost/90_windows.sh) each side runs its part,
+ * and requests travel as files in a directory both see (DIR/t.N, the N-th
+ * request's token and length; DIR/ready once prefill is connected;
+ * DIR/stop when decode is done):
+ *   window_abort decode DIR MODE ITERS
+ *   window_abort prefill DIR MODE   (killed: kills and restarts its own
+ *                                    writer every 50 requests; forced: sets
+ *                                    its host's ignore_revokes)
  */
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +69,97 @@ struct req_msg {
 	uint64_t len;
 };
 
+/*
+ * How requests go from decode to prefill: a socket pair on one host, or
+ * files in @dir on two.
+ * @sock: one host: this side's end (-1 on two hosts)
+ * @dir: two hosts: the directory
+ * @next: two hosts: the number of the next request (decode: to write;
+ *	prefill: to read)
+ */
+struct channel {
+	int sock;
+	const char *dir;
+	unsigned int next;
+};
+
+static void chan_path(const struct channel *ch, char *path, size_t len,
+		      const char *name, unsigned int n)
+{
+	if (name)
+		snprintf(path, len, "%s/%s", ch->dir, name);
+	else
+		snprintf(path, len, "%s/t.%u", ch->dir, n);
+}
+
+static int chan_exists(const struct channel *ch, const char *name,
+		       unsigned int n)
+{
+	char path[512];
+
+	chan_path(ch, path, sizeof(path), name, n);
+	return !access(path, F_OK);
+}
+
+/* Creates DIR/@name (n-th request when @name is NULL) with @text. */
+static void chan_put(const struct channel *ch, const char *name,
+		     unsigned int n, const char *text)
+{
+	char path[512], tmp[520];
+	FILE *f;
+
+	chan_path(ch, path, sizeof(path), name, n);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) || rename(tmp, path)) {
+		perror(path);
+		exit(T_FAIL);
+	}
+}
+
+static void chan_send(struct channel *ch, const struct req_msg *m)
+{
+	char text[XFERK_TOKEN_HEX_LEN + 32];
+
+	if (!ch->dir) {
+		/* A prefill that does not keep up misses requests. */
+		send(ch->sock, m, sizeof(*m), MSG_DONTWAIT);
+		return;
+	}
+	xferk_token_format(&m->tok, text, sizeof(text));
+	snprintf(text + strlen(text), 32, " %llu\n",
+		 (unsigned long long)m->len);
+	chan_put(ch, NULL, ch->next++, text);
+}
+
+/* The next request: 1, 0 if none yet, -1 when decode is done. */
+static int chan_recv(struct channel *ch, struct req_msg *m)
+{
+	char path[512], hex[XFERK_TOKEN_HEX_LEN + 2];
+	unsigned long long len;
+	ssize_t n;
+	FILE *f;
+
+	if (!ch->dir) {
+		n = recv(ch->sock, m, sizeof(*m), MSG_DONTWAIT);
+		if (n == sizeof(*m))
+			return 1;
+		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ?
+		       0 : -1;
+	}
+	chan_path(ch, path, sizeof(path), NULL, ch->next);
+	f = fopen(path, "r");
+	if (!f)
+		return chan_exists(ch, "stop", 0) ? -1 : 0;
+	n = fscanf(f, "%129s %llu", hex, &len);
+	fclose(f);
+	ch->next++;
+	if (n != 2 || xferk_token_parse(hex, &m->tok))
+		return 0;
+	m->len = len;
+	return 1;
+}
+
 static uint64_t rnd_state;
 
 static uint64_t rnd(void)
@@ -82,24 +183,25 @@ struct op {
 	int remote;
 };
 
-static int take_requests(struct xferk *x, uint64_t conn, int sock,
+/* Imports the requests that came; -1 when decode is done. */
+static int take_requests(struct xferk *x, uint64_t conn, struct channel *ch,
 			 struct remote *r)
 {
 	struct req_msg m;
-	ssize_t n;
-	int i;
+	int i, ret;
 
-	while ((n = recv(sock, &m, sizeof(m), MSG_DONTWAIT)) == sizeof(m)) {
+	while ((ret = chan_recv(ch, &m)) > 0) {
 		for (i = 0; i < (int)MAX_REMOTES && (r[i].live || r[i].ops); i++)
 			;
 		if (i == (int)MAX_REMOTES)
 			continue;	/* too many: this request is not written */
+		/* ESTALE: decode closed it already. */
 		if (xferk_import(x, conn, &m.tok, &r[i].rm))
 			continue;
 		r[i].len = m.len;
 		r[i].live = 1;
 	}
-	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+	return ret;
 }
 
 static void drop_remote(struct xferk *x, struct remote *r)
@@ -110,7 +212,7 @@ static void drop_remote(struct xferk *x, struct remote *r)
 }
 
 /* @once: each window is written once, not until it is stale. */
-static void prefill(int sock, int once)
+static void prefill(struct channel *ch, int once)
 {
 	struct remote r[MAX_REMOTES] = { 0 };
 	struct op ops[MAX_OPS];
@@ -127,10 +229,12 @@ static void prefill(int sock, int once)
 	    xferk_mr_reg(x, src, WIN_PAGES * PAGE, XFERK_ACCESS_LOCAL_SRC, &mr))
 		_exit(2);
 	/* Ready: decode starts its requests. */
-	if (send(sock, "r", 1, 0) != 1)
+	if (ch->dir)
+		chan_put(ch, "ready", 0, "");
+	else if (send(ch->sock, "r", 1, 0) != 1)
 		_exit(2);
 	for (;;) {
-		if (take_requests(x, conn, sock, r))
+		if (take_requests(x, conn, ch, r))
 			_exit(0);	/* decode is gone: done */
 		/* One more write into the next live window, if there is room. */
 		for (i = 0; i < (int)MAX_REMOTES && nops < MAX_OPS; i++) {
@@ -159,9 +263,9 @@ static void prefill(int sock, int once)
 			break;
 		}
 		if (!nops) {
-			struct pollfd p = { .fd = sock, .events = POLLIN };
+			struct pollfd p = { .fd = ch->sock, .events = POLLIN };
 
-			poll(&p, 1, 10);
+			poll(&p, 1, ch->dir ? 1 : 10);
 			continue;
 		}
 		/* The oldest write: once it is physical, its remote's fate. */
@@ -180,8 +284,10 @@ static void prefill(int sock, int once)
 	}
 }
 
-static pid_t start_prefill(int *sock, int once)
+/* One host: prefill in a child, connected once this returns. */
+static pid_t start_prefill(struct channel *ch, int once)
 {
+	struct channel child = { .sock = -1 };
 	int sv[2];
 	char c;
 	pid_t pid;
@@ -192,22 +298,30 @@ static pid_t start_prefill(int *sock, int once)
 	if (pid == 0) {
 		close(sv[0]);
 		rnd_state ^= getpid();
-		prefill(sv[1], once);
+		child.sock = sv[1];
+		prefill(&child, once);
 		_exit(0);
 	}
 	close(sv[1]);
-	*sock = sv[0];
-	if (pid < 0 || recv(*sock, &c, 1, 0) != 1)
+	ch->sock = sv[0];
+	if (pid < 0 || recv(ch->sock, &c, 1, 0) != 1)
 		return -1;
 	return pid;
 }
 
-static void stop_prefill(pid_t pid, int sock, int kill_it)
+static void stop_prefill(pid_t pid, struct channel *ch, int kill_it)
 {
 	if (kill_it)
 		kill(pid, SIGKILL);
-	close(sock);
+	close(ch->sock);
 	waitpid(pid, NULL, 0);
+}
+
+/* Path deaths of this host, whatever their cause. */
+static long long path_deaths(void)
+{
+	return t_stat("path_deaths_qp") + t_stat("path_deaths_peer") +
+	       t_stat("path_deaths_keepalive") + t_stat("path_deaths_cancel");
 }
 
 /* ---- decode: windows, aborts, victims ---- */
@@ -240,14 +354,19 @@ static int foreign_pages(const uint8_t *pool, const uint32_t *pages,
 	return bad;
 }
 
-static void run(enum mode mode, unsigned int iters)
+/*
+ * Decode's side of one run; @dir: two hosts (prefill runs there), NULL:
+ * prefill is a child of this process.
+ */
+static void run(enum mode mode, unsigned int iters, const char *dir)
 {
 	static uint8_t state[POOL_PAGES];	/* 0 free, 1 window, 2 victim */
 	static uint32_t victims[POOL_PAGES];
 	struct result *res = calloc(1, sizeof(*res));
 	uint64_t close_ns = mode == FORCED ? 2000000ULL :
 			    t_scaled_ms(5000) * 1000000ULL;
-	long long deaths = t_stat("path_deaths_qp");
+	long long deaths = path_deaths();
+	struct channel ch = { .sock = -1, .dir = dir };
 	uint64_t start = t_now_ms();
 	struct xferk_block b[WIN_PAGES];
 	uint32_t pages[WIN_PAGES];
@@ -256,8 +375,8 @@ static void run(enum mode mode, unsigned int iters)
 	uint64_t conn, mr, win;
 	unsigned int i, k, nvictims = 0;
 	uint8_t *pool;
-	int sock, ret;
-	pid_t pid;
+	pid_t pid = 0;
+	int ret;
 
 	if (xferk_open(&x) ||
 	    xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn)) {
@@ -268,12 +387,18 @@ static void run(enum mode mode, unsigned int iters)
 	memset(state, 0, sizeof(state));
 	T_EXPECT(xferk_mr_reg(x, pool, POOL_PAGES * PAGE, RW, &mr) == 0,
 		 "%s: pool", mode_name[mode]);
-	if (mode == FORCED)
-		t_fault_set("ignore_revokes", 1000000000);
-	pid = start_prefill(&sock, mode == FORCED);
-	T_EXPECT(pid > 0, "%s: prefill did not start", mode_name[mode]);
-	if (pid <= 0)
-		return;
+	if (dir) {
+		ret = 0;
+		while (!chan_exists(&ch, "ready", 0) && ret++ < 120000)
+			usleep(1000);
+	} else {
+		if (mode == FORCED)
+			t_fault_set("ignore_revokes", 1000000000);
+		pid = start_prefill(&ch, mode == FORCED);
+		T_EXPECT(pid > 0, "%s: prefill did not start", mode_name[mode]);
+		if (pid <= 0)
+			return;
+	}
 
 	for (i = 0; i < iters; i++) {
 		uint64_t until = t_now_ms() + t_scaled_ms(30000), ack = 0;
@@ -307,7 +432,7 @@ static void run(enum mode mode, unsigned int iters)
 			 strerror(-ret));
 		if (ret)
 			break;
-		send(sock, &m, sizeof(m), 0);
+		chan_send(&ch, &m);
 		/* Abort before, during or after the writes. */
 		usleep(rnd() % 3000);
 		ret = xferk_window_close(x, win, xferk_now_ns() + close_ns, &how,
@@ -332,16 +457,18 @@ static void run(enum mode mode, unsigned int iters)
 			printf("# %s: %u aborts, %u forced, %llu ms\n",
 			       mode_name[mode], i + 1, res->forced,
 			       (unsigned long long)(t_now_ms() - start));
-		if (mode == KILLED && i % 50 == 49) {
-			stop_prefill(pid, sock, 1);
-			pid = start_prefill(&sock, 0);
+		if (!dir && mode == KILLED && i % 50 == 49) {
+			stop_prefill(pid, &ch, 1);
+			pid = start_prefill(&ch, 0);
 			T_EXPECT(pid > 0, "prefill did not restart");
 			if (pid <= 0)
 				break;
 		}
 	}
-	if (pid > 0)
-		stop_prefill(pid, sock, 0);
+	if (dir)
+		chan_put(&ch, "stop", 0, "");
+	else if (pid > 0)
+		stop_prefill(pid, &ch, 0);
 	/* Late writes had their time: every victim still holds its canary. */
 	usleep(100000);
 	for (k = 0; k < POOL_PAGES; k++)
@@ -359,7 +486,7 @@ static void run(enum mode mode, unsigned int iters)
 	       res->cooperative, res->forced,
 	       res->nacks ? (unsigned long long)res->acks[res->nacks / 2] / 1000 : 0,
 	       res->nacks ? (unsigned long long)res->acks[res->nacks * 99 / 100] / 1000 : 0,
-	       res->written, t_stat("path_deaths_qp") - deaths);
+	       res->written, path_deaths() - deaths);
 	T_EXPECT(res->aborts == iters, "%s: %u aborts of %u", mode_name[mode],
 		 res->aborts, iters);
 	T_EXPECT(res->foreign == 0, "%s: %u foreign canaries", mode_name[mode],
@@ -374,9 +501,8 @@ static void run(enum mode mode, unsigned int iters)
 			 "%s: no window was written before its abort",
 			 mode_name[mode]);
 		/* No write ever reached a closed window's key. */
-		T_EXPECT(t_stat("path_deaths_qp") == deaths,
-			 "%s: %lld paths died", mode_name[mode],
-			 t_stat("path_deaths_qp") - deaths);
+		T_EXPECT(path_deaths() == deaths, "%s: %lld paths died",
+			 mode_name[mode], path_deaths() - deaths);
 	}
 	xferk_close(x);
 	free(res);
@@ -385,6 +511,47 @@ static void run(enum mode mode, unsigned int iters)
 static void restore(void)
 {
 	t_fault_set("ignore_revokes", 0);
+}
+
+static int mode_of(const char *name)
+{
+	int m;
+
+	for (m = COOPERATIVE; m <= FORCED; m++)
+		if (!strcmp(name, mode_name[m]))
+			return m;
+	return -1;
+}
+
+/*
+ * Two hosts, the prefill host: forced sets this host's ignore_revokes;
+ * killed runs its writer as a child it kills every 50 requests.
+ */
+static int prefill_host(const char *dir, int mode)
+{
+	struct channel ch = { .sock = -1, .dir = dir };
+	unsigned int start = 0;
+	pid_t pid;
+
+	if (mode == FORCED)
+		t_fault_set("ignore_revokes", 1000000000);
+	do {
+		pid = fork();
+		if (pid == 0) {
+			ch.next = start;
+			prefill(&ch, mode == FORCED);
+		}
+		if (mode == KILLED) {
+			start += 50;
+			while (!chan_exists(&ch, NULL, start) &&
+			       !chan_exists(&ch, "stop", 0))
+				usleep(1000);
+			kill(pid, SIGKILL);
+		}
+		waitpid(pid, NULL, 0);
+	} while (mode == KILLED && !chan_exists(&ch, "stop", 0));
+	t_fault_set("ignore_revokes", 0);
+	return T_PASS;
 }
 
 int main(int argc, char **argv)
@@ -400,9 +567,17 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rnd_state = xferk_now_ns() | 1;
+	if (argc >= 4)
+		mkdir(argv[2], 0777);	/* whichever side comes first */
+	if (argc == 4 && !strcmp(argv[1], "prefill") && mode_of(argv[3]) >= 0)
+		return prefill_host(argv[2], mode_of(argv[3]));
 	printf("# seed %llu\n", (unsigned long long)rnd_state);
+	if (argc == 5 && !strcmp(argv[1], "decode") && mode_of(argv[3]) >= 0) {
+		run(mode_of(argv[3]), atoi(argv[4]), argv[2]);
+		return t_result();
+	}
 	for (m = COOPERATIVE; m <= FORCED; m++)
 		if (argc < 2 || !strcmp(argv[1], mode_name[m]))
-			run(m, m == FORCED ? iters / 10 : iters);
+			run(m, m == FORCED ? iters / 10 : iters, NULL);
 	return t_result();
 }
