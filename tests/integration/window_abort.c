@@ -433,8 +433,11 @@ static void run(enum mode mode, unsigned int iters, const char *dir)
 		if (ret)
 			break;
 		chan_send(&ch, &m);
-		/* Abort before, during or after the writes. */
-		usleep(rnd() % 3000);
+		/*
+		 * Abort before, during or after the writes (across hosts a
+		 * request takes prefill longer to see: a file in a share).
+		 */
+		usleep(rnd() % (dir ? 30000 : 3000));
 		ret = xferk_window_close(x, win, xferk_now_ns() + close_ns, &how,
 					 &ack);
 		T_EXPECT(ret == 0, "%s: close %u: %s", mode_name[mode], i,
