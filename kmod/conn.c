@@ -112,7 +112,7 @@ static void conn_release(struct kref *ref)
 	put_net(c->net);
 	kvfree(c->sends);
 	kfree(c->msgs);
-	xa_destroy(&c->revoked);
+	kvfree(c->revoked);
 	kfree(c);
 }
 
@@ -154,7 +154,6 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_LIST_HEAD(&c->pending);
 	INIT_LIST_HEAD(&c->posted);
 	INIT_LIST_HEAD(&c->remotes);
-	xa_init(&c->revoked);
 	init_waitqueue_head(&c->idle);
 	mutex_init(&c->exports_lock);
 	INIT_LIST_HEAD(&c->exports);

@@ -169,7 +169,7 @@ static int window_check(const struct xferk_region *r,
 	return 0;
 }
 
-/* The region's pages of each block, in order; charged to the caller. */
+/* The region's pages of each block, in order (the array is the caller's). */
 static struct page **window_pages(const struct xferk_region *r,
 				  const struct xferk_block *blocks,
 				  u32 nr_blocks, unsigned long npages)
@@ -257,7 +257,7 @@ static int export_register(struct xferk_export *e, u64 *peer_id,
 		return -ENOTCONN;
 	if (c->peer_caps & XFERK_CAP_REVOKE) {
 		e->id = ++c->next_export_id;
-		e->gen = get_random_u64();
+		e->gen = get_random_u64() ?: 1;
 	} else if (e->window_pages) {
 		return -EOPNOTSUPP;
 	}

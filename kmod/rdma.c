@@ -143,7 +143,8 @@ struct xferk_send {
  * @send_cqe: of each send buffer's
  * @send_busy: send buffers posted and not yet completed (conn->lock);
  *	cleared for each new path
- * @dma: the mapping of @buf, 0 while unmapped
+ * @dma: the mapping of @buf, while @mapped
+ * @mapped: @buf is DMA-mapped on the connection's device
  *
  * @buf has cache lines of its own: the device writes it while the CPU
  * writes the rest.
@@ -154,6 +155,7 @@ struct xferk_msgs {
 	struct ib_cqe send_cqe[XFERK_MSG_SENDS];
 	DECLARE_BITMAP(send_busy, XFERK_MSG_SENDS);
 	u64 dma;
+	bool mapped;
 };
 
 static DEFINE_MUTEX(xferk_devs_lock);	/* client data lookups, dev->conns */
@@ -445,10 +447,10 @@ static void conn_rdma_quiesce(struct xferk_conn *c)
 
 static void conn_rdma_destroy(struct xferk_conn *c)
 {
-	if (c->msgs->dma)
+	if (c->msgs->mapped)
 		ib_dma_unmap_single(c->pd->device, c->msgs->dma,
 				    sizeof(c->msgs->buf), DMA_BIDIRECTIONAL);
-	c->msgs->dma = 0;
+	c->msgs->mapped = false;
 	if (c->pd)
 		ib_dealloc_pd(c->pd);
 	c->pd = NULL;
@@ -862,10 +864,9 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 		c->msgs->dma = ib_dma_map_single(dev, c->msgs->buf,
 						 sizeof(c->msgs->buf),
 						 DMA_BIDIRECTIONAL);
-		if (ib_dma_mapping_error(dev, c->msgs->dma)) {
-			c->msgs->dma = 0;
+		if (ib_dma_mapping_error(dev, c->msgs->dma))
 			return -ENOMEM;
-		}
+		c->msgs->mapped = true;
 	}
 	/*
 	 * One CQE per chunk, an export's registration, a keepalive probe,
@@ -1192,7 +1193,7 @@ static int conn_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	return rdma_accept(id, &param);
 }
 
-/* A connection with its send slots and message buffers, zeroed. */
+/* A connection with its send slots, message buffers, revoked ids; zeroed. */
 static struct xferk_conn *conn_rdma_alloc(gfp_t gfp)
 {
 	struct xferk_conn *c = kzalloc(sizeof(*c), gfp);
@@ -1201,9 +1202,11 @@ static struct xferk_conn *conn_rdma_alloc(gfp_t gfp)
 		return NULL;
 	c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends), gfp);
 	c->msgs = kzalloc(sizeof(*c->msgs), gfp);
-	if (!c->sends || !c->msgs) {
+	c->revoked = kvcalloc(XFERK_REVOKED_MAX, sizeof(*c->revoked), gfp);
+	if (!c->sends || !c->msgs || !c->revoked) {
 		kvfree(c->sends);
 		kfree(c->msgs);
+		kvfree(c->revoked);
 		kfree(c);
 		return NULL;
 	}

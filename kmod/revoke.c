@@ -199,21 +199,30 @@ void xferk_acks_kick_locked(struct xferk_conn *c)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_acks_kick_locked);
 
+/* Did the peer revoke export @id (of the last XFERK_REVOKED_MAX)? c->lock. */
+static bool revoked_has_locked(struct xferk_conn *c, u64 id)
+{
+	u32 i;
+
+	for (i = 0; i < c->nr_revoked; i++)
+		if (c->revoked[i] == id)
+			return true;
+	return false;
+}
+
 /*
  * Remembers that the peer revoked export @id, for imports of its token
- * that come later; the oldest id goes beyond XFERK_REVOKED_MAX (an import
- * of its token is then refused by the peer's device instead). With c->lock.
+ * that come later, in a fixed ring: beyond XFERK_REVOKED_MAX the oldest
+ * goes (an import of its token is then refused by the peer's device
+ * instead). With c->lock.
  */
 static void revoked_add_locked(struct xferk_conn *c, u64 id)
 {
-	unsigned long oldest = 0;
-
-	if (c->nr_revoked >= XFERK_REVOKED_MAX &&
-	    xa_find(&c->revoked, &oldest, ULONG_MAX, XA_PRESENT)) {
-		xa_erase(&c->revoked, oldest);
-		c->nr_revoked--;
-	}
-	if (!xa_err(xa_store(&c->revoked, id, xa_mk_value(0), GFP_KERNEL)))
+	if (!c->revoked || revoked_has_locked(c, id))
+		return;
+	c->revoked[c->revoked_next] = id;
+	c->revoked_next = (c->revoked_next + 1) % XFERK_REVOKED_MAX;
+	if (c->nr_revoked < XFERK_REVOKED_MAX)
 		c->nr_revoked++;
 }
 
@@ -229,7 +238,7 @@ int xferk_remote_listen(struct xferk_remote *rm)
 	int ret = 0;
 
 	mutex_lock(&c->lock);
-	if (xa_load(&c->revoked, rm->id))
+	if (revoked_has_locked(c, rm->id))
 		ret = -ESTALE;
 	else
 		list_add_tail(&rm->conn_node, &c->remotes);
@@ -238,23 +247,32 @@ int xferk_remote_listen(struct xferk_remote *rm)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_remote_listen);
 
-/* REVOKE: fence every import of (id, gen), answer when drained. */
+/*
+ * REVOKE: fence every import of (id, gen), answer when drained. A revoke
+ * that a dead path delivers late (its QP is dead, the owed answers of
+ * that path dropped) fences all the same but is not answered: its sender
+ * forgot it with the path. Return: false if the peer broke the protocol.
+ */
 static bool revoke_received(struct xferk_conn *c, const struct xferk_revoke *r)
 {
 	struct xferk_remote *rm;
-	bool ok;
+	bool ok, owed;
 
+	if (!r->id)
+		return false;
 	/* Fault injection: a peer that never answers. */
 	if (atomic_dec_if_positive(&xferk_fault_ignore_revokes) >= 0)
 		return true;
 	mutex_lock(&c->lock);
-	ok = c->nr_acks_due < XFERK_REVOKES_MAX;
+	owed = xferk_conn_qp_live(c);
+	ok = !owed || c->nr_acks_due < XFERK_REVOKES_MAX;
 	if (ok) {
 		list_for_each_entry(rm, &c->remotes, conn_node)
 			if (rm->id == r->id && rm->gen == r->gen)
 				WRITE_ONCE(rm->error, -ESTALE);
-		if (!xa_load(&c->revoked, r->id))
-			revoked_add_locked(c, r->id);
+		revoked_add_locked(c, r->id);
+	}
+	if (ok && owed) {
 		c->acks_due[c->nr_acks_due++] = *r;
 		xferk_acks_kick_locked(c);
 	}

@@ -328,7 +328,7 @@ struct xferk_msgs;
 #define XFERK_MSG_SENDS		(2 * XFERK_REVOKES_MAX)
 #define XFERK_MSG_RECVS		(2 * XFERK_REVOKES_MAX + 8)
 /* Ids of the peer's revoked exports an end remembers (the oldest go). */
-#define XFERK_REVOKED_MAX	4096
+#define XFERK_REVOKED_MAX	1024
 
 /* Capabilities the handshake announces (struct xferk_conn.peer_caps). */
 #define XFERK_CAP_REVOKE	BIT_ULL(0)	/* windows, REVOKE, REVOKE_ACK */
@@ -455,9 +455,11 @@ struct xferk_transport {
  * @revokes: revokes this end sent (@lock)
  * @acks_due: revokes the peer sent and this end has yet to answer (@lock)
  * @nr_acks_due: entries of @acks_due in use (@lock)
- * @revoked: ids of exports the peer revoked, the last XFERK_REVOKED_MAX:
- *	an import of one fails with ESTALE (@lock)
+ * @revoked: ids of exports the peer revoked, the last XFERK_REVOKED_MAX,
+ *	a ring (RDMA; NULL: none remembered): an import of one fails with
+ *	ESTALE (@lock)
  * @nr_revoked: entries in @revoked (@lock)
+ * @revoked_next: where the next goes (@lock)
  * @msgs: the transport's message buffers (RDMA)
  * @next_export_id: id of this end's next export (@exports_lock)
  * @exports_lock: protects @exports and each export's transport state
@@ -542,8 +544,9 @@ struct xferk_conn {
 	struct xferk_revoke revokes[XFERK_REVOKES_MAX];
 	struct xferk_revoke acks_due[XFERK_REVOKES_MAX];
 	u32 nr_acks_due;
-	struct xarray revoked;
+	u64 *revoked;
 	u32 nr_revoked;
+	u32 revoked_next;
 	struct xferk_msgs *msgs;
 	u64 next_export_id;
 

@@ -227,14 +227,16 @@ struct xferk_block {
  *	(XFERK_IOC_WINDOW_CLOSE closes it safely, XFERK_IOC_UNEXPORT revokes
  *	it at once)
  * @len: out: the window's length, the sum of the blocks' lengths
- * @generation: out: the window's generation, a nonce the kernel chose:
- *	the token carries it, and no other window ever has it
+ * @generation: out: the window's generation, a random non-zero nonce the
+ *	kernel chose: the token carries it; with the window's id in the
+ *	session it tells this window from every other
  * @token: out: the token for the peer's XFERK_IOC_IMPORT
  * @reserved: must be 0
  *
- * The peer must have announced XFERK_FEAT_WINDOWS in the handshake
- * (EOPNOTSUPP otherwise), and the device must map the window's pages in
- * one fast registration (E2BIG beyond its page-list length).
+ * The peer's kernel must have announced the revoke capability in the
+ * handshake (XFERK_FEAT_WINDOWS on its side; EOPNOTSUPP otherwise), and
+ * the device must map the window's pages in one fast registration (E2BIG
+ * beyond its page-list length).
  */
 struct xferk_ioc_window_open {
 	__u32 size;

@@ -45,20 +45,17 @@ static int revoke_init(struct kunit *test)
 	INIT_LIST_HEAD(&c->posted);
 	INIT_LIST_HEAD(&c->remotes);
 	init_waitqueue_head(&c->state_wq);
-	xa_init(&c->revoked);
+	c->revoked = kunit_kcalloc(test, XFERK_REVOKED_MAX, sizeof(u64),
+				   GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, c->revoked);
 	c->transport = &fake_transport;
 	c->state = XFERK_CONN_UP;
+	/* A live path: the code only looks whether there is a QP. */
+	c->qp = (struct ib_qp *)f;
 	f->e = (struct xferk_export) { .conn = c, .id = 5, .gen = 77 };
 	nr_sent = 0;
 	test->priv = f;
 	return 0;
-}
-
-static void revoke_exit(struct kunit *test)
-{
-	struct revoke_fixture *f = test->priv;
-
-	xa_destroy(&f->c.revoked);
 }
 
 /* A message as the peer's kernel would send it: @type, @id, @gen. */
@@ -209,13 +206,16 @@ static void revoke_remembered_bounded(struct kunit *test)
 }
 
 /*
- * What is not a message of the protocol, or beyond its bounds, is counted
- * and kills the path (here dead already, so nothing else happens).
+ * What is not a message of the protocol is counted and kills the path
+ * (here dead already, so nothing else happens). A revoke a dead path
+ * delivers late fences its imports but is not owed an answer; on a live
+ * path that cannot send yet, owed answers pile up to the bound.
  */
 static void revoke_invalid_messages(struct kunit *test)
 {
 	struct revoke_fixture *f = test->priv;
 	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid);
+	struct xferk_remote *rm = &f->rm[0];
 	u8 m[XFERK_MSG_SIZE];
 	int i;
 
@@ -233,19 +233,34 @@ static void revoke_invalid_messages(struct kunit *test)
 	xferk_msg_received(&f->c, m, sizeof(m));
 	receive(&f->c, 3, 1, 1);
 	receive(&f->c, 0, 1, 1);
+	receive(&f->c, 1, 0, 1);	/* ids start at 1 */
 	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
-			invalid + 7);
+			invalid + 8);
 	KUNIT_EXPECT_EQ(test, f->c.nr_acks_due, 0U);
-	/* No path to answer on: the owed answers pile up to the bound. */
+
+	*rm = (struct xferk_remote) { .conn = &f->c, .id = 7, .gen = 7 };
+	KUNIT_ASSERT_EQ(test, xferk_remote_listen(rm), 0);
+	receive(&f->c, 1, 7, 7);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(rm->error), -ESTALE);
+	KUNIT_EXPECT_EQ(test, f->c.nr_acks_due, 0U);
+	list_del(&rm->conn_node);
+
+	/* A new path, not up yet: answers are owed, none can go. */
+	clear_bit(XFERK_CONN_F_QP_DEAD, &f->c.flags);
+	f->c.state = XFERK_CONN_RECONNECTING;
 	for (i = 0; i < XFERK_REVOKES_MAX; i++)
 		receive(&f->c, 1, 1000 + i, 1);
 	KUNIT_EXPECT_EQ(test, f->c.nr_acks_due, (u32)XFERK_REVOKES_MAX);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
-			invalid + 7);
-	receive(&f->c, 1, 2000, 1);
-	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
 			invalid + 8);
 	KUNIT_EXPECT_EQ(test, nr_sent, 0U);
+	/* It comes up: every answer goes. */
+	f->c.state = XFERK_CONN_UP;
+	mutex_lock(&f->c.lock);
+	xferk_acks_kick_locked(&f->c);
+	mutex_unlock(&f->c.lock);
+	KUNIT_EXPECT_EQ(test, nr_sent, (unsigned int)XFERK_REVOKES_MAX);
+	KUNIT_EXPECT_EQ(test, f->c.nr_acks_due, 0U);
 }
 
 static struct kunit_case revoke_cases[] = {
@@ -260,7 +275,6 @@ static struct kunit_case revoke_cases[] = {
 static struct kunit_suite revoke_suite = {
 	.name = "xferk_revoke",
 	.init = revoke_init,
-	.exit = revoke_exit,
 	.test_cases = revoke_cases,
 };
 
