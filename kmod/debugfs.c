@@ -102,15 +102,26 @@ static const char *const conn_states[] = {
 	[XFERK_CONN_DOWN] = "down",
 };
 
+/* Revokes this end sent that are not answered (waiting or abandoned). */
+static unsigned int revokes_unanswered(const struct xferk_conn *c)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < XFERK_REVOKES_MAX; i++)
+		n += c->revokes[i].state == XFERK_REVOKE_WAITING ||
+		     c->revokes[i].state == XFERK_REVOKE_ABANDONED;
+	return n;
+}
+
 static int peers_show(struct seq_file *m, void *unused)
 {
 	struct xferk_conn *c;
 
-	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path_live attempts reconnects reposted\n");
+	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path_live attempts reconnects reposted peer_caps revokes_unanswered answers_owed\n");
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		mutex_lock(&c->lock);
-		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %d %u %llu %llu\n",
+		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %d %u %llu %llu %#llx %u %u\n",
 			   c->id, c->transport->name,
 			   c->active ? "active" : "passive",
 			   conn_states[c->state], &c->peer, READ_ONCE(c->qp_num),
@@ -118,7 +129,8 @@ static int peers_show(struct seq_file *m, void *unused)
 			   test_bit(XFERK_CONN_F_QP_DEAD, &c->flags),
 			   test_bit(XFERK_CONN_F_CLAIMED, &c->flags),
 			   c->path_gen, c->path_live, c->attempts,
-			   c->reconnects, c->reposted);
+			   c->reconnects, c->reposted, c->peer_caps,
+			   revokes_unanswered(c), c->nr_acks_due);
 		mutex_unlock(&c->lock);
 	}
 	mutex_unlock(&xferk_conns_lock);

@@ -202,6 +202,10 @@ static void close_export(void)
 		 t_stat("closes_cooperative"), coop, t_stat("revokes_answered"),
 		 answered);
 	T_EXPECT(t_stat("close_ack_ns_max") > 0, "close_ack_ns_max 0");
+	/* Both loopback ends: the capability, nothing unanswered or owed. */
+	T_EXPECT(t_peers_matching(" 0x1 0 0\n", NULL) >= 2,
+		 "debugfs peers: %d ends with the capability and no revoke left",
+		 t_peers_matching(" 0x1 0 0\n", NULL));
 	xferk_unimport(x, rm);
 }
 
@@ -414,6 +418,9 @@ static void old_peer(void)
 		 ret, how);
 	T_EXPECT(t_stat("closes_forced") == forced + 1, "closes_forced %lld, was %lld",
 		 t_stat("closes_forced"), forced);
+	T_EXPECT(t_peers_matching(" up ", " 0x0 0 0\n") >= 2,
+		 "debugfs peers: %d ends up without the capability",
+		 t_peers_matching(" up ", " 0x0 0 0\n"));
 	/* Nobody told the importer: the device refuses the write. */
 	t_fill(l.src, PAGE, 9);
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = PAGE, .remote = rm,
