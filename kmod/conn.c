@@ -482,8 +482,8 @@ static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 		list_del(&ch->node);
 		if (xferk_chunk_cancelled(ch))
 			ch->error = -ECANCELED;
-		else if (READ_ONCE(ch->remote->error))
-			ch->error = READ_ONCE(ch->remote->error);
+		else if (ch->remote->error)	/* written under c->lock */
+			ch->error = ch->remote->error;
 		else if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
 			ch->error = -EIO;
 		else

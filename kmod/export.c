@@ -463,9 +463,7 @@ int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	if (a->flags || a->reserved0 ||
 	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
 		return -EINVAL;
-	mutex_lock(&xf->lock);
-	ho = xferk_handle_remove(&xf->handles, a->handle, XFERK_H_EXPORT);
-	mutex_unlock(&xf->lock);
+	ho = xferk_take_handle(xf, a->handle, XFERK_H_EXPORT);
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
 	e = container_of(ho, struct xferk_export, hobj);

@@ -184,6 +184,25 @@ static void drop_object(struct xferk_hobj *ho, bool closing)
 }
 
 /**
+ * xferk_take_handle() - remove a handle from its file, keep its object
+ * @xf: the file
+ * @handle: the handle
+ * @kind: XFERK_H_* it must be
+ *
+ * Return: the object, with the reference the handle held; or ERR_PTR of
+ * the lookup's error (EBADF, ESTALE, EINVAL).
+ */
+struct xferk_hobj *xferk_take_handle(struct xferk_file *xf, u64 handle, u8 kind)
+{
+	struct xferk_hobj *ho;
+
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_remove(&xf->handles, handle, kind);
+	mutex_unlock(&xf->lock);
+	return ho;
+}
+
+/**
  * xferk_drop_handle() - remove a handle from its file and drop its object
  * @xf: the file
  * @handle: the handle
@@ -193,11 +212,8 @@ static void drop_object(struct xferk_hobj *ho, bool closing)
  */
 int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind)
 {
-	struct xferk_hobj *ho;
+	struct xferk_hobj *ho = xferk_take_handle(xf, handle, kind);
 
-	mutex_lock(&xf->lock);
-	ho = xferk_handle_remove(&xf->handles, handle, kind);
-	mutex_unlock(&xf->lock);
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
 	drop_object(ho, false);
@@ -217,11 +233,8 @@ int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind)
  */
 void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind)
 {
-	struct xferk_hobj *ho;
+	struct xferk_hobj *ho = xferk_take_handle(xf, handle, kind);
 
-	mutex_lock(&xf->lock);
-	ho = xferk_handle_remove(&xf->handles, handle, kind);
-	mutex_unlock(&xf->lock);
 	if (!IS_ERR(ho))
 		drop_object(ho, true);
 }

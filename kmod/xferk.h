@@ -915,6 +915,7 @@ int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind);
+struct xferk_hobj *xferk_take_handle(struct xferk_file *xf, u64 handle, u8 kind);
 int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind);
 void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind);
 int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
