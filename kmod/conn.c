@@ -716,9 +716,14 @@ bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op)
  */
 static void conn_path_teardown(struct xferk_conn *c)
 {
-	/* Nothing is posted on the QP from here on (xferk_conn_qp_live()). */
+	/*
+	 * Nothing is posted on the QP from here on (xferk_conn_qp_live()),
+	 * and what it carried is forgotten: also the answers owed on a path
+	 * that died before it was up.
+	 */
 	mutex_lock(&c->lock);
 	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	xferk_revokes_path_lost(c);
 	mutex_unlock(&c->lock);
 	/*
 	 * No connection-manager callback after this; flush what was posted

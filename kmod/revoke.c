@@ -343,7 +343,8 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_msg_received);
 
 /**
  * xferk_revokes_path_lost() - the session's path died
- * @c: the connection, with c->lock (its state leaves UP)
+ * @c: the connection, with c->lock (its state leaves UP, or the path's
+ *	teardown begins; idempotent)
  *
  * What the path carried is forgotten: revokes waiting for an answer are
  * lost (their CLOSEs force), abandoned ones free their slots, and owed
