@@ -143,6 +143,10 @@ struct xferk_send {
  * @send_cqe: of each send buffer's
  * @send_busy: send buffers posted and not yet completed (conn->lock);
  *	cleared for each new path
+ * @inflight: receive and send work requests posted on the current path
+ *	whose completion was not handled yet; the path's disconnect waits for
+ *	their flush (conn->idle), so no completion of theirs is still pending
+ *	when the CQ is freed
  * @dma: the mapping of @buf, while @mapped
  * @mapped: @buf is DMA-mapped on the connection's device
  *
@@ -154,6 +158,7 @@ struct xferk_msgs {
 	struct ib_cqe recv_cqe[XFERK_MSG_RECVS] ____cacheline_aligned;
 	struct ib_cqe send_cqe[XFERK_MSG_SENDS];
 	DECLARE_BITMAP(send_busy, XFERK_MSG_SENDS);
+	atomic_t inflight;
 	u64 dma;
 	bool mapped;
 };
@@ -425,8 +430,17 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 	if (id)
 		rdma_destroy_id(id);
 	/* Also for a half-connected QP: error state flushes everything. */
-	if (c->qp)
-		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
+	if (!c->qp)
+		return;
+	ib_modify_qp(c->qp, &attr, IB_QP_STATE);
+	/*
+	 * The message ring's flushes handled before the QP and CQ go (bounded,
+	 * like the chunks' wait): soft-RoCE frees a CQ whose completion
+	 * tasklet may still be scheduled, and a flush arriving at the CQ just
+	 * before it goes would schedule it.
+	 */
+	wait_event_timeout(c->idle, !atomic_read(&c->msgs->inflight),
+			   msecs_to_jiffies(1000));
 }
 
 /*
@@ -515,9 +529,20 @@ static int msg_post_recv(struct xferk_conn *c, int i)
 		.sg_list = &sge,
 		.num_sge = 1,
 	};
+	int ret;
 
 	c->msgs->recv_cqe[i].done = conn_msg_recv_done;
-	return ib_post_recv(c->qp, &wr, NULL);
+	ret = ib_post_recv(c->qp, &wr, NULL);
+	if (!ret)
+		atomic_inc(&c->msgs->inflight);
+	return ret;
+}
+
+/* A message work request's completion was handled. */
+static void msg_done(struct xferk_conn *c)
+{
+	if (atomic_dec_and_test(&c->msgs->inflight))
+		wake_up_all(&c->idle);
 }
 
 /*
@@ -533,6 +558,7 @@ static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	u8 msg[XFERK_MSG_SIZE];
 	u32 len;
 
+	msg_done(c);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
@@ -563,6 +589,7 @@ static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	__clear_bit(i, c->msgs->send_busy);
 	xferk_acks_kick_locked(c);
 	mutex_unlock(&c->lock);
+	msg_done(c);
 }
 
 static int conn_rdma_send_msg(struct xferk_conn *c, const void *msg)
@@ -594,6 +621,7 @@ static int conn_rdma_send_msg(struct xferk_conn *c, const void *msg)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
+	atomic_inc(&m->inflight);
 	__set_bit(i, m->send_busy);
 	return 0;
 }
@@ -604,6 +632,7 @@ static int msg_path_init(struct xferk_conn *c)
 	int i, ret;
 
 	bitmap_zero(c->msgs->send_busy, XFERK_MSG_SENDS);
+	atomic_set(&c->msgs->inflight, 0);
 	for (i = 0; i < XFERK_MSG_RECVS; i++) {
 		ret = msg_post_recv(c, i);
 		if (ret)
