@@ -107,6 +107,7 @@ static void conn_release(struct kref *ref)
 	conn_drop_creator(c);
 	WARN_ON(!list_empty(&c->pending) || !list_empty(&c->posted));
 	WARN_ON(!list_empty(&c->exports));
+	xferk_notify_conn_gone(c);
 	if (c->qdev)
 		xferk_qdev_put(c->qdev);
 	put_net(c->net);
@@ -154,6 +155,8 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_LIST_HEAD(&c->pending);
 	INIT_LIST_HEAD(&c->posted);
 	INIT_LIST_HEAD(&c->remotes);
+	INIT_LIST_HEAD(&c->notify_queue);
+	INIT_LIST_HEAD(&c->notify_posted);
 	init_waitqueue_head(&c->idle);
 	mutex_init(&c->exports_lock);
 	INIT_LIST_HEAD(&c->exports);
@@ -252,7 +255,7 @@ static void conn_set_state(struct xferk_conn *c, int state)
 	lockdep_assert_held(&c->lock);
 	if (c->state == XFERK_CONN_UP) {
 		atomic64_dec(&xferk_stats.peers_connected);
-		xferk_revokes_path_lost(c);
+		xferk_msgs_path_lost(c);
 	}
 	if (state == XFERK_CONN_UP)
 		atomic64_inc(&xferk_stats.peers_connected);
@@ -544,7 +547,7 @@ void xferk_conn_set_up(struct xferk_conn *c)
 		c->path_gen++;
 		c->attempts = 0;
 		conn_kick_locked(c, &failed);
-		xferk_acks_kick_locked(c);
+		xferk_msgs_kick_locked(c);
 		if (c->transport->probe)
 			queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
 					   keepalive_delay());
@@ -653,7 +656,7 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	reposted = error && conn_repost_locked(c, ch, error);
 	conn_kick_locked(c, &failed);
 	if (c->nr_acks_due)
-		xferk_acks_kick_locked(c);
+		xferk_msgs_kick_locked(c);
 	mutex_unlock(&c->lock);
 	if (!reposted)
 		xferk_chunk_complete(ch, error);
@@ -723,7 +726,7 @@ static void conn_path_teardown(struct xferk_conn *c)
 	 */
 	mutex_lock(&c->lock);
 	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
-	xferk_revokes_path_lost(c);
+	xferk_msgs_path_lost(c);
 	mutex_unlock(&c->lock);
 	/*
 	 * No connection-manager callback after this; flush what was posted

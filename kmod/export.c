@@ -72,6 +72,7 @@ static void export_release(struct kref *ref)
 	xferk_region_put(e->region);
 	atomic_long_sub(e->npages, &e->acct->export_pages);
 	xferk_qacct_put(e->acct);
+	xferk_evq_put(e->evq);
 	kvfree(e->window_pages);
 	kfree(e);
 	atomic64_dec(&xferk_stats.exports);
@@ -284,6 +285,12 @@ static int export_create(struct xferk_file *xf, struct export_args *x)
 	e = kzalloc(sizeof(*e), XFERK_GFP_USER);
 	if (!e)
 		return -ENOMEM;
+	/* Notifications for it go to its file's events (made on first use). */
+	e->evq = xferk_file_evq(xf);
+	if (!e->evq) {
+		kfree(e);
+		return -ENOMEM;
+	}
 	kref_init(&e->ref);
 	INIT_LIST_HEAD(&e->region_node);
 	INIT_LIST_HEAD(&e->conn_node);
@@ -379,6 +386,7 @@ static int export_create(struct xferk_file *xf, struct export_args *x)
 
 err_unlock:
 	mutex_unlock(&xf->lock);
+	xferk_evq_put(e->evq);
 	kfree(e);
 	return ret;
 }

@@ -26,6 +26,7 @@ enum xferk_handle_kind {
 	XFERK_H_EXPORT,
 	XFERK_H_REMOTE,
 	XFERK_H_OP,
+	XFERK_H_GROUP,
 	XFERK_H_KINDS
 };
 

@@ -25,6 +25,7 @@ u32 xferk_handle_limit[XFERK_H_KINDS] = {
 	[XFERK_H_EXPORT] = 16384,
 	[XFERK_H_REMOTE] = 16384,
 	[XFERK_H_OP] = 16384,
+	[XFERK_H_GROUP] = 4096,
 };
 
 static int handle_limit_set(const char *val, const struct kernel_param *kp)
@@ -57,6 +58,10 @@ module_param_cb(max_ops_per_file, &handle_limit_ops,
 		&xferk_handle_limit[XFERK_H_OP], 0644);
 MODULE_PARM_DESC(max_ops_per_file,
 		 "Op handles one open file may hold, finished ones included until released (default 16384, at most 65535)");
+module_param_cb(max_groups_per_file, &handle_limit_ops,
+		&xferk_handle_limit[XFERK_H_GROUP], 0644);
+MODULE_PARM_DESC(max_groups_per_file,
+		 "Group handles one open file may hold (default 4096, at most 65535)");
 
 unsigned int xferk_max_chunks_per_file = 262144;
 

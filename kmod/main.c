@@ -171,6 +171,9 @@ static void drop_object(struct xferk_hobj *ho, bool closing)
 	case XFERK_H_REMOTE:
 		xferk_remote_put(container_of(ho, struct xferk_remote, hobj));
 		break;
+	case XFERK_H_GROUP:
+		xferk_group_put(container_of(ho, struct xferk_group, hobj));
+		break;
 	case XFERK_H_OP:
 		op = container_of(ho, struct xferk_op, hobj);
 		if (!xferk_op_physical(op)) {
@@ -301,6 +304,8 @@ static int xferk_release(struct inode *inode, struct file *file)
 	while ((ho = xferk_handle_pop(&xf->handles)))
 		drop_object(ho, true);
 	xferk_handles_destroy(&xf->handles);
+	if (xf->evq)
+		xferk_evq_put(xf->evq);
 	xferk_qacct_put(xf->qacct);
 	kfree(xf);
 	return 0;

@@ -49,6 +49,8 @@ static void op_release(struct kref *ref)
 
 	/* No drain is active (it holds a reference), so its timer is idle. */
 	hrtimer_cancel(&op->timer);
+	if (op->group)
+		xferk_group_op_gone(op);
 	for (i = 0; i < op->nr_conns; i++)
 		xferk_conn_put(op->conns[i]);
 	if (op->qdev)
@@ -98,6 +100,26 @@ static void op_free_chunks(struct xferk_op *op)
 }
 
 /*
+ * Its notification, if it asked for one, goes now: the op is physically
+ * complete, every write it made was acknowledged by the target's device.
+ */
+static void op_send_notify(struct xferk_op *op, u32 state)
+{
+	struct xferk_notify *n = op->notify;
+	unsigned long flags;
+
+	if (!n)
+		return;
+	op->notify = NULL;
+	spin_lock_irqsave(&op->lock, flags);
+	n->bytes = op->life.transferred_bytes;
+	spin_unlock_irqrestore(&op->lock, flags);
+	if (state != XFERK_STATE_SUCCEEDED)
+		n->flags |= XFERK_EVENT_INCOMPLETE;
+	xferk_notify_send(n);
+}
+
+/*
  * The op is physically complete: nothing of it can touch memory any more.
  * That is visible (op->life, under op->lock) before this runs; here the
  * chunks' pages are released, then waiters wake, then the physical
@@ -118,6 +140,9 @@ static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 		if (op->orphaned)
 			atomic64_inc(&xferk_stats.ops_drained_after_exit);
 		op_free_chunks(op);
+		op_send_notify(op, state);
+		if (op->group)
+			xferk_group_op_physical(op->group);
 	}
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
@@ -211,6 +236,7 @@ bool xferk_chunk_cancelled(struct xferk_chunk *ch)
 }
 
 static void op_drain_work(struct work_struct *work);
+
 static void op_cancel_on_conns(struct xferk_op *op, bool force);
 
 /* Nothing of the op can touch memory any more. Any context. */
@@ -223,6 +249,16 @@ bool xferk_op_physical(struct xferk_op *op)
 	done = xferk_life_physical(&op->life);
 	spin_unlock_irqrestore(&op->lock, flags);
 	return done;
+}
+
+static bool ops_physical(struct xferk_op **ops, u32 nr)
+{
+	u32 k;
+
+	for (k = 0; k < nr; k++)
+		if (!xferk_op_physical(ops[k]))
+			return false;
+	return true;
 }
 
 /**
@@ -517,6 +553,8 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 {
 	struct xferk_region **regions = NULL;
 	struct xferk_remote **remotes = NULL;
+	struct xferk_notify *notify = NULL;
+	struct xferk_group *group = NULL;
 	struct xferk_frag *frags;
 	struct xferk_op *op;
 	u64 total_bytes = 0, nr_chunks = 0;
@@ -526,6 +564,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 
 	if ((a->flags & ~XFERK_SUBMIT_FLAGS) || a->reserved || a->reserved2 ||
 	    (!(a->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && a->drain_budget_ns) ||
+	    (!(a->flags & XFERK_SUBMIT_NOTIFY) && a->notify_tag) ||
 	    a->priority >= XFERK_PRIO_COUNT)
 		return -EINVAL;
 	if (a->priority == XFERK_PRIO_INTERNAL && !capable(CAP_SYS_ADMIN))
@@ -583,6 +622,28 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 			goto out_unlock;
 		}
 	}
+	if (a->group) {
+		struct xferk_hobj *ho = xferk_handle_lookup(&xf->handles,
+							    a->group,
+							    XFERK_H_GROUP);
+
+		if (IS_ERR(ho)) {
+			ret = PTR_ERR(ho);
+			goto out_unlock;
+		}
+		group = container_of(ho, struct xferk_group, hobj);
+	}
+	/* Its notification goes to the target of its last fragment. */
+	if (a->flags & XFERK_SUBMIT_NOTIFY) {
+		notify = xferk_notify_alloc(remotes[a->nr_frags - 1], xf->qacct,
+					    XFERK_EVENT_DATA, a->notify_tag,
+					    true);
+		if (IS_ERR(notify)) {
+			ret = PTR_ERR(notify);
+			notify = NULL;
+			goto out_unlock;
+		}
+	}
 	op->qacct = xf->qacct;
 	op->nr_chunks = nr_chunks;
 	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
@@ -607,6 +668,8 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	hrtimer_init(&op->drain_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	op->drain_timer.function = op_drain_timer_fired;
 	INIT_WORK(&op->expire_work, op_expire_work);
+	hrtimer_init(&op->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	op->timer.function = op_deadline_fired;
 	op->owner = task_tgid_nr(current);
 	op->user_data = a->user_data;
 	op->submit_flags = a->flags;
@@ -617,6 +680,17 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	ret = xferk_handle_add_limited(xf, &op->hobj, XFERK_H_OP);
 	if (ret)
 		goto out_unfill;
+	/* Last: joining cannot be undone once an abort may see the op. */
+	if (group) {
+		ret = xferk_group_join(group, op, remotes, a->nr_frags);
+		if (ret) {
+			xferk_handle_remove_obj(&xf->handles, op->hobj.handle,
+						&op->hobj);
+			goto out_unfill;
+		}
+	}
+	op->notify = notify;
+	notify = NULL;
 	a->op = op->hobj.handle;
 	/*
 	 * Visible once the lock is dropped: another thread may cancel or
@@ -627,8 +701,6 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	kref_get(&xf->qacct->ref);
 	kref_get(&op->ref);	/* physical reference */
 	kref_get(&op->ref);	/* until started, below */
-	hrtimer_init(&op->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
-	op->timer.function = op_deadline_fired;
 	if (ucmd)
 		xferk_uring_park(op, ucmd, a->op);
 	spin_lock(&xferk_ops_lock);
@@ -662,6 +734,8 @@ out_uncharge:
 	atomic_long_sub(nr_chunks, &op->qacct->chunks);
 out_unlock:
 	mutex_unlock(&xf->lock);
+	if (notify)
+		xferk_notify_free(notify);
 	if (op) {
 		for (i = 0; i < op->nr_conns; i++)
 			xferk_conn_put(op->conns[i]);
@@ -701,7 +775,7 @@ static struct xferk_op *op_get(struct xferk_file *xf, u64 handle)
 	return op;
 }
 
-static void op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap)
+void xferk_op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap)
 {
 	unsigned long flags;
 
@@ -754,7 +828,7 @@ int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg)
 							 op_wait_done(op, physical),
 							 left > 0 ? left : 0);
 	}
-	op_snapshot(op, &a->snap);
+	xferk_op_snapshot(op, &a->snap);
 	xferk_op_put(op);
 	if (physical ? a->snap.buffer_reusable :
 	    xferk_state_is_settled(a->snap.state))
@@ -773,58 +847,75 @@ int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	op = op_get(xf, a->op);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
-	op_snapshot(op, &a->snap);
+	xferk_op_snapshot(op, &a->snap);
 	xferk_op_put(op);
 	return 0;
 }
 
 /*
- * On each connection the op uses: drop its unposted chunks, or (@force)
- * kill the paths that still have some of them posted, if its file may
- * (escalation_interval_ms; one decision per cancel).
+ * On each connection the ops use: drop their unposted chunks, or (@force)
+ * kill the paths that still have some of them posted, if their file may
+ * (escalation_interval_ms; one decision per cancel, also for a group's:
+ * its ops are all of one file).
  */
-static void op_cancel_on_conns(struct xferk_op *op, bool force)
+static void ops_cancel_on_conns(struct xferk_op **ops, u32 nr, bool force)
 {
 	bool posted = false;
-	u32 i;
+	u32 i, k;
 
 	if (!force) {
-		xferk_queue_drop(op);
-		for (i = 0; i < op->nr_conns; i++)
-			xferk_conn_drop_op(op->conns[i], op);
+		for (k = 0; k < nr; k++) {
+			xferk_queue_drop(ops[k]);
+			for (i = 0; i < ops[k]->nr_conns; i++)
+				xferk_conn_drop_op(ops[k]->conns[i], ops[k]);
+		}
 		return;
 	}
-	for (i = 0; i < op->nr_conns; i++)
-		posted |= xferk_conn_op_posted(op->conns[i], op);
-	if (!posted || !xferk_escalation_allowed(op->qacct))
+	for (k = 0; k < nr; k++)
+		for (i = 0; i < ops[k]->nr_conns; i++)
+			posted |= xferk_conn_op_posted(ops[k]->conns[i], ops[k]);
+	if (!posted || !xferk_escalation_allowed(ops[0]->qacct))
 		return;
 	/* Killing the path flushes them; other ops' are posted again. */
-	for (i = 0; i < op->nr_conns; i++)
-		if (xferk_conn_op_posted(op->conns[i], op))
-			xferk_conn_qp_dead(op->conns[i], -ECONNRESET,
-					   XFERK_PATH_CANCEL);
+	for (k = 0; k < nr; k++)
+		for (i = 0; i < ops[k]->nr_conns; i++)
+			if (xferk_conn_op_posted(ops[k]->conns[i], ops[k]))
+				xferk_conn_qp_dead(ops[k]->conns[i], -ECONNRESET,
+						   XFERK_PATH_CANCEL);
+}
+
+static void op_cancel_on_conns(struct xferk_op *op, bool force)
+{
+	ops_cancel_on_conns(&op, 1, force);
 }
 
 /*
- * Sleeps until the op is physically complete or @until. Return: 0 if it
- * is, -ETIME if not, -ERESTARTSYS on a signal (kernel threads get none).
+ * Sleeps until every op is physically complete or @until. Return: 0 if
+ * they are, -ETIME if not, -ERESTARTSYS on a signal (kernel threads get
+ * none).
  */
-static int op_wait_physical(struct xferk_op *op, ktime_t until)
+static int ops_wait_physical(struct xferk_op **ops, u32 nr, ktime_t until)
 {
-	ktime_t left = ktime_sub(until, ktime_get());
 	int ret = 0;
+	u32 k;
 
-	if (left > 0)
-		ret = wait_event_interruptible_hrtimeout(op->wq, xferk_op_physical(op),
-							 left);
-	if (xferk_op_physical(op))
-		return 0;
-	return ret == -ERESTARTSYS ? ret : -ETIME;
+	for (k = 0; k < nr && ret != -ERESTARTSYS; k++) {
+		ktime_t left = ktime_sub(until, ktime_get());
+
+		if (left > 0)
+			ret = wait_event_interruptible_hrtimeout(ops[k]->wq,
+								 xferk_op_physical(ops[k]),
+								 left);
+	}
+	if (ret == -ERESTARTSYS)
+		return ret;
+	return ops_physical(ops, nr) ? 0 : -ETIME;
 }
 
 /**
- * xferk_op_cancel_drain() - cancel an op and drain it, bounded
- * @op: the op (the caller holds a reference)
+ * xferk_ops_cancel_drain() - cancel ops and drain them, bounded
+ * @ops: the ops (the caller holds a reference on each), all of one file
+ * @nr: how many
  * @drain_deadline: absolute bound
  *
  * Unposted chunks are dropped at once. Posted ones get the first half of
@@ -833,35 +924,43 @@ static int op_wait_physical(struct xferk_op *op, ktime_t until)
  * device flushes its work requests; other ops on it fail too). An op that
  * is still not physically complete at @drain_deadline is QUARANTINED and
  * becomes DRAINED when its last work request is terminal. The caller
- * sleeps through it; op_drain_work() does the same steps on timers.
+ * sleeps through it; op_drain_work() does the same steps on timers for
+ * one op.
  *
  * A signal ends the caller's wait, never the drain: the rest of it goes
  * on in the background, to the same deadline.
  *
- * Return: 0 if the op is physically complete (DRAINED, or it was final
- * already), -ETIMEDOUT if it is QUARANTINED, -ERESTARTSYS if the caller
+ * Return: 0 if every op is physically complete (DRAINED, or it was final
+ * already), -ETIMEDOUT if one is QUARANTINED, -ERESTARTSYS if the caller
  * was interrupted.
  */
-int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline)
+int xferk_ops_cancel_drain(struct xferk_op **ops, u32 nr,
+			   ktime_t drain_deadline)
 {
 	ktime_t now = ktime_get();
 	int ret;
+	u32 k;
 
-	op_drain_begin(op);
-	if (xferk_op_physical(op))
+	for (k = 0; k < nr; k++)
+		op_drain_begin(ops[k]);
+	if (ops_physical(ops, nr))
 		return 0;
-	op_cancel_on_conns(op, false);
-	ret = op_wait_physical(op, ktime_add(now, ktime_sub(drain_deadline, now) / 2));
+	ops_cancel_on_conns(ops, nr, false);
+	ret = ops_wait_physical(ops, nr,
+				ktime_add(now, ktime_sub(drain_deadline, now) / 2));
 	if (ret == -ETIME) {
-		op_cancel_on_conns(op, true);
-		ret = op_wait_physical(op, drain_deadline);
+		ops_cancel_on_conns(ops, nr, true);
+		ret = ops_wait_physical(ops, nr, drain_deadline);
 	}
 	if (ret == -ERESTARTSYS)
-		op_drain_async(op, drain_deadline);
+		for (k = 0; k < nr; k++)
+			if (!xferk_op_physical(ops[k]))
+				op_drain_async(ops[k], drain_deadline);
 	if (ret != -ETIME)
 		return ret;
-	op_drain_expire(op);
-	return xferk_op_physical(op) ? 0 : -ETIMEDOUT;
+	for (k = 0; k < nr; k++)
+		op_drain_expire(ops[k]);
+	return ops_physical(ops, nr) ? 0 : -ETIMEDOUT;
 }
 
 /*
@@ -905,8 +1004,8 @@ int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		until = min_t(ktime_t, until,
 			      xferk_drain_deadline(op->deadline,
 						   op->drain_budget_ns));
-	ret = xferk_op_cancel_drain(op, until);
-	op_snapshot(op, &a->snap);
+	ret = xferk_ops_cancel_drain(&op, 1, until);
+	xferk_op_snapshot(op, &a->snap);
 	xferk_op_put(op);
 	if (a->snap.buffer_reusable)
 		return 0;

@@ -58,7 +58,7 @@
 
 #define XFERK_CM_MAGIC		0x5846524bU	/* "XFRK" */
 #define XFERK_PROTO_VERSION	2
-#define XFERK_PROTO_CAPS	XFERK_CAP_REVOKE
+#define XFERK_PROTO_CAPS	(XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY)
 #define XFERK_MAX_RD_ATOMIC	16
 #define XFERK_ACK_TIMEOUT	17	/* 4.096 us * 2^17 = 0.54 s per try */
 #define XFERK_RETRY_COUNT	6
@@ -143,6 +143,8 @@ struct xferk_send {
  * @send_cqe: of each send buffer's
  * @send_busy: send buffers posted and not yet completed (conn->lock);
  *	cleared for each new path
+ * @send_seq: the notification sequence number each send buffer carries,
+ *	0 for other messages (conn->lock)
  * @inflight: receive and send work requests posted on the current path
  *	whose completion was not handled yet; the path's disconnect waits for
  *	their flush (conn->idle), so no completion of theirs is still pending
@@ -158,6 +160,7 @@ struct xferk_msgs {
 	struct ib_cqe recv_cqe[XFERK_MSG_RECVS] ____cacheline_aligned;
 	struct ib_cqe send_cqe[XFERK_MSG_SENDS];
 	DECLARE_BITMAP(send_busy, XFERK_MSG_SENDS);
+	u64 send_seq[XFERK_MSG_SENDS];
 	atomic_t inflight;
 	u64 dma;
 	bool mapped;
@@ -577,29 +580,39 @@ static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	xferk_msg_received(c, msg, len);
 }
 
-/* A message went out (or was flushed): its buffer is free again. */
+/*
+ * A message went out (or was flushed): its buffer is free again. A
+ * notification that went out is delivered.
+ */
 static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_conn *c = cq->cq_context;
 	int i = wc->wr_cqe - c->msgs->send_cqe;
+	u64 seq;
 
 	if (wc->status != IB_WC_SUCCESS)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	mutex_lock(&c->lock);
+	seq = c->msgs->send_seq[i];
 	__clear_bit(i, c->msgs->send_busy);
-	xferk_acks_kick_locked(c);
+	mutex_unlock(&c->lock);
+	if (seq && wc->status == IB_WC_SUCCESS)
+		xferk_notify_sent(c, seq);
+	mutex_lock(&c->lock);
+	xferk_msgs_kick_locked(c);
 	mutex_unlock(&c->lock);
 	msg_done(c);
 }
 
-static int conn_rdma_send_msg(struct xferk_conn *c, const void *msg)
+static int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
+			      u64 seq)
 {
 	struct xferk_msgs *m = c->msgs;
 	int i = find_first_zero_bit(m->send_busy, XFERK_MSG_SENDS);
 	int buf = XFERK_MSG_RECVS + i;
 	struct ib_sge sge = {
 		.addr = msg_dma(c, buf),
-		.length = XFERK_MSG_SIZE,
+		.length = len,
 		.lkey = c->pd->local_dma_lkey,
 	};
 	struct ib_send_wr wr = {
@@ -613,9 +626,10 @@ static int conn_rdma_send_msg(struct xferk_conn *c, const void *msg)
 	lockdep_assert_held(&c->lock);
 	if (i >= XFERK_MSG_SENDS)
 		return -EAGAIN;
-	memcpy(m->buf[buf], msg, XFERK_MSG_SIZE);
-	ib_dma_sync_single_for_device(c->pd->device, sge.addr, XFERK_MSG_SIZE,
+	memcpy(m->buf[buf], msg, len);
+	ib_dma_sync_single_for_device(c->pd->device, sge.addr, len,
 				      DMA_BIDIRECTIONAL);
+	m->send_seq[i] = seq;
 	m->send_cqe[i].done = conn_msg_send_done;
 	if (ib_post_send(c->qp, &wr, NULL)) {
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);

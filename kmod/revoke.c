@@ -33,27 +33,11 @@
 
 #include "xferk.h"
 
-#define XFERK_MSG_MAGIC		0x4b4d4658U	/* "XFMK" */
-
 /* Fault injection: the next N revokes received are never answered. */
 atomic_t xferk_fault_ignore_revokes = ATOMIC_INIT(0);
 
-enum xferk_msg_type {
-	XFERK_MSG_REVOKE = 1,		/* stop using (id, gen), then answer */
-	XFERK_MSG_REVOKE_ACK = 2,	/* nothing of (id, gen) is posted */
-};
-
-/* A session message on the wire (little endian). */
-struct xferk_wire_msg {
-	__le32 magic;
-	u8 type;		/* enum xferk_msg_type */
-	u8 reserved0[3];
-	__le64 id;		/* the export's id in the session */
-	__le64 gen;		/* the export's generation */
-	__le64 reserved;
-};
-
-static_assert(sizeof(struct xferk_wire_msg) == XFERK_MSG_SIZE);
+static_assert(sizeof(struct xferk_wire_msg) == 32);
+static_assert(sizeof(struct xferk_wire_notify) == XFERK_MSG_SIZE);
 
 static void revoke_msg(struct xferk_wire_msg *m, u8 type,
 		       const struct xferk_revoke *r)
@@ -93,7 +77,7 @@ bool xferk_export_ask_revoke(struct xferk_export *e, int *slot)
 		if (c->revokes[i].state == XFERK_REVOKE_FREE)
 			break;
 	if (i < XFERK_REVOKES_MAX && xferk_conn_postable(c) &&
-	    !c->transport->send_msg(c, &m)) {
+	    !c->transport->send_msg(c, &m, sizeof(m), 0)) {
 		r.sent = ktime_get();
 		r.state = XFERK_REVOKE_WAITING;
 		c->revokes[i] = r;
@@ -168,15 +152,15 @@ static bool revoke_posted_locked(struct xferk_conn *c,
 }
 
 /**
- * xferk_acks_kick_locked() - answer the revokes that can be answered
+ * xferk_msgs_kick_locked() - send the messages that can be sent
  * @c: the connection, with c->lock
  *
- * A revoke is answered once no work request on its imports is posted
- * (none can be any more: they are unusable), on a path that is up. Runs
- * when a revoke arrives, when a work request or a message completes, and
- * when a path comes up.
+ * Answers first: a revoke is answered once no work request on its imports
+ * is posted (none can be any more: they are unusable), on a path that is
+ * up. Then queued notifications. Runs when a revoke arrives, when a work
+ * request or a message completes, and when a path comes up.
  */
-void xferk_acks_kick_locked(struct xferk_conn *c)
+void xferk_msgs_kick_locked(struct xferk_conn *c)
 {
 	struct xferk_wire_msg m;
 	u32 i = 0;
@@ -191,13 +175,14 @@ void xferk_acks_kick_locked(struct xferk_conn *c)
 		}
 		revoke_msg(&m, XFERK_MSG_REVOKE_ACK, r);
 		/* No send slot: a message's completion kicks again. */
-		if (c->transport->send_msg(c, &m))
+		if (c->transport->send_msg(c, &m, sizeof(m), 0))
 			break;
 		atomic64_inc(&xferk_stats.revokes_answered);
 		*r = c->acks_due[--c->nr_acks_due];
 	}
+	xferk_notify_kick_locked(c);
 }
-EXPORT_SYMBOL_IF_KUNIT(xferk_acks_kick_locked);
+EXPORT_SYMBOL_IF_KUNIT(xferk_msgs_kick_locked);
 
 /* Did the peer revoke export @id (of the last XFERK_REVOKED_MAX)? c->lock. */
 static bool revoked_has_locked(struct xferk_conn *c, u64 id)
@@ -274,7 +259,7 @@ static bool revoke_received(struct xferk_conn *c, const struct xferk_revoke *r)
 	}
 	if (ok && owed) {
 		c->acks_due[c->nr_acks_due++] = *r;
-		xferk_acks_kick_locked(c);
+		xferk_msgs_kick_locked(c);
 	}
 	mutex_unlock(&c->lock);
 	return ok;
@@ -316,10 +301,19 @@ static void ack_received(struct xferk_conn *c, const struct xferk_revoke *a)
  */
 void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len)
 {
+	const struct xferk_wire_notify *n = msg;
 	const struct xferk_wire_msg *m = msg;
 	struct xferk_revoke r;
 
-	if (len != sizeof(*m) || le32_to_cpu(m->magic) != XFERK_MSG_MAGIC ||
+	if (len < sizeof(*m) || le32_to_cpu(m->magic) != XFERK_MSG_MAGIC)
+		goto invalid;
+	if (m->type == XFERK_MSG_NOTIFY) {
+		if (len != sizeof(*n) || n->reserved0 || n->reserved ||
+		    !xferk_notify_received(c, n))
+			goto invalid;
+		return;
+	}
+	if (len != sizeof(*m) ||
 	    memchr_inv(m->reserved0, 0, sizeof(m->reserved0)) || m->reserved)
 		goto invalid;
 	r = (struct xferk_revoke) {
@@ -342,15 +336,16 @@ invalid:
 EXPORT_SYMBOL_IF_KUNIT(xferk_msg_received);
 
 /**
- * xferk_revokes_path_lost() - the session's path died
+ * xferk_msgs_path_lost() - the session's path died
  * @c: the connection, with c->lock (its state leaves UP, or the path's
  *	teardown begins; idempotent)
  *
  * What the path carried is forgotten: revokes waiting for an answer are
  * lost (their CLOSEs force), abandoned ones free their slots, and owed
- * answers are dropped (their imports stay unusable).
+ * answers are dropped (their imports stay unusable). Notifications not
+ * known delivered are queued again (xferk_notify_path_lost()).
  */
-void xferk_revokes_path_lost(struct xferk_conn *c)
+void xferk_msgs_path_lost(struct xferk_conn *c)
 {
 	int i;
 
@@ -362,5 +357,6 @@ void xferk_revokes_path_lost(struct xferk_conn *c)
 			c->revokes[i].state = XFERK_REVOKE_FREE;
 	}
 	c->nr_acks_due = 0;
+	xferk_notify_path_lost(c);
 }
-EXPORT_SYMBOL_IF_KUNIT(xferk_revokes_path_lost);
+EXPORT_SYMBOL_IF_KUNIT(xferk_msgs_path_lost);

@@ -122,6 +122,12 @@ XFERK_STAT_ATTR(close_ack_ns_total);
 XFERK_STAT_ATTR(close_ack_ns_max);
 XFERK_STAT_ATTR(revokes_answered);
 XFERK_STAT_ATTR(msgs_invalid);
+XFERK_STAT_ATTR(groups_aborted);
+XFERK_STAT_ATTR(notifies_sent);
+XFERK_STAT_ATTR(notifies_received);
+XFERK_STAT_ATTR(notifies_duplicate);
+XFERK_STAT_ATTR(notifies_unclaimed);
+XFERK_STAT_ATTR(events_dropped);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -170,6 +176,12 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_close_ack_ns_max.attr,
 	&dev_attr_revokes_answered.attr,
 	&dev_attr_msgs_invalid.attr,
+	&dev_attr_groups_aborted.attr,
+	&dev_attr_notifies_sent.attr,
+	&dev_attr_notifies_received.attr,
+	&dev_attr_notifies_duplicate.attr,
+	&dev_attr_notifies_unclaimed.attr,
+	&dev_attr_events_dropped.attr,
 	NULL,
 };
 

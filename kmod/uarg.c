@@ -89,6 +89,20 @@ static const struct xferk_ioctl_desc xferk_ioctls[] = {
 			XFERK_H_EXPORT, handle),
 	XFERK_IOCTL(XFERK_IOC_WINDOW_CLOSE, xferk_ioctl_window_close,
 		    struct xferk_ioc_window_close, reserved, 0),
+	XFERK_IOCTL_NEW(XFERK_IOC_GROUP_CREATE, xferk_ioctl_group_create,
+			struct xferk_ioc_group_create, reserved, NONBLOCK,
+			XFERK_H_GROUP, handle),
+	XFERK_IOCTL(XFERK_IOC_GROUP_ABORT, xferk_ioctl_group_abort,
+		    struct xferk_ioc_group, snap, OUT_ON_TIMEOUT),
+	XFERK_IOCTL(XFERK_IOC_GROUP_WAIT, xferk_ioctl_group_wait,
+		    struct xferk_ioc_group, snap, OUT_ON_TIMEOUT),
+	XFERK_IOCTL(XFERK_IOC_GROUP_QUERY, xferk_ioctl_group_query,
+		    struct xferk_ioc_group, snap, NONBLOCK),
+	XFERK_IOCTL_DROP(XFERK_IOC_GROUP_RELEASE, XFERK_H_GROUP, NONBLOCK),
+	XFERK_IOCTL(XFERK_IOC_NOTIFY, xferk_ioctl_notify,
+		    struct xferk_ioc_notify, reserved, NONBLOCK),
+	XFERK_IOCTL(XFERK_IOC_EVENTS, xferk_ioctl_events,
+		    struct xferk_ioc_events, reserved, OUT_ON_TIMEOUT),
 };
 
 /**

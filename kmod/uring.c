@@ -207,10 +207,13 @@ static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
 	return -EIOCBQUEUED;
 }
 
-/* A drain deadline within the bound of a parked command (see uapi). */
-static int uring_cancel_check(const struct xferk_ioc_cancel *a)
+/*
+ * A drain deadline (CANCEL's, GROUP_ABORT's) within the bound of a parked
+ * command (see uapi).
+ */
+static int uring_drain_check(u64 deadline_ns)
 {
-	ktime_t until = xferk_deadline_from_user(a->drain_deadline_ns);
+	ktime_t until = xferk_deadline_from_user(deadline_ns);
 
 	if (until == KTIME_MAX ||
 	    ktime_sub(until, ktime_get()) > (s64)XFERK_URING_MAX_PARK_NS)
@@ -268,8 +271,10 @@ int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 		return ret;
 	if (desc->cmd == XFERK_IOC_SUBMIT)
 		return uring_submit(xf, cmd, &arg.submit, uarg);
-	if (desc->cmd == XFERK_IOC_CANCEL) {
-		ret = uring_cancel_check(&arg.cancel);
+	if (desc->cmd == XFERK_IOC_CANCEL || desc->cmd == XFERK_IOC_GROUP_ABORT) {
+		ret = uring_drain_check(desc->cmd == XFERK_IOC_CANCEL ?
+					arg.cancel.drain_deadline_ns :
+					arg.group.deadline_ns);
 		if (ret)
 			return ret;
 	}

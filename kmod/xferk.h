@@ -66,16 +66,18 @@
 #define XFERK_FEATURES	(XFERK_FEAT_INFO | XFERK_FEAT_DATAPATH | \
 			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL | \
 			 XFERK_FEAT_URING | XFERK_FEAT_QUEUE | \
-			 XFERK_FEAT_SESSIONS | XFERK_FEAT_WINDOWS)
+			 XFERK_FEAT_SESSIONS | XFERK_FEAT_WINDOWS | \
+			 XFERK_FEAT_GROUPS | XFERK_FEAT_NOTIFY)
 
 #define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
-				 XFERK_SUBMIT_AUTO_RELEASE)
+				 XFERK_SUBMIT_AUTO_RELEASE | XFERK_SUBMIT_NOTIFY)
 
 /**
  * struct xferk_file - state of one open file of /dev/xferk
  * @lock: serializes handle-table changes and lookups with taking references
  * @handles: the file's handles (counted per kind against the limits)
  * @qacct: the file's account: queue admission and chunk budget (ref)
+ * @evq: the file's event queue (ref), made on first use (@lock)
  *
  * Owned by the file: allocated in ->open, freed in ->release after every
  * handle was dropped (ops still in flight live on, owned by the kernel,
@@ -85,6 +87,7 @@ struct xferk_file {
 	struct mutex lock;	/* handle table changes, lookup + get */
 	struct xferk_handles handles;
 	struct xferk_qacct *qacct;
+	struct xferk_evq *evq;
 };
 
 /* limits.c: Documentation/security.md lists each limit and its errno */
@@ -135,6 +138,10 @@ union xferk_ioc_arg {
 	struct xferk_ioc_conn_query conn_query;
 	struct xferk_ioc_window_open window_open;
 	struct xferk_ioc_window_close window_close;
+	struct xferk_ioc_group_create group_create;
+	struct xferk_ioc_group group;
+	struct xferk_ioc_notify notify;
+	struct xferk_ioc_events events;
 };
 
 /**
@@ -231,6 +238,12 @@ struct xferk_stats {
 	atomic64_t close_ack_ns_max;
 	atomic64_t revokes_answered;
 	atomic64_t msgs_invalid;
+	atomic64_t groups_aborted;
+	atomic64_t notifies_sent;
+	atomic64_t notifies_received;
+	atomic64_t notifies_duplicate;
+	atomic64_t notifies_unclaimed;
+	atomic64_t events_dropped;
 };
 
 extern struct xferk_stats xferk_stats;
@@ -317,21 +330,58 @@ struct xferk_send;
 struct xferk_msgs;
 
 /*
- * Session messages (revoke.c has the protocol): control messages travel as
- * SENDs of XFERK_MSG_SIZE bytes. One end has at most XFERK_REVOKES_MAX
- * revokes unanswered and owes at most as many answers, so at most twice
- * that many messages are ever on their way to an end: its receive ring
- * holds them all (no receiver-not-ready), and its send slots suffice.
+ * Session messages (revoke.c and notify.c have the protocols): control
+ * messages travel as SENDs of at most XFERK_MSG_SIZE bytes. One end has at
+ * most XFERK_REVOKES_MAX revokes unanswered, owes at most as many answers,
+ * and has at most XFERK_NOTIFY_SENDS notifications posted, so its send
+ * slots suffice and its peer's receive ring holds what is on its way
+ * unless the peer's kernel lags in reposting it (then the device retries
+ * the send: receiver-not-ready is retried forever on our QPs).
  */
-#define XFERK_MSG_SIZE		32
+#define XFERK_MSG_SIZE		48
 #define XFERK_REVOKES_MAX	16
-#define XFERK_MSG_SENDS		(2 * XFERK_REVOKES_MAX)
-#define XFERK_MSG_RECVS		(2 * XFERK_REVOKES_MAX + 8)
+#define XFERK_NOTIFY_SENDS	16
+#define XFERK_MSG_SENDS		(2 * XFERK_REVOKES_MAX + XFERK_NOTIFY_SENDS)
+#define XFERK_MSG_RECVS		(2 * XFERK_REVOKES_MAX + XFERK_NOTIFY_SENDS + 8)
+
+#define XFERK_MSG_MAGIC		0x4b4d4658U	/* "XFMK" */
+
+enum xferk_msg_type {
+	XFERK_MSG_REVOKE = 1,		/* stop using (id, gen), then answer */
+	XFERK_MSG_REVOKE_ACK = 2,	/* nothing of (id, gen) is posted */
+	XFERK_MSG_NOTIFY = 3,		/* an event for export id */
+};
+
+/* A REVOKE or REVOKE_ACK on the wire (little endian). */
+struct xferk_wire_msg {
+	__le32 magic;
+	u8 type;		/* enum xferk_msg_type */
+	u8 reserved0[3];
+	__le64 id;		/* the export's id in the session */
+	__le64 gen;		/* the export's generation */
+	__le64 reserved;
+};
+
+/* A NOTIFY on the wire (little endian). */
+struct xferk_wire_notify {
+	__le32 magic;
+	u8 type;		/* XFERK_MSG_NOTIFY */
+	u8 event;		/* XFERK_EVENT_* */
+	u8 flags;		/* XFERK_EVENT_INCOMPLETE */
+	u8 reserved0;
+	__le64 id;		/* the target export's id in the session */
+	__le64 tag;
+	__le64 bytes;
+	__le64 seq;		/* its number in the session, from 1 */
+	__le64 reserved;
+};
+
 /* Ids of the peer's revoked exports an end remembers (the oldest go). */
 #define XFERK_REVOKED_MAX	1024
 
 /* Capabilities the handshake announces (struct xferk_conn.peer_caps). */
 #define XFERK_CAP_REVOKE	BIT_ULL(0)	/* windows, REVOKE, REVOKE_ACK */
+#define XFERK_CAP_NOTIFY	BIT_ULL(1)	/* NOTIFY */
 
 /* States of a revoke this end sent (struct xferk_revoke.state). */
 enum xferk_revoke_state {
@@ -376,10 +426,12 @@ struct xferk_revoke {
  *	memory and no completion or QP event callback runs; the path is gone
  * @destroy: free what is left (after exports were revoked)
  * @probe: post a keepalive probe (c->lock held)
- * @send_msg: post a session message of XFERK_MSG_SIZE bytes (c->lock
- *	held, the connection postable); 0, -EAGAIN (no send slot free) or
- *	-EIO (the path dies); NULL: the transport carries none, and the
- *	peer announces no capability
+ * @send_msg: post a session message of @len <= XFERK_MSG_SIZE bytes
+ *	(c->lock held, the connection postable); @seq: a notification's
+ *	sequence number (its successful completion calls
+ *	xferk_notify_sent()), 0 for other messages; 0, -EAGAIN (no send slot
+ *	free) or -EIO (the path dies); NULL: the transport carries none, and
+ *	the peer announces no capability
  * @reconnect: start a new path for a RECONNECTING session of an end
  *	this host initiated (NULL: paths are not replaced, their death ends
  *	the session); its outcome arrives as xferk_conn_set_up() or
@@ -395,7 +447,7 @@ struct xferk_transport {
 	void (*quiesce)(struct xferk_conn *c);
 	void (*destroy)(struct xferk_conn *c);
 	int (*probe)(struct xferk_conn *c);	/* -EAGAIN: not now */
-	int (*send_msg)(struct xferk_conn *c, const void *msg);
+	int (*send_msg)(struct xferk_conn *c, const void *msg, u32 len, u64 seq);
 	int (*reconnect)(struct xferk_conn *c);
 };
 
@@ -462,6 +514,14 @@ struct xferk_transport {
  * @revoked_next: where the next goes (@lock)
  * @msgs: the transport's message buffers (RDMA)
  * @next_export_id: id of this end's next export (@exports_lock)
+ * @notify_queue: notifications to send, in sequence order (@lock)
+ * @notify_posted: notifications sent on the current path whose send has
+ *	not completed, in sequence order (@lock)
+ * @nr_notify_posted: entries of @notify_posted, at most
+ *	XFERK_NOTIFY_SENDS (@lock)
+ * @notify_seq: sequence number of the last notification queued (@lock)
+ * @notify_seen: sequence number of the last notification the peer sent
+ *	that was delivered (@lock)
  * @exports_lock: protects @exports and each export's transport state
  * @exports: live exports on this connection
  * @recover_work: the one error-recovery and teardown path: tears a dead
@@ -549,6 +609,11 @@ struct xferk_conn {
 	u32 revoked_next;
 	struct xferk_msgs *msgs;
 	u64 next_export_id;
+	struct list_head notify_queue;
+	struct list_head notify_posted;
+	u32 nr_notify_posted;
+	u64 notify_seq;
+	u64 notify_seen;
 
 	struct mutex exports_lock;	/* exports and their keys */
 	struct list_head exports;
@@ -673,6 +738,8 @@ void xferk_null_module_exit(void);
  *	CLOSE revokes without asking
  * @gen: its generation, a random nonce the token carries
  * @acct: the exporting file's account (ref)
+ * @evq: the exporting file's event queue (ref): notifications for it go
+ *	there
  * @live: not yet revoked (conn->exports_lock)
  */
 struct xferk_export {
@@ -694,6 +761,7 @@ struct xferk_export {
 	u64 id;
 	u64 gen;
 	struct xferk_qacct *acct;
+	struct xferk_evq *evq;
 	bool live;
 };
 
@@ -748,8 +816,8 @@ bool xferk_export_ask_revoke(struct xferk_export *e, int *slot);
 bool xferk_export_await_revoke(struct xferk_export *e, int slot,
 			       ktime_t deadline, u64 *ack_ns);
 void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len);
-void xferk_acks_kick_locked(struct xferk_conn *c);
-void xferk_revokes_path_lost(struct xferk_conn *c);
+void xferk_msgs_kick_locked(struct xferk_conn *c);
+void xferk_msgs_path_lost(struct xferk_conn *c);
 int xferk_remote_listen(struct xferk_remote *rm);
 
 /* op.c */
@@ -843,6 +911,10 @@ struct xferk_chunk {
  * @nr_chunks: chunks the op was cut into
  * @chunks: the op's chunks; freed when the op is physically complete
  *	(NULL afterwards): a finished op keeps only its accounting
+ * @group: the group it joined at submit (ref), or NULL
+ * @group_node: in @group->ops until the op is freed (@group->lock)
+ * @notify: XFERK_SUBMIT_NOTIFY: its notification, sent (and NULL) once
+ *	the op is physically complete
  */
 struct xferk_op {
 	struct xferk_hobj hobj;
@@ -876,6 +948,9 @@ struct xferk_op {
 	struct xferk_conn **conns;
 	u32 nr_chunks;
 	struct xferk_chunk *chunks;
+	struct xferk_group *group;
+	struct list_head group_node;
+	struct xferk_notify *notify;
 };
 
 /* struct xferk_op.flags */
@@ -899,7 +974,9 @@ int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_cancel(struct xferk_file *xf, union xferk_ioc_arg *arg);
-int xferk_op_cancel_drain(struct xferk_op *op, ktime_t drain_deadline);
+int xferk_ops_cancel_drain(struct xferk_op **ops, u32 nr,
+			   ktime_t drain_deadline);
+void xferk_op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap);
 void xferk_op_orphan(struct xferk_op *op);
 bool xferk_op_physical(struct xferk_op *op);
 int xferk_op_module_init(void);
@@ -920,6 +997,144 @@ int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind);
 void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind);
 int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
 			 u64 handle);
+
+/* group.c */
+
+/**
+ * struct xferk_group - ops of one request, aborted together
+ * @hobj: handle-table entry
+ * @ref: handle + one per op that joined
+ * @lock: guards the fields below but @gen and @tag (irq-safe)
+ * @wq: woken when an op of it becomes physically complete
+ * @ops: its ops that are not yet freed (struct xferk_op.group_node)
+ * @nr_ops: ops that joined
+ * @nr_physical: of them, physically complete
+ * @closed: aborted: no op joins any more, @targets no longer change
+ * @notes_ready: @aborted_notes holds the abort's notifications
+ * @gone: the sum of the snapshots of its ops that were freed
+ * @gone_error: the first error among them
+ * @aborted_notes: the ABORTED notifications to send once every op is
+ *	physically complete (struct xferk_notify.node)
+ * @nr_targets: entries of @targets
+ * @targets: the distinct remote handles its ops used (a reference each)
+ * @gen: random non-zero nonce
+ * @tag: the tag of its ABORTED notifications
+ */
+struct xferk_group {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	spinlock_t lock;	/* irq-safe */
+	wait_queue_head_t wq;
+	struct list_head ops;
+	u32 nr_ops;
+	u32 nr_physical;
+	bool closed;
+	bool notes_ready;
+	struct xferk_group_snapshot gone;
+	int gone_error;
+	struct list_head aborted_notes;
+	u32 nr_targets;
+	struct xferk_remote *targets[XFERK_GROUP_MAX_TARGETS];
+	u64 gen;
+	u64 tag;
+};
+
+struct xferk_group *xferk_group_create(u64 tag);
+void xferk_group_put(struct xferk_group *g);
+int xferk_group_join(struct xferk_group *g, struct xferk_op *op,
+		     struct xferk_remote *const *remotes, u32 nr);
+void xferk_group_op_physical(struct xferk_group *g);
+void xferk_group_op_gone(struct xferk_op *op);
+void xferk_group_sum_add(struct xferk_group_snapshot *sum,
+			 const struct xferk_op_snapshot *s);
+void xferk_group_snapshot(struct xferk_group *g,
+			  struct xferk_group_snapshot *snap);
+int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline);
+int xferk_group_abort(struct xferk_group *g, struct xferk_qacct *acct,
+		      ktime_t drain_deadline);
+int xferk_ioctl_group_create(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_group_abort(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_group_wait(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_group_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
+
+/* notify.c */
+
+/**
+ * struct xferk_notify - a notification on its way to a target
+ * @node: on the list of whoever owns it: a group's @aborted_notes, or its
+ *	session's @notify_queue / @notify_posted (conn->lock)
+ * @conn: the session it goes on; whoever holds it before it is queued
+ *	keeps the session alive (an op's connections, a group's targets)
+ * @acct: the account charged one work request for it (ref)
+ * @seq: its sequence number in the session, from when it is queued
+ * @id: the target export's id in the session
+ * @tag: its tag
+ * @bytes: DATA: bytes the op transferred
+ * @type: XFERK_EVENT_*
+ * @flags: XFERK_EVENT_INCOMPLETE
+ */
+struct xferk_notify {
+	struct list_head node;
+	struct xferk_conn *conn;
+	struct xferk_qacct *acct;
+	u64 seq;
+	u64 id;
+	u64 tag;
+	u64 bytes;
+	u8 type;
+	u8 flags;
+};
+
+/**
+ * struct xferk_evq - a file's queue of events
+ * @ref: its file, each of its exports
+ * @lock: guards @head, @count, @dropped and @ring (bh-safe)
+ * @read_lock: one reader at a time: events are peeked, written out, then
+ *	taken
+ * @wq: woken when an event arrives
+ * @size: entries of @ring
+ * @head: index of the oldest event
+ * @count: events queued
+ * @dropped: events dropped since the last take (the queue was full)
+ * @ring: the events
+ */
+struct xferk_evq {
+	struct kref ref;
+	spinlock_t lock;	/* bh-safe */
+	struct mutex read_lock;
+	wait_queue_head_t wq;
+	u32 size;
+	u32 head;
+	u32 count;
+	u64 dropped;
+	struct xferk_event ring[];
+};
+
+extern unsigned int xferk_events_per_file;
+struct xferk_notify *xferk_notify_alloc(struct xferk_remote *rm,
+					struct xferk_qacct *acct, u8 type,
+					u64 tag, bool limited);
+void xferk_notify_free(struct xferk_notify *n);
+void xferk_notify_free_list(struct list_head *list);
+void xferk_notify_send(struct xferk_notify *n);
+void xferk_notify_send_list(struct list_head *list);
+void xferk_notify_kick_locked(struct xferk_conn *c);
+void xferk_notify_sent(struct xferk_conn *c, u64 seq);
+void xferk_notify_path_lost(struct xferk_conn *c);
+void xferk_notify_conn_gone(struct xferk_conn *c);
+bool xferk_notify_received(struct xferk_conn *c,
+			   const struct xferk_wire_notify *m);
+void xferk_notify_prepare_aborted(struct xferk_group *g,
+				  struct xferk_qacct *acct,
+				  struct list_head *list);
+struct xferk_evq *xferk_evq_create(void);
+void xferk_evq_put(struct xferk_evq *q);
+void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev);
+u32 xferk_evq_peek(struct xferk_evq *q, struct xferk_event *out, u32 max);
+u64 xferk_evq_take(struct xferk_evq *q, u32 n);
+struct xferk_evq *xferk_file_evq(struct xferk_file *xf);
+int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg);
+int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg);
 
 /* uring.c */
 int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);

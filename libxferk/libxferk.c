@@ -236,29 +236,44 @@ XFERK_EXPORT int xferk_token_parse(const char *text, struct xferk_token *token)
 	return 0;
 }
 
-XFERK_EXPORT int xferk_submit_ex(struct xferk *x, const struct xferk_frag *frags,
-				 uint32_t nr_frags, uint64_t deadline_ns,
-				 const struct xferk_submit_opts *opts,
-				 uint64_t *op)
+XFERK_EXPORT int xferk_submit_group(struct xferk *x,
+				    const struct xferk_frag *frags,
+				    uint32_t nr_frags, uint64_t deadline_ns,
+				    const struct xferk_submit_opts *opts,
+				    uint64_t group, uint64_t notify_tag,
+				    uint64_t *op)
 {
+	static const struct xferk_submit_opts defaults;
+	const struct xferk_submit_opts *o = opts ? opts : &defaults;
 	struct xferk_ioc_submit a = {
 		.size = sizeof(a),
-		.flags = opts->flags,
+		.flags = o->flags,
 		.frags = (uintptr_t)frags,
 		.nr_frags = nr_frags,
 		.frag_size = sizeof(*frags),
 		.deadline_ns = deadline_ns,
-		.user_data = opts->user_data,
-		.drain_budget_ns = opts->drain_budget_ns,
-		.priority = opts->priority,
-		.window_bytes = opts->window_bytes,
-		.window_chunks = opts->window_chunks,
+		.user_data = o->user_data,
+		.drain_budget_ns = o->drain_budget_ns,
+		.priority = o->priority,
+		.window_bytes = o->window_bytes,
+		.window_chunks = o->window_chunks,
+		.group = group,
+		.notify_tag = notify_tag,
 	};
 	int ret = xferk_ioctl(x->fd, XFERK_IOC_SUBMIT, &a);
 
 	if (!ret)
 		*op = a.op;
 	return ret;
+}
+
+XFERK_EXPORT int xferk_submit_ex(struct xferk *x, const struct xferk_frag *frags,
+				 uint32_t nr_frags, uint64_t deadline_ns,
+				 const struct xferk_submit_opts *opts,
+				 uint64_t *op)
+{
+	return xferk_submit_group(x, frags, nr_frags, deadline_ns, opts, 0, 0,
+				  op);
 }
 
 XFERK_EXPORT int xferk_submit(struct xferk *x, const struct xferk_frag *frags,
@@ -408,6 +423,98 @@ XFERK_EXPORT int xferk_window_close(struct xferk *x, uint64_t handle,
 XFERK_EXPORT int xferk_release(struct xferk *x, uint64_t op)
 {
 	return drop(x, XFERK_IOC_RELEASE, op);
+}
+
+XFERK_EXPORT int xferk_group_create(struct xferk *x, uint64_t tag,
+				    uint64_t *group, uint64_t *generation)
+{
+	struct xferk_ioc_group_create a = { .size = sizeof(a), .tag = tag };
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_GROUP_CREATE, &a);
+
+	if (ret)
+		return ret;
+	*group = a.handle;
+	if (generation)
+		*generation = a.generation;
+	return 0;
+}
+
+/* GROUP_ABORT, GROUP_WAIT and GROUP_QUERY: one group, its snapshot back. */
+static int group_cmd(struct xferk *x, unsigned long cmd, uint64_t group,
+		     uint64_t deadline_ns, uint32_t flags,
+		     struct xferk_group_snapshot *snap)
+{
+	struct xferk_ioc_group a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.group = group,
+		.deadline_ns = deadline_ns,
+	};
+	int ret = xferk_ioctl(x->fd, cmd, &a);
+
+	/* The snapshot is valid with -ETIMEDOUT too. */
+	if ((!ret || ret == -ETIMEDOUT) && snap)
+		*snap = a.snap;
+	return ret;
+}
+
+XFERK_EXPORT int xferk_group_abort(struct xferk *x, uint64_t group,
+				   uint64_t drain_deadline_ns,
+				   struct xferk_group_snapshot *snap)
+{
+	return group_cmd(x, XFERK_IOC_GROUP_ABORT, group, drain_deadline_ns, 0,
+			 snap);
+}
+
+XFERK_EXPORT int xferk_group_wait(struct xferk *x, uint64_t group,
+				  uint64_t deadline_ns, uint32_t flags,
+				  struct xferk_group_snapshot *snap)
+{
+	return group_cmd(x, XFERK_IOC_GROUP_WAIT, group, deadline_ns, flags,
+			 snap);
+}
+
+XFERK_EXPORT int xferk_group_query(struct xferk *x, uint64_t group,
+				   struct xferk_group_snapshot *snap)
+{
+	return group_cmd(x, XFERK_IOC_GROUP_QUERY, group, 0, 0, snap);
+}
+
+XFERK_EXPORT int xferk_group_release(struct xferk *x, uint64_t group)
+{
+	return drop(x, XFERK_IOC_GROUP_RELEASE, group);
+}
+
+XFERK_EXPORT int xferk_notify(struct xferk *x, uint64_t remote, uint64_t tag)
+{
+	struct xferk_ioc_notify a = {
+		.size = sizeof(a),
+		.remote = remote,
+		.tag = tag,
+	};
+
+	return xferk_ioctl(x->fd, XFERK_IOC_NOTIFY, &a);
+}
+
+XFERK_EXPORT int xferk_events(struct xferk *x, struct xferk_event *events,
+			      uint32_t max_events, uint64_t deadline_ns,
+			      uint32_t *nr_events, uint64_t *dropped)
+{
+	struct xferk_ioc_events a = {
+		.size = sizeof(a),
+		.events = (uintptr_t)events,
+		.max_events = max_events,
+		.deadline_ns = deadline_ns,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_EVENTS, &a);
+
+	if (ret && ret != -ETIMEDOUT)
+		return ret;
+	/* -ETIMEDOUT: none arrived, and none can have been dropped. */
+	*nr_events = ret ? 0 : a.nr_events;
+	if (dropped)
+		*dropped = ret ? 0 : a.dropped;
+	return ret;
 }
 
 XFERK_EXPORT uint64_t xferk_now_ns(void)

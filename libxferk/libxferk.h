@@ -60,7 +60,10 @@ int xferk_token_parse(const char *text, struct xferk_token *token);
  */
 #define XFERK_COMPLETION_UNKNOWN	1
 
-/* Options of xferk_submit_ex(); zero means the default for each. */
+/*
+ * Options of xferk_submit_ex() and xferk_submit_group(); zero means the
+ * default for each.
+ */
 struct xferk_submit_opts {
 	uint32_t flags;			/* XFERK_SUBMIT_* */
 	uint64_t drain_budget_ns;	/* with XFERK_SUBMIT_CANCEL_ON_DEADLINE */
@@ -95,6 +98,26 @@ int xferk_window_open(struct xferk *x, uint64_t conn, uint64_t mr,
 		      uint64_t *window, uint64_t *len);
 int xferk_window_close(struct xferk *x, uint64_t handle, uint64_t deadline_ns,
 		       uint32_t *how, uint64_t *ack_ns);
+
+/* Request groups (XFERK_FEAT_GROUPS) and notifications (XFERK_FEAT_NOTIFY). */
+int xferk_group_create(struct xferk *x, uint64_t tag, uint64_t *group,
+		       uint64_t *generation);
+int xferk_group_abort(struct xferk *x, uint64_t group,
+		      uint64_t drain_deadline_ns,
+		      struct xferk_group_snapshot *snap);
+int xferk_group_wait(struct xferk *x, uint64_t group, uint64_t deadline_ns,
+		     uint32_t flags, struct xferk_group_snapshot *snap);
+int xferk_group_query(struct xferk *x, uint64_t group,
+		      struct xferk_group_snapshot *snap);
+int xferk_group_release(struct xferk *x, uint64_t group);
+int xferk_submit_group(struct xferk *x, const struct xferk_frag *frags,
+		       uint32_t nr_frags, uint64_t deadline_ns,
+		       const struct xferk_submit_opts *opts, uint64_t group,
+		       uint64_t notify_tag, uint64_t *op);
+int xferk_notify(struct xferk *x, uint64_t remote, uint64_t tag);
+int xferk_events(struct xferk *x, struct xferk_event *events,
+		 uint32_t max_events, uint64_t deadline_ns,
+		 uint32_t *nr_events, uint64_t *dropped);
 
 uint64_t xferk_now_ns(void);
 const char *xferk_state_name(uint32_t state);

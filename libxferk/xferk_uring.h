@@ -85,6 +85,42 @@ static inline void io_uring_prep_xferk_window_close(struct io_uring_sqe *sqe,
 	io_uring_prep_xferk_cmd(sqe, fd, XFERK_IOC_WINDOW_CLOSE, w);
 }
 
+/*
+ * Aborts a group and drains its ops (runs in io_uring's worker: it waits
+ * until @g->deadline_ns); cqe->res as XFERK_IOC_GROUP_ABORT, @g->snap
+ * written back (also with -ETIMEDOUT).
+ */
+static inline void io_uring_prep_xferk_group_abort(struct io_uring_sqe *sqe,
+						   int fd,
+						   struct xferk_ioc_group *g)
+{
+	io_uring_prep_xferk_cmd(sqe, fd, XFERK_IOC_GROUP_ABORT, g);
+}
+
+/*
+ * Waits for a group's ops, never cancels them (runs in io_uring's worker);
+ * cqe->res as XFERK_IOC_GROUP_WAIT, @g->snap written back (also with
+ * -ETIMEDOUT).
+ */
+static inline void io_uring_prep_xferk_group_wait(struct io_uring_sqe *sqe,
+						  int fd,
+						  struct xferk_ioc_group *g)
+{
+	io_uring_prep_xferk_cmd(sqe, fd, XFERK_IOC_GROUP_WAIT, g);
+}
+
+/*
+ * Takes the file's events into @e->events, waiting for the first until
+ * @e->deadline_ns (runs in io_uring's worker); cqe->res as
+ * XFERK_IOC_EVENTS, @e->nr_events and @e->dropped written back. Keep the
+ * event array valid until the CQE.
+ */
+static inline void io_uring_prep_xferk_events(struct io_uring_sqe *sqe, int fd,
+					      struct xferk_ioc_events *e)
+{
+	io_uring_prep_xferk_cmd(sqe, fd, XFERK_IOC_EVENTS, e);
+}
+
 /* Releases an op handle, inline; cqe->res as XFERK_IOC_RELEASE. */
 static inline void io_uring_prep_xferk_release(struct io_uring_sqe *sqe, int fd,
 					       struct xferk_ioc_handle *h)

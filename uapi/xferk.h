@@ -38,7 +38,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	7
+#define XFERK_ABI_VERSION	8
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -56,6 +56,10 @@
 #define XFERK_FEAT_SESSIONS	(1ULL << 6)
 /* XFERK_IOC_WINDOW_OPEN, XFERK_IOC_WINDOW_CLOSE, the revoke protocol */
 #define XFERK_FEAT_WINDOWS	(1ULL << 7)
+/* XFERK_IOC_GROUP_*, xferk_ioc_submit.group */
+#define XFERK_FEAT_GROUPS	(1ULL << 8)
+/* XFERK_IOC_NOTIFY, XFERK_IOC_EVENTS, XFERK_SUBMIT_NOTIFY */
+#define XFERK_FEAT_NOTIFY	(1ULL << 9)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -327,6 +331,8 @@ struct xferk_frag {
 /* XFERK_IOC_SUBMIT flags */
 #define XFERK_SUBMIT_CANCEL_ON_DEADLINE	(1U << 0)	/* then drain for drain_budget_ns */
 #define XFERK_SUBMIT_AUTO_RELEASE	(1U << 1)	/* io_uring only, see below */
+/* Once physically complete, tell the target: see XFERK_IOC_EVENTS */
+#define XFERK_SUBMIT_NOTIFY		(1U << 2)
 
 /*
  * Priority classes of the host-wide admission queue (one per RDMA device).
@@ -363,6 +369,11 @@ struct xferk_frag {
  * @window_chunks: most work requests of this op in flight at once; 0:
  *	the queue's default
  * @reserved2: must be 0
+ * @group: a group handle (XFERK_IOC_GROUP_CREATE) the op joins, or 0;
+ *	a group that was aborted refuses it with ESHUTDOWN
+ * @notify_tag: with XFERK_SUBMIT_NOTIFY: the tag of the XFERK_EVENT_DATA
+ *	event the target of the op's last fragment receives once the op is
+ *	physically complete; must be 0 otherwise
  *
  * An op beyond XFERK_MAX_OP_BYTES or XFERK_MAX_OP_WRS fails with E2BIG;
  * one that would exceed a hard limit of the admission queue or of the open
@@ -384,6 +395,8 @@ struct xferk_ioc_submit {
 	__u64 window_bytes;
 	__u32 window_chunks;
 	__u32 reserved2;
+	__u64 group;
+	__u64 notify_tag;
 };
 
 /* Op states (Documentation/lifecycle.md) */
@@ -527,6 +540,166 @@ struct xferk_ioc_query {
 	struct xferk_op_snapshot snap;
 };
 
+/**
+ * struct xferk_ioc_group_create - XFERK_IOC_GROUP_CREATE: a request group
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @tag: the tag of the XFERK_EVENT_ABORTED events its abort sends
+ * @handle: out: the group's handle
+ * @generation: out: a random non-zero nonce naming this group
+ * @reserved: must be 0
+ */
+struct xferk_ioc_group_create {
+	__u32 size;
+	__u32 flags;
+	__u64 tag;
+	__u64 handle;
+	__u64 generation;
+	__u64 reserved[2];
+};
+
+/* Most distinct remote handles the ops of one group may write to or read. */
+#define XFERK_GROUP_MAX_TARGETS	64
+
+/**
+ * struct xferk_group_snapshot - a group: the sum of its ops
+ * @ops: ops that joined it
+ * @ops_physical: of them, physically complete (buffer_reusable)
+ * @ops_in_state: of them, how many are in each enum xferk_op_state
+ * @aborted: 1 once XFERK_IOC_GROUP_ABORT closed it
+ * @first_error: the first error of any of its ops (negative errno), 0 if none
+ * @total_bytes: sum over its ops of xferk_op_snapshot.total_bytes
+ * @transferred_bytes: likewise
+ * @in_flight_bytes: likewise
+ * @quarantined_bytes: likewise
+ * @late_completions: likewise
+ * @quarantine_events: likewise
+ * @generation: as GROUP_CREATE returned
+ * @tag: as given at GROUP_CREATE
+ * @reserved: 0
+ */
+struct xferk_group_snapshot {
+	__u32 ops;
+	__u32 ops_physical;
+	__u32 ops_in_state[16];
+	__u32 aborted;
+	__s32 first_error;
+	__u64 total_bytes;
+	__u64 transferred_bytes;
+	__u64 in_flight_bytes;
+	__u64 quarantined_bytes;
+	__u32 late_completions;
+	__u32 quarantine_events;
+	__u64 generation;
+	__u64 tag;
+	__u64 reserved[2];
+};
+
+/**
+ * struct xferk_ioc_group - XFERK_IOC_GROUP_ABORT, _GROUP_WAIT, _GROUP_QUERY
+ * @size: sizeof as the caller knows it
+ * @flags: GROUP_WAIT: XFERK_WAIT_PHYSICAL; otherwise 0
+ * @group: group handle
+ * @deadline_ns: GROUP_ABORT: absolute CLOCK_MONOTONIC bound of the drain;
+ *	GROUP_WAIT: when to give up waiting; GROUP_QUERY: must be 0
+ * @snap: out: the group afterwards (also with ETIMEDOUT)
+ *
+ * GROUP_ABORT closes the group (a later submit naming it fails with
+ * ESHUTDOWN), cancels every op of it, drains them as XFERK_IOC_CANCEL
+ * drains one (a connection still carrying one of them halfway to the
+ * deadline is forced into the error state, once for the whole group),
+ * and returns 0 exactly when every op of it is physically complete;
+ * ETIMEDOUT when some are QUARANTINED at @deadline_ns. Once all are
+ * physically complete, the target of every remote handle the group's ops
+ * used receives an XFERK_EVENT_ABORTED event with the group's tag (when
+ * its kernel announced notifications). GROUP_WAIT returns 0 exactly when
+ * every op is settled (physically complete with XFERK_WAIT_PHYSICAL),
+ * ETIMEDOUT otherwise; it never cancels anything.
+ */
+struct xferk_ioc_group {
+	__u32 size;
+	__u32 flags;
+	__u64 group;
+	__u64 deadline_ns;
+	struct xferk_group_snapshot snap;
+};
+
+/**
+ * struct xferk_ioc_notify - XFERK_IOC_NOTIFY: a notification with no data
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @remote: remote handle (XFERK_IOC_IMPORT) whose target is told
+ * @tag: delivered as the XFERK_EVENT_NOTE event's tag
+ * @reserved: must be 0
+ *
+ * Queued behind every notification sent before on the same session;
+ * returns once queued. The peer's kernel must have announced
+ * notifications (EOPNOTSUPP otherwise, also for a token that names no
+ * export id). Each queued notification counts as one work request of the
+ * file until it is delivered (EBUSY beyond max_chunks_per_file).
+ */
+struct xferk_ioc_notify {
+	__u32 size;
+	__u32 flags;
+	__u64 remote;
+	__u64 tag;
+	__u64 reserved[2];
+};
+
+/* struct xferk_event.type */
+#define XFERK_EVENT_DATA	1	/* an op with XFERK_SUBMIT_NOTIFY is physical */
+#define XFERK_EVENT_NOTE	2	/* XFERK_IOC_NOTIFY */
+#define XFERK_EVENT_ABORTED	3	/* the initiator aborted a group */
+
+/* struct xferk_event.flags */
+#define XFERK_EVENT_INCOMPLETE	(1U << 0)	/* DATA: the op did not succeed */
+
+/**
+ * struct xferk_event - what a target learns about one of its exports
+ * @export: the export's or window's handle, in the file that created it
+ * @tag: the initiator's tag
+ * @bytes: DATA: bytes of the op that were transferred; otherwise 0
+ * @type: XFERK_EVENT_*
+ * @flags: XFERK_EVENT_INCOMPLETE
+ */
+struct xferk_event {
+	__u64 export;
+	__u64 tag;
+	__u64 bytes;
+	__u32 type;
+	__u32 flags;
+};
+
+/* Most events one XFERK_IOC_EVENTS returns. */
+#define XFERK_EVENTS_MAX	1024
+
+/**
+ * struct xferk_ioc_events - XFERK_IOC_EVENTS: take the file's events
+ * @size: sizeof as the caller knows it
+ * @flags: must be 0
+ * @events: user pointer to room for @max_events struct xferk_event
+ * @max_events: 1 .. XFERK_EVENTS_MAX
+ * @nr_events: out: events written, in arrival order
+ * @deadline_ns: absolute CLOCK_MONOTONIC time to give up waiting for the
+ *	first event (0: do not wait)
+ * @dropped: out: events dropped since the previous EVENTS because the
+ *	file's queue (events_per_file) was full
+ * @reserved: must be 0
+ *
+ * Returns 0 with at least one event, ETIMEDOUT with none. Events are
+ * taken exactly once: if they cannot be written (EFAULT) they stay queued.
+ */
+struct xferk_ioc_events {
+	__u32 size;
+	__u32 flags;
+	__u64 events;
+	__u32 max_events;
+	__u32 nr_events;
+	__u64 deadline_ns;
+	__u64 dropped;
+	__u64 reserved[2];
+};
+
 /* Connection states (XFERK_IOC_CONN_QUERY) */
 /*
  * CONNECTING: its first path is being made. RECONNECTING: its path died and
@@ -615,6 +788,13 @@ struct xferk_ioc_info {
 #define XFERK_IOC_CONN_QUERY	_IOWR(XFERK_IOC_MAGIC, 0x0e, struct xferk_ioc_conn_query)
 #define XFERK_IOC_WINDOW_OPEN	_IOWR(XFERK_IOC_MAGIC, 0x0f, struct xferk_ioc_window_open)
 #define XFERK_IOC_WINDOW_CLOSE	_IOWR(XFERK_IOC_MAGIC, 0x10, struct xferk_ioc_window_close)
+#define XFERK_IOC_GROUP_CREATE	_IOWR(XFERK_IOC_MAGIC, 0x11, struct xferk_ioc_group_create)
+#define XFERK_IOC_GROUP_ABORT	_IOWR(XFERK_IOC_MAGIC, 0x12, struct xferk_ioc_group)
+#define XFERK_IOC_GROUP_WAIT	_IOWR(XFERK_IOC_MAGIC, 0x13, struct xferk_ioc_group)
+#define XFERK_IOC_GROUP_QUERY	_IOWR(XFERK_IOC_MAGIC, 0x14, struct xferk_ioc_group)
+#define XFERK_IOC_GROUP_RELEASE	_IOWR(XFERK_IOC_MAGIC, 0x15, struct xferk_ioc_handle)
+#define XFERK_IOC_NOTIFY	_IOWR(XFERK_IOC_MAGIC, 0x16, struct xferk_ioc_notify)
+#define XFERK_IOC_EVENTS	_IOWR(XFERK_IOC_MAGIC, 0x17, struct xferk_ioc_events)
 
 /*
  * io_uring commands (XFERK_FEAT_URING)

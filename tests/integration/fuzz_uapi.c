@@ -4,7 +4,7 @@
  *
  *   fuzz_uapi [-s SEED] [-n ITERATIONS] [-t SECONDS] [-v] [-R | -U]
  *
- * Every command (XFERK_IOC_INFO .. XFERK_IOC_WINDOW_CLOSE, unknown numbers, wrong
+ * Every command (XFERK_IOC_INFO .. XFERK_IOC_EVENTS, unknown numbers, wrong
  * directions and types) goes through ioctl() and through IORING_OP_URING_CMD
  * in rings with and without IORING_SETUP_SQE128 and _CQE32, with argument
  * structs of every size class (below the first version, an older caller's,
@@ -21,7 +21,9 @@
  * regions over real buffers, null-peer and soft-RoCE loopback connections
  * (t_peer() and 10.99.0.2), exports and imports, small ops that run, waits,
  * queries, cancels with short drain deadlines, releases, deregistration of
- * regions under running ops, files and rings closed with work in flight,
+ * regions under running ops, request groups that ops join and that are
+ * aborted, waited for and queried, notifications to the file's own exports
+ * and the events they become, files and rings closed with work in flight,
  * an export from another process (EPERM), signals during calls. A child
  * that dropped its privileges (t_become_user(1)) fuzzes alongside for part
  * of the budget.
@@ -31,10 +33,13 @@
  * a failed call writes nothing back and a successful one nothing beyond
  * min(size, sizeof); every snapshot satisfies the lifecycle's invariants
  * and agrees with what was submitted and with what was seen of the op
- * before; WAIT and CANCEL return what their snapshot says; every SQE gets
- * exactly one CQE within its bound (a parked SUBMIT: a settled state or
- * -ECANCELED, and its handle in CQE32's big_cqe[0]); no handle is ever
- * handed out twice; no call takes longer than WATCHDOG_SECS. At the end,
+ * before; WAIT and CANCEL return what their snapshot says; every group
+ * snapshot sums its ops consistently and names its group, and GROUP_WAIT
+ * and GROUP_ABORT return 0 only when it shows what they promise; events
+ * are well formed and written nowhere beyond what EVENTS reports; every
+ * SQE gets exactly one CQE within its bound (a parked SUBMIT: a settled
+ * state or -ECANCELED, and its handle in CQE32's big_cqe[0]); no handle is
+ * ever handed out twice; no call takes longer than WATCHDOG_SECS. At the end,
  * with everything closed, the module's counters return to their values at
  * the start. The unprivileged child must get EPERM for a null peer and for
  * the internal priority class.
@@ -427,23 +432,28 @@ static const int errs_window[] = { EBADF, ESTALE, ERANGE, EACCES, EPERM, EMFILE,
 				   EOPNOTSUPP, 0 };
 static const int errs_import[] = { EBADF, ESTALE, EACCES, EMFILE, ENOMEM, 0 };
 static const int errs_submit[] = { EPERM, ETIMEDOUT, EMFILE, ENOMEM, EBADF,
-				   ESTALE, ERANGE, EACCES, EBUSY, EXDEV, 0 };
+				   ESTALE, ERANGE, EACCES, EBUSY, EXDEV,
+				   ESHUTDOWN, EOPNOTSUPP, 0 };
 static const int errs_wait[] = { EBADF, ESTALE, ETIMEDOUT, EINTR, 0 };
 static const int errs_query[] = { EBADF, ESTALE, 0 };
 static const int errs_cancel[] = { EBADF, ESTALE, ETIMEDOUT, EINTR, 0 };
+static const int errs_group_create[] = { EMFILE, ENOMEM, 0 };
+static const int errs_group_abort[] = { EBADF, ESTALE, ETIMEDOUT, EINTR, ENOMEM, 0 };
+static const int errs_notify[] = { EBADF, ESTALE, EOPNOTSUPP, EBUSY, ENOMEM, 0 };
+static const int errs_events[] = { ETIMEDOUT, EINTR, ENOMEM, 0 };
 
 /* ------------------------------------------------------------------ */
 /* Objects: what each open file holds, as far as this program knows     */
 /* ------------------------------------------------------------------ */
 
-enum kind { K_NONE, K_REGION, K_CONN, K_EXPORT, K_REMOTE, K_OP, K_COUNT };
+enum kind { K_NONE, K_REGION, K_CONN, K_EXPORT, K_REMOTE, K_OP, K_GROUP, K_COUNT };
 
 static const char *const kind_name[K_COUNT] = {
-	"none", "region", "conn", "export", "remote", "op",
+	"none", "region", "conn", "export", "remote", "op", "group",
 };
 
 /* Live objects of each kind per file before the oldest are dropped. */
-static const unsigned int kind_cap[K_COUNT] = { 0, 12, 8, 12, 12, 40 };
+static const unsigned int kind_cap[K_COUNT] = { 0, 12, 8, 12, 12, 40, 8 };
 
 /* What is known of an op, and facts about it with the time they were learnt. */
 struct op_rec {
@@ -454,6 +464,7 @@ struct op_rec {
 	bool bg_cancel;		/* a background or concurrent cancel may run */
 	uint64_t park_end;	/* ring: deadline + drain budget */
 	uint64_t chain;		/* id of the chain it runs on, 0 if none */
+	uint64_t group;		/* the group it named at submit, 0 if none */
 	uint64_t src_mr;	/* its local region (real ops) */
 	uint64_t phys_at;	/* known physically complete since */
 	uint64_t final_at;	/* known final (final_state) since */
@@ -462,6 +473,13 @@ struct op_rec {
 	int32_t first_error;
 	bool have_last;
 	struct xferk_op_snapshot last;	/* the last ioctl snapshot */
+};
+
+/* What is known of a group. */
+struct group_rec {
+	uint64_t gen, tag;	/* as GROUP_CREATE returned and was given */
+	uint64_t aborted_at;	/* known aborted (closed) since */
+	bool ring_joined;	/* a ring SUBMIT named it: ops it cannot see */
 };
 
 struct obj {
@@ -480,6 +498,7 @@ struct obj {
 	uint64_t conn, mr;
 	uint8_t token[XFERK_TOKEN_SIZE];
 	struct op_rec op;
+	struct group_rec grp;
 };
 
 /* A connection, an export of the file's destination region on it, its import. */
@@ -675,11 +694,19 @@ static uint64_t bad_address(enum place p)
 /* Calls                                                               */
 /* ------------------------------------------------------------------ */
 
+/* Indexed like the command numbers: numbers from NCMD on are unknown. */
 enum {
 	C_INFO, C_MR_REG, C_MR_DEREG, C_CONNECT, C_DISCONNECT, C_EXPORT,
 	C_UNEXPORT, C_IMPORT, C_UNIMPORT, C_SUBMIT, C_WAIT, C_QUERY,
-	C_RELEASE, C_CANCEL, C_CONN_QUERY, C_WINDOW_OPEN, C_WINDOW_CLOSE, NCMD
+	C_RELEASE, C_CANCEL, C_CONN_QUERY, C_WINDOW_OPEN, C_WINDOW_CLOSE,
+	C_GROUP_CREATE, C_GROUP_ABORT, C_GROUP_WAIT, C_GROUP_QUERY,
+	C_GROUP_RELEASE, C_NOTIFY, C_EVENTS, NCMD
 };
+
+_Static_assert(C_WINDOW_CLOSE == _IOC_NR(XFERK_IOC_WINDOW_CLOSE) &&
+	       C_GROUP_CREATE == _IOC_NR(XFERK_IOC_GROUP_CREATE) &&
+	       C_EVENTS == _IOC_NR(XFERK_IOC_EVENTS),
+	       "C_* indexes are the command numbers");
 
 struct call;
 
@@ -733,6 +760,10 @@ struct call {
 	uint64_t user_data, total_bytes;
 	uint32_t nr_frags;
 	uint64_t chain, src_mr;
+	uint64_t group;			/* SUBMIT: the group named */
+	uint64_t evp;			/* EVENTS: the array's address */
+	uint32_t max_events;
+	bool ev_alone;			/* EVENTS: no other EVENTS was in flight */
 	uint32_t conn_timeout;
 	/* results */
 	int res;
@@ -770,8 +801,9 @@ static const unsigned int ring_setup[NRINGS] = {
 
 static struct fz_ring rings[NRINGS];
 static struct call *pending[MAX_PENDING];
-static unsigned int npending, npending_submits;
+static unsigned int npending, npending_submits, npending_events;
 static uint64_t retired_due;	/* closed rings' submits may complete until */
+static uint64_t retired_events_due;	/* closed rings' EVENTS may run until */
 static uint64_t ud_seq;
 
 /* ---- statistics ---- */
@@ -788,6 +820,8 @@ static struct {
 	unsigned long rdma_connect_failed, deregs_busy, reopens, ring_reopens;
 	unsigned long foreign_exports, quarantined, overdue, late_cqes;
 	unsigned long retired;
+	unsigned long events[XFERK_EVENT_ABORTED + 1], events_dropped;
+	unsigned long groups_aborted;
 } st;
 
 static unsigned int res_slot(int res, bool parked)
@@ -994,6 +1028,26 @@ static void chain_hurt(int fi, uint64_t id)
 
 	if (ch)
 		ch->healthy = false;
+}
+
+/*
+ * A GROUP_ABORT of @group may run: every op that named it may be
+ * cancelled (in the background, through a ring or after a signal), and
+ * their connections forced into the error state.
+ */
+static void group_aborting(int fi, uint64_t group)
+{
+	struct fz_file *F = &files[fi];
+	unsigned int i;
+
+	for (i = 0; group && i < NOBJ; i++) {
+		struct obj *o = &F->obj[i];
+
+		if (o->live && o->kind == K_OP && o->op.group == group) {
+			o->op.bg_cancel = true;
+			chain_hurt(fi, o->op.chain);
+		}
+	}
 }
 
 /* ---- handles for fuzzed calls ---- */
@@ -1623,8 +1677,25 @@ static void gen_submit(struct call *c, uint8_t *a)
 		x->window_bytes = chance(50) ? range(1, 16384) : rnd();
 		x->window_chunks = chance(50) ? (uint32_t)range(1, 8) : rnd32();
 	}
+	/* ABI 8: a group to join, a notification once physical. */
+	if (chance(25)) {
+		struct obj *g;
+
+		x->group = pick_handle(c, K_GROUP);
+		g = obj_find_kind(&files[c->fi], x->group, K_GROUP);
+		if (g && c->ring)
+			g->grp.ring_joined = true;
+	}
+	r = (unsigned int)below(100);
+	if (r < 15) {
+		x->flags |= XFERK_SUBMIT_NOTIFY;
+		x->notify_tag = chance(10) ? 0 : rnd();
+	} else if (r < 18) {
+		x->notify_tag = rnd() | 1;	/* without the flag */
+	}
 	x->op = 0;	/* an output: a ring submit's handle shows up here */
 
+	c->group = x->group;
 	c->deadline = x->deadline_ns;
 	c->user_data = x->user_data;
 	c->total_bytes = total;
@@ -1689,6 +1760,123 @@ static void gen_cancel(struct call *c, uint8_t *a)
 	gen_snap_garbage(&x->snap);
 	c->h = x->op;
 	c->deadline = x->drain_deadline_ns;
+}
+
+/* GROUP_CREATE: a tag; the outputs sometimes not 0 (the kernel ignores them). */
+static void gen_group_create(struct call *c, uint8_t *a)
+{
+	struct xferk_ioc_group_create *x = (void *)a;
+
+	x->tag = chance(20) ? 0 : rnd();
+	if (chance(5)) {
+		x->handle = rnd();
+		x->generation = rnd();
+	}
+}
+
+/*
+ * GROUP_ABORT, _WAIT, _QUERY: a group handle; deadlines bounded as WAIT's
+ * and CANCEL's, mostly near for a live group (its ops run on their own).
+ */
+static void gen_group(struct call *c, uint8_t *a)
+{
+	struct xferk_ioc_group *x = (void *)a;
+	unsigned int r = (unsigned int)below(100);
+	bool live;
+
+	x->group = pick_handle(c, K_GROUP);
+	live = obj_find_kind(&files[c->fi], x->group, K_GROUP);
+	switch (cmd_index(c->cmd)) {
+	case C_GROUP_WAIT:
+		x->flags = r < 50 ? XFERK_WAIT_PHYSICAL : r < 95 ? 0 : rnd32();
+		x->deadline_ns = gen_deadline(c, DL_WAIT);
+		if (live && chance(60))
+			x->deadline_ns = now_ns() + range(0, 5 * MS);
+		break;
+	case C_GROUP_ABORT:
+		if (chance(5))
+			x->flags = rnd32();
+		x->deadline_ns = gen_deadline(c, DL_CANCEL);
+		if (live && chance(60))
+			x->deadline_ns = now_ns() + range(0, 20 * MS);
+		group_aborting(c->fi, x->group);
+		break;
+	default:	/* QUERY: the deadline must be 0 */
+		if (chance(5))
+			x->flags = rnd32();
+		if (chance(5))
+			x->deadline_ns = rnd() | 1;
+		break;
+	}
+	if (chance(10))
+		memset(&x->snap, (int)range(1, 255), sizeof(x->snap));
+	c->h = x->group;
+	c->deadline = x->deadline_ns;
+}
+
+/* NOTIFY: a remote handle (mostly live: its target is one of our files). */
+static void gen_notify(struct call *c, uint8_t *a)
+{
+	struct xferk_ioc_notify *x = (void *)a;
+
+	x->remote = pick_handle(c, K_REMOTE);
+	x->tag = rnd();
+	c->h = x->remote;
+}
+
+/* Bytes of an event array EVENTS must not write. */
+#define EV_POISON	0xa5
+
+/*
+ * EVENTS: room for max_events in the slot's fragment area (filled with
+ * EV_POISON), or a bad pointer (never a random one: the kernel writes
+ * there); a deadline that is never far: nothing may ever come.
+ */
+static void gen_events(struct call *c, uint8_t *a)
+{
+	struct xferk_ioc_events *x = (void *)a;
+	const uint64_t esz = sizeof(struct xferk_event);
+	uint8_t *base = c->slot->frags;
+	unsigned int r = (unsigned int)below(100);
+	uint64_t now = now_ns(), room;
+
+	x->max_events = r < 60 ? (uint32_t)range(1, 16) :
+			r < 80 ? (uint32_t)range(17, XFERK_EVENTS_MAX - 1) :
+			r < 86 ? XFERK_EVENTS_MAX : r < 91 ? 0 :
+			r < 96 ? XFERK_EVENTS_MAX + (uint32_t)range(1, 64) : rnd32();
+	room = (min64(x->max_events, XFERK_EVENTS_MAX) + 1) * esz;
+	memset(base, EV_POISON, room);
+	r = (unsigned int)below(100);
+	if (r < 80) {
+		x->events = (uintptr_t)base;
+	} else if (r < 83) {
+		x->events = (uintptr_t)base + range(1, 7);
+	} else if (r < 87) {
+		/* Fewer than max_events fit before the guard page. */
+		x->events = (uintptr_t)base + FRAG_BYTES -
+			    esz * below(min64(x->max_events, XFERK_EVENTS_MAX));
+	} else if (r < 90) {
+		x->events = (uintptr_t)ro_page;
+	} else if (r < 93) {
+		x->events = (uintptr_t)none_page;
+	} else if (r < 95) {
+		x->events = 0;
+	} else {
+		x->events = bad_address(chance(50) ? PL_KERNEL :
+					chance(50) ? PL_LOW : PL_NONCANON);
+	}
+	r = (unsigned int)below(100);
+	x->deadline_ns = r < 40 ? 0 : r < 50 ? now - min64(now - 1, range(1, SEC)) :
+			 r < 55 ? now : r < 90 ? now + range(US, 5 * MS) :
+			 now + range(5 * MS, 50 * MS);
+	if (chance(5)) {
+		x->nr_events = rnd32();
+		x->dropped = rnd();
+	}
+	c->evp = x->events;
+	c->max_events = x->max_events;
+	c->deadline = x->deadline_ns;
+	c->ev_alone = !npending_events && now > retired_events_due;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1969,7 +2157,11 @@ static void unpriv_checks(struct call *c, int res, bool parked)
 		clean = !s.reserved && (c->size < sizeof(s) || !s.reserved2) &&
 			(c->ring || (s.flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) ||
 			 !s.drain_budget_ns) &&
-			(c->ring || !(s.flags & XFERK_SUBMIT_AUTO_RELEASE));
+			(c->ring || !(s.flags & XFERK_SUBMIT_AUTO_RELEASE)) &&
+			/* A group or a notification may fail first (ABI 8). */
+			!(s.flags & XFERK_SUBMIT_NOTIFY) &&
+			(c->size <= offsetof(struct xferk_ioc_submit, group) ||
+			 (!s.group && !s.notify_tag));
 		/* Through the ring the deadline is checked first. */
 		if (c->ring)
 			clean = clean && s.deadline_ns < KTIME_MAX_NS &&
@@ -1981,6 +2173,13 @@ static void unpriv_checks(struct call *c, int res, bool parked)
 	}
 }
 
+/* Commands whose output goes back with ETIMEDOUT too (EVENTS: may). */
+static bool out_on_timeout(const struct call *c)
+{
+	return is_cmd(c, C_WAIT) || is_cmd(c, C_CANCEL) || is_cmd(c, C_GROUP_ABORT) ||
+	       is_cmd(c, C_GROUP_WAIT) || is_cmd(c, C_EVENTS);
+}
+
 /*
  * A failed call writes nothing back; a successful one nothing beyond
  * min(size, sizeof); a parked ring SUBMIT only its op handle.
@@ -1988,8 +2187,7 @@ static void unpriv_checks(struct call *c, int res, bool parked)
 static void check_writeback(struct call *c, int res, bool parked)
 {
 	uint32_t from = 0, i;
-	bool success = res == 0 || parked ||
-		       (res == -ETIMEDOUT && (is_cmd(c, C_WAIT) || is_cmd(c, C_CANCEL)));
+	bool success = res == 0 || parked || (res == -ETIMEDOUT && out_on_timeout(c));
 	size_t op_off = offsetof(struct xferk_ioc_submit, op);
 	char d[200];
 
@@ -2197,6 +2395,7 @@ static struct obj *register_op(struct call *c, uint64_t h)
 	o->op.bg_cancel = c->ring || (c->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE);
 	o->op.park_end = c->ring ? c->deadline + min64(c->budget, XFERK_URING_MAX_PARK_NS) : 0;
 	o->op.chain = c->chain;
+	o->op.group = c->group;
 	o->op.src_mr = c->src_mr;
 	return o;
 }
@@ -2368,6 +2567,214 @@ static void done_cancel(struct call *c, int res, bool same)
 		     until - c->t1);
 }
 
+static void done_group_create(struct call *c, int res, bool same)
+{
+	struct xferk_ioc_group_create x;
+	struct obj *o;
+	char d[200];
+
+	if (res || !c->rw)
+		return;
+	memcpy(&x, c->uarg, sizeof(x));
+	c->out_h = x.handle;
+	if (!x.generation) {
+		call_desc(c, d, sizeof(d));
+		fail("%s: a group with generation 0", d);
+	}
+	o = same ? obj_add(&files[c->fi], K_GROUP, x.handle) : NULL;
+	if (!o)
+		return;
+	o->grp.gen = x.generation;
+	o->grp.tag = x.tag;
+}
+
+static bool group_snap_bad(const struct call *c, const struct xferk_group_snapshot *s,
+			   const char *why)
+{
+	char d[200];
+
+	call_desc(c, d, sizeof(d));
+	fail("%s: group snapshot %s: ops %u physical %u (submitted %u in progress %u "
+	     "succeeded %u failed %u timed out %u cancel requested %u draining %u "
+	     "drained %u quarantined %u) aborted %u first_error %d bytes %llu/%llu "
+	     "in flight %llu quarantined %llu quarantines %u", d, why, s->ops,
+	     s->ops_physical, s->ops_in_state[XFERK_STATE_SUBMITTED],
+	     s->ops_in_state[XFERK_STATE_IN_PROGRESS],
+	     s->ops_in_state[XFERK_STATE_SUCCEEDED], s->ops_in_state[XFERK_STATE_FAILED],
+	     s->ops_in_state[XFERK_STATE_TIMED_OUT],
+	     s->ops_in_state[XFERK_STATE_CANCEL_REQUESTED],
+	     s->ops_in_state[XFERK_STATE_DRAINING], s->ops_in_state[XFERK_STATE_DRAINED],
+	     s->ops_in_state[XFERK_STATE_QUARANTINED], s->aborted, s->first_error,
+	     (unsigned long long)s->transferred_bytes,
+	     (unsigned long long)s->total_bytes, (unsigned long long)s->in_flight_bytes,
+	     (unsigned long long)s->quarantined_bytes, s->quarantine_events);
+	return false;
+}
+
+#define IN(s, st)	((uint64_t)(s)->ops_in_state[XFERK_STATE_##st])
+
+/*
+ * What every group snapshot must satisfy: the sums of op snapshots that
+ * each satisfy snap_invariants(), and the group it names.
+ */
+static bool group_snap_invariants(const struct call *c, const struct xferk_group_snapshot *s,
+				  const struct obj *g)
+{
+	uint64_t n = 0, errs;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(s->ops_in_state); i++) {
+		if (i >= XFERK_STATE_COUNT && s->ops_in_state[i])
+			return group_snap_bad(c, s, "counts ops in no valid state");
+		n += s->ops_in_state[i];
+	}
+	if (n != s->ops)
+		return group_snap_bad(c, s, "ops_in_state does not add up to ops");
+	if (s->ops_physical > IN(s, SUCCEEDED) + IN(s, FAILED) + IN(s, DRAINED) +
+			      IN(s, TIMED_OUT) ||
+	    s->ops_physical < IN(s, SUCCEEDED) + IN(s, FAILED) + IN(s, DRAINED))
+		return group_snap_bad(c, s, "ops_physical does not match the ops' states");
+	if (s->aborted > 1)
+		return group_snap_bad(c, s, "aborted is neither 0 nor 1");
+	if (s->first_error > 0 || s->first_error < -4095)
+		return group_snap_bad(c, s, "first_error is not a negative errno");
+	errs = IN(s, FAILED) + IN(s, TIMED_OUT) + IN(s, CANCEL_REQUESTED) +
+	       IN(s, DRAINING) + IN(s, DRAINED) + IN(s, QUARANTINED);
+	if (errs && !s->first_error)
+		return group_snap_bad(c, s, "failed or cancelled ops without first_error");
+	if (s->transferred_bytes > s->total_bytes ||
+	    s->in_flight_bytes > s->total_bytes - s->transferred_bytes ||
+	    s->quarantined_bytes > s->in_flight_bytes)
+		return group_snap_bad(c, s, "byte sums out of order");
+	if (s->total_bytes < s->ops || s->total_bytes > s->ops * XFERK_MAX_OP_BYTES)
+		return group_snap_bad(c, s, "total_bytes out of bounds for its ops");
+	if (IN(s, QUARANTINED) > s->quarantine_events)
+		return group_snap_bad(c, s, "QUARANTINED ops without their events");
+	if (!s->generation)
+		return group_snap_bad(c, s, "generation is 0");
+	if (s->reserved[0] || s->reserved[1])
+		return group_snap_bad(c, s, "reserved fields are not 0");
+	if (g && (s->generation != g->grp.gen || s->tag != g->grp.tag))
+		return group_snap_bad(c, s, "does not name the group created");
+	if (g && g->grp.aborted_at && g->grp.aborted_at <= c->t0 && !s->aborted)
+		return group_snap_bad(c, s, "is no longer aborted");
+	return true;
+}
+
+/*
+ * GROUP_ABORT, _WAIT, _QUERY. An abort that returned its snapshot closed
+ * the group for good. With 0, the snapshot shows what was promised: every
+ * op physically complete (ABORT, WAIT with XFERK_WAIT_PHYSICAL) or settled
+ * (WAIT). Whether an ETIMEDOUT snapshot shows the opposite is not checked:
+ * unlike WAIT's, the group's snapshot is taken after the result was
+ * decided. An abort's ETIMEDOUT may come before its deadline when ops of
+ * the group were parked in a ring (their own drain ended first, as for
+ * CANCEL): checked only for groups no ring SUBMIT named.
+ */
+static void done_group(struct call *c, int res, bool same)
+{
+	struct obj *g = same ? obj_find_kind(&files[c->fi], c->h, K_GROUP) : NULL;
+	bool abort = is_cmd(c, C_GROUP_ABORT), phys, cond;
+	struct xferk_group_snapshot s;
+	char d[200];
+
+	if (abort && (res == 0 || res == -ETIMEDOUT ||
+		      (res == -EFAULT && c->place == PL_RO))) {
+		if (g && !g->grp.aborted_at)
+			g->grp.aborted_at = c->t1;
+		st.groups_aborted++;
+	}
+	if ((res != 0 && !(res == -ETIMEDOUT && out_on_timeout(c))) || !c->rw)
+		return;
+	memcpy(&s, c->uarg + offsetof(struct xferk_ioc_group, snap), sizeof(s));
+	if (!group_snap_invariants(c, &s, g))
+		return;
+	call_desc(c, d, sizeof(d));
+	if (abort && !s.aborted)
+		fail("%s returned %s, but its snapshot is not aborted", d,
+		     res_name(res, false));
+	if (is_cmd(c, C_GROUP_QUERY))
+		return;
+	phys = abort || (c->flags & XFERK_WAIT_PHYSICAL);
+	cond = phys ? s.ops_physical == s.ops :
+		      !IN(&s, SUBMITTED) && !IN(&s, IN_PROGRESS);
+	if (!res && !cond)
+		group_snap_bad(c, &s, phys ? "returned 0 with ops not physically complete" :
+					     "returned 0 with ops not settled");
+	if (res != -ETIMEDOUT || (abort && (!g || g->grp.ring_joined)))
+		return;
+	if (c->deadline > KTIME_MAX_NS)
+		fail("%s: ETIMEDOUT without a deadline", d);
+	else if (c->t1 < c->deadline)
+		fail("%s: ETIMEDOUT %" PRIu64 " ns before its deadline", d,
+		     c->deadline - c->t1);
+}
+
+/*
+ * EVENTS: 0 with 1 .. max_events well-formed events and nothing written
+ * beyond them; ETIMEDOUT with none, not before the deadline (unless
+ * another EVENTS of the file may have taken them meanwhile).
+ */
+static void done_events(struct call *c, int res, bool same)
+{
+	const uint64_t esz = sizeof(struct xferk_event);
+	uint8_t *base = c->slot->frags;
+	bool in_slot = c->evp >= (uintptr_t)base &&
+		       c->evp + (min64(c->max_events, XFERK_EVENTS_MAX) + 1) * esz <=
+		       (uintptr_t)base + FRAG_BYTES;
+	const uint8_t *evs = (const uint8_t *)(uintptr_t)c->evp;
+	struct xferk_ioc_events x, b;
+	uint64_t i, n = 0, room;
+	char d[200];
+
+	if ((res != 0 && res != -ETIMEDOUT) || !c->rw)
+		return;
+	call_desc(c, d, sizeof(d));
+	memcpy(&x, c->uarg, sizeof(x));
+	memcpy(&b, c->before, sizeof(b));
+	if (res == -ETIMEDOUT) {
+		if ((x.nr_events != b.nr_events && x.nr_events) ||
+		    (x.dropped != b.dropped && x.dropped))
+			fail("%s: ETIMEDOUT, with %u events and %llu dropped written back",
+			     d, x.nr_events, (unsigned long long)x.dropped);
+		if (c->t1 < c->deadline && !c->ring && c->ev_alone)
+			fail("%s: ETIMEDOUT %" PRIu64 " ns before its deadline", d,
+			     c->deadline - c->t1);
+	} else {
+		n = x.nr_events;
+		st.events_dropped += x.dropped;
+		if (!n || n > c->max_events) {
+			fail("%s returned 0 with %" PRIu64 " events (max_events %u)", d, n,
+			     c->max_events);
+			return;
+		}
+	}
+	if (!in_slot)
+		return;
+	for (i = 0; i < n; i++) {
+		struct xferk_event e;
+
+		memcpy(&e, evs + i * esz, sizeof(e));
+		if (!e.export || e.type < XFERK_EVENT_DATA || e.type > XFERK_EVENT_ABORTED ||
+		    (e.flags & ~XFERK_EVENT_INCOMPLETE) ||
+		    (e.type != XFERK_EVENT_DATA && (e.flags || e.bytes))) {
+			fail("%s: event %" PRIu64 " of %" PRIu64 ": export %#llx tag %#llx "
+			     "bytes %llu type %u flags %#x", d, i, n,
+			     (unsigned long long)e.export, (unsigned long long)e.tag,
+			     (unsigned long long)e.bytes, e.type, e.flags);
+			return;
+		}
+		st.events[e.type]++;
+	}
+	room = (min64(c->max_events, XFERK_EVENTS_MAX) + 1) * esz;
+	for (i = n * esz; i < room; i++)
+		if (evs[i] != EV_POISON) {
+			fail("%s returned %s with %" PRIu64 " events and wrote byte %" PRIu64
+			     " of the array", d, res_name(res, false), n, i);
+			return;
+		}
+}
+
 /* ------------------------------------------------------------------ */
 /* The commands                                                        */
 /* ------------------------------------------------------------------ */
@@ -2444,10 +2851,14 @@ static const struct cmd cmds[NCMD] = {
 	},
 	[C_SUBMIT] = {
 		.name = "SUBMIT", .nr = XFERK_IOC_SUBMIT,
-		/* ABI 4 appended window_bytes, window_chunks, reserved2. */
+		/*
+		 * ABI 4 appended window_bytes, window_chunks, reserved2;
+		 * ABI 8 group and notify_tag.
+		 */
 		.size = SZ(struct xferk_ioc_submit),
 		.min_size = offsetof(struct xferk_ioc_submit, window_bytes),
-		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE | XFERK_SUBMIT_AUTO_RELEASE,
+		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE | XFERK_SUBMIT_AUTO_RELEASE |
+			 XFERK_SUBMIT_NOTIFY,
 		.errs = errs_submit,
 		.rsv = { RSV(struct xferk_ioc_submit, reserved),
 			 RSV(struct xferk_ioc_submit, reserved2) },
@@ -2501,6 +2912,55 @@ static const struct cmd cmds[NCMD] = {
 		.rsv = { RSV(struct xferk_ioc_window_close, reserved0),
 			 RSV(struct xferk_ioc_window_close, reserved) },
 		.gen = gen_window_close, .done = done_drop,
+	},
+	[C_GROUP_CREATE] = {
+		.name = "GROUP_CREATE", .nr = XFERK_IOC_GROUP_CREATE,
+		.size = SZ(struct xferk_ioc_group_create),
+		.min_size = SZ(struct xferk_ioc_group_create),
+		.errs = errs_group_create,
+		.rsv = { RSV(struct xferk_ioc_group_create, reserved) },
+		.gen = gen_group_create, .done = done_group_create,
+	},
+	[C_GROUP_ABORT] = {
+		.name = "GROUP_ABORT", .nr = XFERK_IOC_GROUP_ABORT,
+		.size = SZ(struct xferk_ioc_group), .min_size = SZ(struct xferk_ioc_group),
+		.kind = K_GROUP, .errs = errs_group_abort,
+		.gen = gen_group, .done = done_group,
+	},
+	[C_GROUP_WAIT] = {
+		.name = "GROUP_WAIT", .nr = XFERK_IOC_GROUP_WAIT,
+		.size = SZ(struct xferk_ioc_group), .min_size = SZ(struct xferk_ioc_group),
+		.flags = XFERK_WAIT_PHYSICAL, .kind = K_GROUP, .errs = errs_wait,
+		.gen = gen_group, .done = done_group,
+	},
+	[C_GROUP_QUERY] = {
+		.name = "GROUP_QUERY", .nr = XFERK_IOC_GROUP_QUERY,
+		.size = SZ(struct xferk_ioc_group), .min_size = SZ(struct xferk_ioc_group),
+		.kind = K_GROUP, .errs = errs_query,
+		/* Its deadline must be 0, as a reserved field. */
+		.rsv = { RSV(struct xferk_ioc_group, deadline_ns) },
+		.gen = gen_group, .done = done_group,
+	},
+	[C_GROUP_RELEASE] = {
+		.name = "GROUP_RELEASE", .nr = XFERK_IOC_GROUP_RELEASE,
+		.size = SZ(struct xferk_ioc_handle), .min_size = SZ(struct xferk_ioc_handle),
+		.kind = K_GROUP, .errs = errs_drop,
+		.rsv = { RSV(struct xferk_ioc_handle, reserved) },
+		.gen = gen_handle, .done = done_drop,
+	},
+	[C_NOTIFY] = {
+		.name = "NOTIFY", .nr = XFERK_IOC_NOTIFY,
+		.size = SZ(struct xferk_ioc_notify), .min_size = SZ(struct xferk_ioc_notify),
+		.errs = errs_notify,
+		.rsv = { RSV(struct xferk_ioc_notify, reserved) },
+		.gen = gen_notify,
+	},
+	[C_EVENTS] = {
+		.name = "EVENTS", .nr = XFERK_IOC_EVENTS,
+		.size = SZ(struct xferk_ioc_events), .min_size = SZ(struct xferk_ioc_events),
+		.errs = errs_events,
+		.rsv = { RSV(struct xferk_ioc_events, reserved) },
+		.gen = gen_events, .done = done_events,
 	},
 };
 
@@ -2750,9 +3210,12 @@ static uint64_t due_of(const struct call *c)
 			       min64(c->budget, XFERK_URING_MAX_PARK_NS) + flush_timeout_ns;
 		break;
 	case C_WAIT:
+	case C_GROUP_WAIT:
+	case C_EVENTS:
 		wait = dl > KTIME_MAX_NS ? 90 * SEC : dl > c->t0 ? min64(dl - c->t0, 90 * SEC) : 0;
 		break;
 	case C_CANCEL:
+	case C_GROUP_ABORT:
 		wait = dl > c->t0 ? min64(dl - c->t0, XFERK_URING_MAX_PARK_NS) : 0;
 		break;
 	case C_CONNECT:
@@ -2826,6 +3289,8 @@ static void ring_issue(struct call *c)
 	npending++;
 	if (is_cmd(c, C_SUBMIT))
 		npending_submits++;
+	if (is_cmd(c, C_EVENTS))
+		npending_events++;
 	o = obj_find(&files[c->fi], c->h);
 	if (o && is_drop(c))
 		o->drops_pending++;
@@ -2890,6 +3355,8 @@ static void cqe_arrived(int ri, const struct io_uring_cqe *cqe, uint64_t big0)
 	npending--;
 	if (is_cmd(c, C_SUBMIT))
 		npending_submits--;
+	if (is_cmd(c, C_EVENTS))
+		npending_events--;
 	c->t1 = now_ns();
 	c->big0 = big0;
 	if (c->overdue)
@@ -2990,6 +3457,11 @@ static void ring_close(int ri)
 			npending_submits--;
 			retired_due = max64(retired_due, c->due);
 		}
+		if (is_cmd(c, C_EVENTS)) {
+			npending_events--;
+			retired_events_due = max64(retired_events_due,
+						   max64(c->deadline, c->t0) + SEC);
+		}
 		c->slot->retired = true;
 		c->slot->retired_until = c->due;
 		st.retired++;
@@ -3089,7 +3561,7 @@ static bool exactable(const struct obj *o)
 
 static const int drop_cmd[K_COUNT] = {
 	[K_REGION] = C_MR_DEREG, [K_CONN] = C_DISCONNECT, [K_EXPORT] = C_UNEXPORT,
-	[K_REMOTE] = C_UNIMPORT, [K_OP] = C_RELEASE,
+	[K_REMOTE] = C_UNIMPORT, [K_OP] = C_RELEASE, [K_GROUP] = C_GROUP_RELEASE,
 };
 
 static void real_drop(int fi, struct obj *o, bool ring_ok)
@@ -3303,6 +3775,11 @@ static struct chain *chain_get(int fi, bool rdma)
 	return n ? cand[below(n)] : chain_build(fi, rdma);
 }
 
+static bool group_open(const struct obj *o)
+{
+	return !o->drops_pending && !o->grp.aborted_at;
+}
+
 /* A small op on a healthy chain, through ioctl or a ring. */
 static void real_submit(int fi)
 {
@@ -3367,6 +3844,22 @@ static void real_submit(int fi)
 			x.drain_budget_ns = range(0, 200 * MS);
 		}
 	}
+	if (unpriv && x.priority == XFERK_PRIO_INTERNAL) {
+		c->expect_set = true;
+		c->expect = -EPERM;
+	} else {
+		/* Into an open group; a DATA event for our own export. */
+		struct obj *g = chance(20) ? obj_random(F, K_GROUP, group_open) : NULL;
+
+		if (g) {
+			x.group = g->h;
+			g->grp.ring_joined |= c->ring;
+		}
+		if (ch->rdma && chance(15)) {
+			x.flags |= XFERK_SUBMIT_NOTIFY;
+			x.notify_tag = rnd();
+		}
+	}
 	c->deadline = x.deadline_ns;
 	c->budget = x.drain_budget_ns;
 	c->user_data = x.user_data;
@@ -3374,11 +3867,8 @@ static void real_submit(int fi)
 	c->nr_frags = n;
 	c->prio = x.priority;
 	c->chain = ch->id;
+	c->group = x.group;
 	c->src_mr = src->h;
-	if (unpriv && x.priority == XFERK_PRIO_INTERNAL) {
-		c->expect_set = true;
-		c->expect = -EPERM;
-	}
 	st.real_submits++;
 	real_issue(c, &x);
 }
@@ -3581,6 +4071,53 @@ static void real_foreign_export(int fi)
 	call_free(c);
 }
 
+static bool group_pickable(const struct obj *o)
+{
+	return !o->drops_pending;
+}
+
+/*
+ * Groups: created (real ops join them), aborted with short drain
+ * deadlines, waited for briefly, queried.
+ */
+static void real_group(int fi)
+{
+	struct fz_file *F = &files[fi];
+	struct obj *g = obj_random(F, K_GROUP, group_pickable);
+	unsigned int r = (unsigned int)below(100);
+	struct xferk_ioc_group x = { .size = sizeof(x) };
+	uint64_t now = now_ns();
+	struct call *c;
+
+	if (!g || (r < 35 && obj_count(F, K_GROUP) < kind_cap[K_GROUP])) {
+		struct xferk_ioc_group_create gc = { .size = sizeof(gc), .tag = rnd() };
+
+		c = real_call(C_GROUP_CREATE, fi);
+		real_via(c, 20);
+		real_issue(c, &gc);
+		return;
+	}
+	x.group = g->h;
+	if (r < 60) {
+		c = real_call(C_GROUP_ABORT, fi);
+		r = (unsigned int)below(100);
+		x.deadline_ns = r < 40 ? now + range(0, 5 * MS) :
+				r < 80 ? now + range(5 * MS, 50 * MS) :
+				r < 95 ? now + range(50 * MS, 300 * MS) : past(now);
+		group_aborting(fi, g->h);
+	} else if (r < 88) {
+		c = real_call(C_GROUP_WAIT, fi);
+		x.flags = chance(50) ? XFERK_WAIT_PHYSICAL : 0;
+		x.deadline_ns = chance(80) ? now + range(0, 10 * MS) : past(now);
+	} else {
+		c = real_call(C_GROUP_QUERY, fi);
+	}
+	real_via(c, 30);
+	c->h = x.group;
+	c->deadline = x.deadline_ns;
+	real_issue(c, &x);
+}
+
 static void real_reopen_file(int fi)
 {
 	trace("file %d: closed with its objects in flight, reopened", fi);
@@ -3607,7 +4144,9 @@ static const unsigned int cmd_weight[NCMD + 1] = {
 	[C_DISCONNECT] = 4, [C_EXPORT] = 8, [C_UNEXPORT] = 4, [C_IMPORT] = 8,
 	[C_UNIMPORT] = 4, [C_SUBMIT] = 18, [C_WAIT] = 9, [C_QUERY] = 7,
 	[C_RELEASE] = 6, [C_CANCEL] = 9, [C_CONN_QUERY] = 3,
-	[C_WINDOW_OPEN] = 4, [C_WINDOW_CLOSE] = 3, [NCMD] = 6,
+	[C_WINDOW_OPEN] = 4, [C_WINDOW_CLOSE] = 3, [C_GROUP_CREATE] = 4,
+	[C_GROUP_ABORT] = 3, [C_GROUP_WAIT] = 3, [C_GROUP_QUERY] = 3,
+	[C_GROUP_RELEASE] = 2, [C_NOTIFY] = 4, [C_EVENTS] = 4, [NCMD] = 6,
 };
 
 /* One fuzzed call: a command, its struct, its placement, ioctl or ring. */
@@ -3703,6 +4242,8 @@ static void step(void)
 		real_reopen_ring((int)below(NRINGS));
 	else if (r < 978)
 		real_foreign_export(fi);
+	else if (r < 990)
+		real_group(fi);
 	else
 		fuzz_one(fi);
 }
@@ -3775,6 +4316,10 @@ static void summary(bool by_time, uint64_t elapsed, unsigned long done)
 		st.rdma_connect_failed, st.deregs_busy, st.reopens, st.ring_reopens,
 		st.retired, st.foreign_exports, st.quarantined, (int)nsignals,
 		st.overdue, st.late_cqes);
+	fprintf(f, "[%s] groups: %lu aborted; events taken: %lu DATA, %lu NOTE, %lu ABORTED "
+		"(%lu dropped)\n", role, st.groups_aborted, st.events[XFERK_EVENT_DATA],
+		st.events[XFERK_EVENT_NOTE], st.events[XFERK_EVENT_ABORTED],
+		st.events_dropped);
 	fclose(f);
 	fwrite(buf, 1, len, stdout);
 	fflush(stdout);

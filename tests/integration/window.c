@@ -15,7 +15,7 @@
  * 3. Bad input: each fails with its documented errno and publishes
  *    nothing (the export count is unchanged).
  * 4. A peer without the capability (fault knob no_caps, on a fresh
- *    session): WINDOW_OPEN fails with EOPNOTSUPP; CLOSE of a plain export
+ *    session): WINDOW_OPEN and NOTIFY fail with EOPNOTSUPP; CLOSE of a plain export
  *    is forced and returns; a write through the closed export then fails
  *    at the device (EACCES) and lands nowhere.
  *
@@ -412,6 +412,8 @@ static void old_peer(void)
 	if (!ret)
 		ret = xferk_import(l.x, l.conn, &tok, &rm);
 	T_EXPECT(ret == 0, "export, import: %s", strerror(-ret));
+	/* Nor notifications: refused before anything is queued. */
+	T_EXPECT_ERR(xferk_notify(l.x, rm, 1), EOPNOTSUPP);
 	ret = xferk_window_close(l.x, exp, xferk_now_ns() + 5000000000ULL,
 				 &how, NULL);
 	T_EXPECT(ret == 0 && how == XFERK_CLOSE_FORCED, "close: %d how %u",

@@ -10,14 +10,20 @@
 
 #define MSGS	64
 
+/* A REVOKE or REVOKE_ACK is 32 bytes on the wire. */
+#define REVOKE_MSG_SIZE	32
+
 static u8 sent[MSGS][XFERK_MSG_SIZE];
+static u32 sent_len[MSGS];
 static unsigned int nr_sent;
 
-static int fake_send_msg(struct xferk_conn *c, const void *msg)
+static int fake_send_msg(struct xferk_conn *c, const void *msg, u32 len,
+			 u64 seq)
 {
 	if (nr_sent == MSGS)
 		return -EAGAIN;
-	memcpy(sent[nr_sent++], msg, XFERK_MSG_SIZE);
+	sent_len[nr_sent] = len;
+	memcpy(sent[nr_sent++], msg, len);
 	return 0;
 }
 
@@ -44,6 +50,8 @@ static int revoke_init(struct kunit *test)
 	INIT_LIST_HEAD(&c->pending);
 	INIT_LIST_HEAD(&c->posted);
 	INIT_LIST_HEAD(&c->remotes);
+	INIT_LIST_HEAD(&c->notify_queue);
+	INIT_LIST_HEAD(&c->notify_posted);
 	init_waitqueue_head(&c->state_wq);
 	c->revoked = kunit_kcalloc(test, XFERK_REVOKED_MAX, sizeof(u64),
 				   GFP_KERNEL);
@@ -61,7 +69,7 @@ static int revoke_init(struct kunit *test)
 /* A message as the peer's kernel would send it: @type, @id, @gen. */
 static void wire(u8 *m, u8 type, u64 id, u64 gen)
 {
-	memset(m, 0, XFERK_MSG_SIZE);
+	memset(m, 0, REVOKE_MSG_SIZE);
 	put_unaligned_le32(0x4b4d4658, m);
 	m[4] = type;
 	put_unaligned_le64(id, m + 8);
@@ -70,7 +78,7 @@ static void wire(u8 *m, u8 type, u64 id, u64 gen)
 
 static void receive(struct xferk_conn *c, u8 type, u64 id, u64 gen)
 {
-	u8 m[XFERK_MSG_SIZE];
+	u8 m[REVOKE_MSG_SIZE];
 
 	wire(m, type, id, gen);
 	xferk_msg_received(c, m, sizeof(m));
@@ -78,10 +86,11 @@ static void receive(struct xferk_conn *c, u8 type, u64 id, u64 gen)
 
 static bool sent_is(unsigned int i, u8 type, u64 id, u64 gen)
 {
-	u8 m[XFERK_MSG_SIZE];
+	u8 m[REVOKE_MSG_SIZE];
 
 	wire(m, type, id, gen);
-	return i < nr_sent && !memcmp(sent[i], m, sizeof(m));
+	return i < nr_sent && sent_len[i] == sizeof(m) &&
+	       !memcmp(sent[i], m, sizeof(m));
 }
 
 /* REVOKE out, REVOKE_ACK in: the close is cooperative, the slot free. */
@@ -134,7 +143,7 @@ static void revoke_abandoned_bounded(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, xferk_export_ask_revoke(&f->e, &slot));
 	/* The path's death: waiting is lost, abandoned is free. */
 	mutex_lock(&f->c.lock);
-	xferk_revokes_path_lost(&f->c);
+	xferk_msgs_path_lost(&f->c);
 	mutex_unlock(&f->c.lock);
 	KUNIT_EXPECT_EQ(test, f->c.revokes[slot].state, XFERK_REVOKE_LOST);
 	for (i = 0; i < XFERK_REVOKES_MAX; i++)
@@ -177,7 +186,7 @@ static void revoke_fences_imports(struct kunit *test)
 
 	mutex_lock(&f->c.lock);
 	list_del(&f->ch.node);
-	xferk_acks_kick_locked(&f->c);
+	xferk_msgs_kick_locked(&f->c);
 	mutex_unlock(&f->c.lock);
 	KUNIT_EXPECT_TRUE(test, sent_is(0, 2, 9, 3));
 	KUNIT_EXPECT_EQ(test, f->c.nr_acks_due, 0U);
@@ -216,7 +225,7 @@ static void revoke_invalid_messages(struct kunit *test)
 	struct revoke_fixture *f = test->priv;
 	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid);
 	struct xferk_remote *rm = &f->rm[0];
-	u8 m[XFERK_MSG_SIZE];
+	u8 m[REVOKE_MSG_SIZE];
 	int i;
 
 	set_bit(XFERK_CONN_F_QP_DEAD, &f->c.flags);
@@ -257,7 +266,7 @@ static void revoke_invalid_messages(struct kunit *test)
 	/* It comes up: every answer goes. */
 	f->c.state = XFERK_CONN_UP;
 	mutex_lock(&f->c.lock);
-	xferk_acks_kick_locked(&f->c);
+	xferk_msgs_kick_locked(&f->c);
 	mutex_unlock(&f->c.lock);
 	KUNIT_EXPECT_EQ(test, nr_sent, (unsigned int)XFERK_REVOKES_MAX);
 	KUNIT_EXPECT_EQ(test, f->c.nr_acks_due, 0U);

@@ -24,6 +24,11 @@ static const struct {
 	{ "xferk_submit_ex", "XFERK_0.1" }, { "xferk_cancel_drain", "XFERK_0.1" },
 	{ "xferk_transfer_sync", "XFERK_0.1" },
 	{ "xferk_conn_query", "XFERK_0.2" },
+	{ "xferk_window_open", "XFERK_0.3" }, { "xferk_window_close", "XFERK_0.3" },
+	{ "xferk_group_create", "XFERK_0.4" }, { "xferk_group_abort", "XFERK_0.4" },
+	{ "xferk_group_wait", "XFERK_0.4" }, { "xferk_group_query", "XFERK_0.4" },
+	{ "xferk_group_release", "XFERK_0.4" }, { "xferk_submit_group", "XFERK_0.4" },
+	{ "xferk_notify", "XFERK_0.4" }, { "xferk_events", "XFERK_0.4" },
 };
 
 int main(int argc, char **argv)

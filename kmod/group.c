@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Request groups: the ops of one request, aborted together.
+ *
+ * A group is created empty and open. An op joins it at submit (before it
+ * is started) and stays on its list until the op is freed; then its final
+ * snapshot is added to the group's sum of departed ops, so a snapshot of
+ * the group always sums every op that ever joined. GROUP_ABORT closes the
+ * group under its lock (a later join fails with -ESHUTDOWN), takes a
+ * reference on every op still listed and drains them together
+ * (xferk_ops_cancel_drain()). When the group is closed and every op that
+ * joined is physically complete, the ABORTED notifications its abort
+ * prepared go to the targets of the remote handles its ops used, once.
+ *
+ * References: the group's handle holds one, each op in it one.
+ * Lock order: group->lock, then op->lock (snapshots); nothing is called
+ * under group->lock that takes another lock but op->lock.
+ *
+ * Verbs-free: KUnit tests the joining rules and the sums directly.
+ */
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <kunit/visibility.h>
+
+#include "xferk.h"
+
+/**
+ * xferk_group_create() - a new, open, empty group
+ * @tag: the tag its ABORTED notifications carry
+ *
+ * Return: the group (one reference, for its handle) or NULL.
+ */
+struct xferk_group *xferk_group_create(u64 tag)
+{
+	struct xferk_group *g = kzalloc(sizeof(*g), XFERK_GFP_USER);
+
+	if (!g)
+		return NULL;
+	kref_init(&g->ref);
+	spin_lock_init(&g->lock);
+	init_waitqueue_head(&g->wq);
+	INIT_LIST_HEAD(&g->ops);
+	INIT_LIST_HEAD(&g->aborted_notes);
+	g->tag = tag;
+	do {
+		g->gen = get_random_u64();
+	} while (!g->gen);
+	return g;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_group_create);
+
+static void group_release(struct kref *ref)
+{
+	struct xferk_group *g = container_of(ref, struct xferk_group, ref);
+	u32 i;
+
+	xferk_notify_free_list(&g->aborted_notes);
+	for (i = 0; i < g->nr_targets; i++)
+		xferk_remote_put(g->targets[i]);
+	kfree(g);
+}
+
+void xferk_group_put(struct xferk_group *g)
+{
+	kref_put(&g->ref, group_release);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_group_put);
+
+/* Is @rm one of the group's targets? With g->lock. */
+static bool group_has_target(struct xferk_group *g, struct xferk_remote *rm)
+{
+	u32 i;
+
+	for (i = 0; i < g->nr_targets; i++)
+		if (g->targets[i] == rm)
+			return true;
+	return false;
+}
+
+/**
+ * xferk_group_join() - an op being submitted joins a group
+ * @g: the group
+ * @op: the op, not yet started; takes a group reference on success
+ * @remotes: the remote handles of its fragments
+ * @nr: how many
+ *
+ * All or nothing: the op joins and the group records the remote handles
+ * it did not know yet (one reference each, kept until the group goes), or
+ * nothing changes.
+ *
+ * Return: 0, -ESHUTDOWN if the group was aborted, -E2BIG if it would use
+ * more than XFERK_GROUP_MAX_TARGETS distinct remote handles.
+ */
+int xferk_group_join(struct xferk_group *g, struct xferk_op *op,
+		     struct xferk_remote *const *remotes, u32 nr)
+{
+	u32 i, j, extra = 0;
+	int ret = 0;
+
+	spin_lock_irq(&g->lock);
+	if (g->closed) {
+		ret = -ESHUTDOWN;
+		goto out;
+	}
+	for (i = 0; i < nr; i++) {
+		for (j = 0; j < i && remotes[j] != remotes[i]; j++)
+			;
+		extra += j == i && !group_has_target(g, remotes[i]);
+	}
+	if (g->nr_targets + extra > XFERK_GROUP_MAX_TARGETS) {
+		ret = -E2BIG;
+		goto out;
+	}
+	for (i = 0; i < nr; i++) {
+		if (group_has_target(g, remotes[i]))
+			continue;
+		xferk_remote_get(remotes[i]);
+		g->targets[g->nr_targets++] = remotes[i];
+	}
+	kref_get(&g->ref);
+	op->group = g;
+	list_add_tail(&op->group_node, &g->ops);
+	g->nr_ops++;
+out:
+	spin_unlock_irq(&g->lock);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_group_join);
+
+/*
+ * The group is closed and every op of it physical: its ABORTED
+ * notifications go, once. Takes them off the group under g->lock.
+ */
+static void group_send_aborted(struct xferk_group *g)
+{
+	LIST_HEAD(notes);
+
+	spin_lock_irq(&g->lock);
+	if (g->notes_ready && g->nr_physical == g->nr_ops)
+		list_splice_init(&g->aborted_notes, &notes);
+	spin_unlock_irq(&g->lock);
+	xferk_notify_send_list(&notes);
+}
+
+/**
+ * xferk_group_op_physical() - an op of the group became physically
+ * complete (once per op, process context)
+ * @g: the op's group
+ */
+void xferk_group_op_physical(struct xferk_group *g)
+{
+	spin_lock_irq(&g->lock);
+	g->nr_physical++;
+	spin_unlock_irq(&g->lock);
+	wake_up_all(&g->wq);
+	group_send_aborted(g);
+}
+
+/**
+ * xferk_group_sum_add() - add an op's snapshot to a group's sums
+ * @sum: the group's snapshot being built
+ * @s: the op's snapshot
+ */
+void xferk_group_sum_add(struct xferk_group_snapshot *sum,
+			 const struct xferk_op_snapshot *s)
+{
+	sum->ops++;
+	sum->ops_physical += s->buffer_reusable;
+	if (s->state < ARRAY_SIZE(sum->ops_in_state))
+		sum->ops_in_state[s->state]++;
+	sum->total_bytes += s->total_bytes;
+	sum->transferred_bytes += s->transferred_bytes;
+	sum->in_flight_bytes += s->in_flight_bytes;
+	sum->quarantined_bytes += s->quarantined_bytes;
+	sum->late_completions += s->late_completions;
+	sum->quarantine_events += s->quarantine_events;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_group_sum_add);
+
+/**
+ * xferk_group_op_gone() - an op of the group is freed
+ * @op: the op, physically complete, its snapshot final
+ */
+void xferk_group_op_gone(struct xferk_op *op)
+{
+	struct xferk_group *g = op->group;
+	struct xferk_op_snapshot s;
+
+	xferk_op_snapshot(op, &s);
+	spin_lock_irq(&g->lock);
+	list_del(&op->group_node);
+	xferk_group_sum_add(&g->gone, &s);
+	if (!g->gone_error)
+		g->gone_error = s.first_error;
+	spin_unlock_irq(&g->lock);
+	xferk_group_put(g);
+}
+
+/**
+ * xferk_group_snapshot() - the sum of every op that joined the group
+ * @g: the group
+ * @snap: out
+ */
+void xferk_group_snapshot(struct xferk_group *g,
+			  struct xferk_group_snapshot *snap)
+{
+	struct xferk_op_snapshot s;
+	struct xferk_op *op;
+
+	spin_lock_irq(&g->lock);
+	*snap = g->gone;
+	snap->first_error = g->gone_error;
+	list_for_each_entry(op, &g->ops, group_node) {
+		xferk_op_snapshot(op, &s);
+		xferk_group_sum_add(snap, &s);
+		if (!snap->first_error)
+			snap->first_error = s.first_error;
+	}
+	snap->aborted = g->closed;
+	spin_unlock_irq(&g->lock);
+	snap->generation = g->gen;
+	snap->tag = g->tag;
+}
+
+/* Every op that joined is physically complete. */
+static bool group_physical(struct xferk_group *g)
+{
+	bool done;
+
+	spin_lock_irq(&g->lock);
+	done = g->nr_physical == g->nr_ops;
+	spin_unlock_irq(&g->lock);
+	return done;
+}
+
+/* Every op that joined is settled (@physical: physically complete). */
+static bool group_settled(struct xferk_group *g, bool physical)
+{
+	struct xferk_group_snapshot snap;
+
+	if (physical)
+		return group_physical(g);
+	xferk_group_snapshot(g, &snap);
+	return snap.ops_in_state[XFERK_STATE_SUCCEEDED] +
+	       snap.ops_in_state[XFERK_STATE_FAILED] +
+	       snap.ops_in_state[XFERK_STATE_TIMED_OUT] +
+	       snap.ops_in_state[XFERK_STATE_DRAINED] +
+	       snap.ops_in_state[XFERK_STATE_QUARANTINED] == snap.ops;
+}
+
+/**
+ * xferk_group_wait() - sleep until every op of the group is settled
+ * @g: the group
+ * @physical: physically complete instead
+ * @deadline: absolute CLOCK_MONOTONIC bound (KTIME_MAX: none)
+ *
+ * An op that settles wakes the group's waiters only when it is also
+ * physical; a waiter for settled ops therefore also rechecks on the
+ * ops' own progress at most every 10 ms.
+ *
+ * Return: 0 when they are, -ETIMEDOUT, or -ERESTARTSYS on a signal.
+ */
+int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline)
+{
+	for (;;) {
+		ktime_t left = ktime_sub(deadline, ktime_get());
+		int ret;
+
+		if (group_settled(g, physical))
+			return 0;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (!physical)
+			left = min_t(ktime_t, left, 10 * NSEC_PER_MSEC);
+		ret = wait_event_interruptible_hrtimeout(g->wq,
+							 group_physical(g), left);
+		if (ret == -ERESTARTSYS)
+			return ret;
+	}
+}
+
+/**
+ * xferk_group_abort() - close a group and drain every op of it
+ * @g: the group
+ * @acct: the aborting file's account: its ABORTED notifications are
+ *	charged to it
+ * @drain_deadline: absolute bound of the drain
+ *
+ * The first abort closes the group and prepares its ABORTED notifications
+ * (one per target, never failing: at most XFERK_GROUP_MAX_TARGETS small
+ * allocations); a later one drains again, to its own deadline.
+ *
+ * Return: as xferk_ops_cancel_drain(), or -ENOMEM (the group is closed,
+ * its ops not cancelled: an abort may be repeated).
+ */
+int xferk_group_abort(struct xferk_group *g, struct xferk_qacct *acct,
+		      ktime_t drain_deadline)
+{
+	struct xferk_op **ops;
+	struct xferk_op *op;
+	LIST_HEAD(notes);
+	u32 n, nr = 0;
+	bool first;
+	int ret;
+
+	/* Closed first: the ops listed below are all it will ever have. */
+	spin_lock_irq(&g->lock);
+	first = !g->closed;
+	g->closed = true;
+	n = g->nr_ops;
+	spin_unlock_irq(&g->lock);
+	if (first) {
+		atomic64_inc(&xferk_stats.groups_aborted);
+		xferk_notify_prepare_aborted(g, acct, &notes);
+		spin_lock_irq(&g->lock);
+		list_splice(&notes, &g->aborted_notes);
+		g->notes_ready = true;
+		spin_unlock_irq(&g->lock);
+	}
+
+	ops = kvmalloc_array(max(n, 1U), sizeof(*ops), XFERK_GFP_USER);
+	if (!ops)
+		return -ENOMEM;
+	spin_lock_irq(&g->lock);
+	list_for_each_entry(op, &g->ops, group_node)
+		if (nr < n && kref_get_unless_zero(&op->ref))
+			ops[nr++] = op;
+	spin_unlock_irq(&g->lock);
+	ret = xferk_ops_cancel_drain(ops, nr, drain_deadline);
+	while (nr)
+		xferk_op_put(ops[--nr]);
+	kvfree(ops);
+	group_send_aborted(g);
+	return ret;
+}
+
+/* ---- commands ---- */
+
+int xferk_ioctl_group_create(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_group_create *a = &arg->group_create;
+	struct xferk_group *g;
+	int ret;
+
+	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	if (!xferk_handle_room_limited(xf, XFERK_H_GROUP))
+		return -EMFILE;
+	g = xferk_group_create(a->tag);
+	if (!g)
+		return -ENOMEM;
+	mutex_lock(&xf->lock);
+	ret = xferk_handle_add_limited(xf, &g->hobj, XFERK_H_GROUP);
+	mutex_unlock(&xf->lock);
+	if (ret) {
+		xferk_group_put(g);
+		return ret;
+	}
+	a->handle = g->hobj.handle;
+	a->generation = g->gen;
+	return 0;
+}
+
+/* Looks up a group and takes a reference, so the file lock can be dropped. */
+static struct xferk_group *group_get(struct xferk_file *xf, u64 handle)
+{
+	struct xferk_group *g;
+	struct xferk_hobj *ho;
+
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_lookup(&xf->handles, handle, XFERK_H_GROUP);
+	if (IS_ERR(ho)) {
+		mutex_unlock(&xf->lock);
+		return ERR_CAST(ho);
+	}
+	g = container_of(ho, struct xferk_group, hobj);
+	kref_get(&g->ref);
+	mutex_unlock(&xf->lock);
+	return g;
+}
+
+/*
+ * GROUP_ABORT, _WAIT, _QUERY: @op does the work; the snapshot goes back
+ * with its result (also -ETIMEDOUT).
+ */
+static int group_cmd(struct xferk_file *xf, struct xferk_ioc_group *a,
+		     int (*op)(struct xferk_file *xf, struct xferk_group *g,
+			       struct xferk_ioc_group *a))
+{
+	struct xferk_group *g = group_get(xf, a->group);
+	int ret;
+
+	if (IS_ERR(g))
+		return PTR_ERR(g);
+	ret = op(xf, g, a);
+	xferk_group_snapshot(g, &a->snap);
+	xferk_group_put(g);
+	return ret;
+}
+
+static int group_abort(struct xferk_file *xf, struct xferk_group *g,
+		       struct xferk_ioc_group *a)
+{
+	return xferk_group_abort(g, xf->qacct,
+				 xferk_deadline_from_user(a->deadline_ns));
+}
+
+static int group_wait(struct xferk_file *xf, struct xferk_group *g,
+		      struct xferk_ioc_group *a)
+{
+	return xferk_group_wait(g, a->flags & XFERK_WAIT_PHYSICAL,
+				xferk_deadline_from_user(a->deadline_ns));
+}
+
+static int group_query(struct xferk_file *xf, struct xferk_group *g,
+		       struct xferk_ioc_group *a)
+{
+	return 0;
+}
+
+int xferk_ioctl_group_abort(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	if (arg->group.flags)
+		return -EINVAL;
+	return group_cmd(xf, &arg->group, group_abort);
+}
+
+int xferk_ioctl_group_wait(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	if (arg->group.flags & ~XFERK_WAIT_PHYSICAL)
+		return -EINVAL;
+	return group_cmd(xf, &arg->group, group_wait);
+}
+
+int xferk_ioctl_group_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	if (arg->group.flags || arg->group.deadline_ns)
+		return -EINVAL;
+	return group_cmd(xf, &arg->group, group_query);
+}

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Notifications: an initiator tells a target's process that an op's data
+ * landed in one of its exports (DATA), sends it a tag with no data
+ * (NOTE), or says it aborted a group that used the export (ABORTED).
+ *
+ *   initiator                               target
+ *   op physically complete (its writes were acknowledged by the target's
+ *   device: the data is there)
+ *   NOTIFY(seq, type, id, tag, bytes) ----> the event goes to the queue of
+ *                                           the file that owns export id
+ *
+ * A notification is a session message (a 48-byte SEND on the session's
+ * path). Every notification of a session has a sequence number, given
+ * when it is first queued; they are sent in that order. One stays on the
+ * sender until its send completes successfully (then the target's device
+ * holds it, and its kernel hands it on); a path's death puts those not
+ * known delivered back at the head of the queue, and the next path sends
+ * them again. The target delivers a sequence number only if it is newer
+ * than the last one it delivered: exactly once, in order.
+ *
+ * The target's queue of events is bounded (events_per_file): an event
+ * that does not fit is dropped and counted, and the next XFERK_IOC_EVENTS
+ * reports how many were (never silently).
+ *
+ * Each queued notification counts as one work request of the file that
+ * caused it (max_chunks_per_file) until its send completes.
+ *
+ * Verbs-free: the transport's send_msg() posts, with the sequence number;
+ * its completion calls xferk_notify_sent().
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <kunit/visibility.h>
+
+#include "xferk.h"
+
+unsigned int xferk_events_per_file = 4096;
+module_param_named(events_per_file, xferk_events_per_file, uint, 0644);
+MODULE_PARM_DESC(events_per_file,
+		 "Events a file's queue holds before it drops them (default 4096; read when the queue is made; 16..65536)");
+EXPORT_SYMBOL_IF_KUNIT(xferk_events_per_file);
+
+/**
+ * xferk_notify_alloc() - a notification for the target of a remote handle
+ * @rm: the remote handle
+ * @acct: the account it is charged to (one work request, until delivered)
+ * @type: XFERK_EVENT_*
+ * @tag: its tag
+ * @limited: charge within max_chunks_per_file (EBUSY beyond); otherwise
+ *	charge regardless (notifications of an abort, bounded by its group)
+ *
+ * Return: the notification, or ERR_PTR(-EOPNOTSUPP) (the peer announced
+ * no notifications, or the token names no export id), -ESTALE (the
+ * export was revoked), -EBUSY or -ENOMEM.
+ */
+struct xferk_notify *xferk_notify_alloc(struct xferk_remote *rm,
+					struct xferk_qacct *acct, u8 type,
+					u64 tag, bool limited)
+{
+	struct xferk_notify *n;
+	int ret;
+
+	if (!rm->id || !(READ_ONCE(rm->conn->peer_caps) & XFERK_CAP_NOTIFY))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (READ_ONCE(rm->error) == -ESTALE)
+		return ERR_PTR(-ESTALE);
+	n = kzalloc(sizeof(*n), XFERK_GFP_USER | (limited ? 0 : __GFP_NOFAIL));
+	if (!n)
+		return ERR_PTR(-ENOMEM);
+	if (limited) {
+		ret = xferk_charge(&acct->chunks, 1,
+				   READ_ONCE(xferk_max_chunks_per_file), -EBUSY);
+		if (ret) {
+			kfree(n);
+			return ERR_PTR(ret);
+		}
+	} else {
+		atomic_long_inc(&acct->chunks);
+	}
+	INIT_LIST_HEAD(&n->node);
+	n->conn = rm->conn;
+	kref_get(&acct->ref);
+	n->acct = acct;
+	n->type = type;
+	n->id = rm->id;
+	n->tag = tag;
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_alloc);
+
+void xferk_notify_free(struct xferk_notify *n)
+{
+	atomic_long_dec(&n->acct->chunks);
+	xferk_qacct_put(n->acct);
+	kfree(n);
+}
+
+void xferk_notify_free_list(struct list_head *list)
+{
+	struct xferk_notify *n, *tmp;
+
+	list_for_each_entry_safe(n, tmp, list, node) {
+		list_del(&n->node);
+		xferk_notify_free(n);
+	}
+}
+
+/*
+ * Sends what is queued, in order, while the path is up and send slots are
+ * free (a message's completion kicks again). With c->lock.
+ */
+void xferk_notify_kick_locked(struct xferk_conn *c)
+{
+	struct xferk_wire_notify m;
+	struct xferk_notify *n;
+
+	lockdep_assert_held(&c->lock);
+	while (!list_empty(&c->notify_queue) && xferk_conn_postable(c) &&
+	       c->nr_notify_posted < XFERK_NOTIFY_SENDS) {
+		n = list_first_entry(&c->notify_queue, struct xferk_notify,
+				     node);
+		m = (struct xferk_wire_notify) {
+			.magic = cpu_to_le32(XFERK_MSG_MAGIC),
+			.type = XFERK_MSG_NOTIFY,
+			.event = n->type,
+			.flags = n->flags,
+			.id = cpu_to_le64(n->id),
+			.tag = cpu_to_le64(n->tag),
+			.bytes = cpu_to_le64(n->bytes),
+			.seq = cpu_to_le64(n->seq),
+		};
+		if (c->transport->send_msg(c, &m, sizeof(m), n->seq))
+			break;
+		list_move_tail(&n->node, &c->notify_posted);
+		c->nr_notify_posted++;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_kick_locked);
+
+/**
+ * xferk_notify_send() - queue a notification on its session
+ * @n: the notification; the session owns it from now on
+ */
+void xferk_notify_send(struct xferk_notify *n)
+{
+	struct xferk_conn *c = n->conn;
+
+	mutex_lock(&c->lock);
+	n->seq = ++c->notify_seq;
+	list_add_tail(&n->node, &c->notify_queue);
+	xferk_notify_kick_locked(c);
+	mutex_unlock(&c->lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_send);
+
+void xferk_notify_send_list(struct list_head *list)
+{
+	struct xferk_notify *n, *tmp;
+
+	list_for_each_entry_safe(n, tmp, list, node) {
+		list_del_init(&n->node);
+		xferk_notify_send(n);
+	}
+}
+
+/**
+ * xferk_notify_sent() - a notification's send completed successfully
+ * @c: the connection
+ * @seq: its sequence number
+ *
+ * The target's device holds it: it is done. A completion that arrives
+ * after its path's death put it back on the queue, or after it was sent
+ * again, ends it too (the target drops the copy).
+ */
+void xferk_notify_sent(struct xferk_conn *c, u64 seq)
+{
+	struct xferk_notify *n, *done = NULL;
+
+	mutex_lock(&c->lock);
+	list_for_each_entry(n, &c->notify_posted, node)
+		if (n->seq == seq) {
+			done = n;
+			c->nr_notify_posted--;
+			break;
+		}
+	if (!done)
+		list_for_each_entry(n, &c->notify_queue, node)
+			if (n->seq == seq) {
+				done = n;
+				break;
+			}
+	if (done)
+		list_del(&done->node);
+	mutex_unlock(&c->lock);
+	if (done) {
+		atomic64_inc(&xferk_stats.notifies_sent);
+		xferk_notify_free(done);
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_sent);
+
+/**
+ * xferk_notify_path_lost() - the session's path died
+ * @c: the connection, with c->lock
+ *
+ * Notifications sent but not known delivered go back to the head of the
+ * queue, in order: the next path sends them again.
+ */
+void xferk_notify_path_lost(struct xferk_conn *c)
+{
+	lockdep_assert_held(&c->lock);
+	list_splice_init(&c->notify_posted, &c->notify_queue);
+	c->nr_notify_posted = 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_path_lost);
+
+/**
+ * xferk_notify_conn_gone() - the connection is freed: what it still holds
+ * (never sent, its session ended) goes
+ * @c: the connection, no longer reachable
+ */
+void xferk_notify_conn_gone(struct xferk_conn *c)
+{
+	xferk_notify_free_list(&c->notify_posted);
+	xferk_notify_free_list(&c->notify_queue);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_conn_gone);
+
+/* ---- the target's event queues ---- */
+
+/**
+ * xferk_evq_create() - an empty event queue of events_per_file entries
+ *
+ * Return: the queue (one reference) or NULL.
+ */
+struct xferk_evq *xferk_evq_create(void)
+{
+	u32 size = clamp_t(u32, READ_ONCE(xferk_events_per_file), 16, 65536);
+	struct xferk_evq *q;
+
+	q = kvzalloc(struct_size(q, ring, size), XFERK_GFP_USER);
+	if (!q)
+		return NULL;
+	kref_init(&q->ref);
+	spin_lock_init(&q->lock);
+	mutex_init(&q->read_lock);
+	init_waitqueue_head(&q->wq);
+	q->size = size;
+	return q;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_evq_create);
+
+static void evq_release(struct kref *ref)
+{
+	kvfree(container_of(ref, struct xferk_evq, ref));
+}
+
+void xferk_evq_put(struct xferk_evq *q)
+{
+	kref_put(&q->ref, evq_release);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_evq_put);
+
+/**
+ * xferk_evq_post() - add an event, or count it dropped if the queue is full
+ * @q: the queue
+ * @ev: the event
+ *
+ * Any context but hardirq.
+ */
+void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev)
+{
+	bool posted = false;
+
+	spin_lock_bh(&q->lock);
+	if (q->count < q->size) {
+		q->ring[(q->head + q->count) % q->size] = *ev;
+		q->count++;
+		posted = true;
+	} else {
+		q->dropped++;
+	}
+	spin_unlock_bh(&q->lock);
+	if (posted)
+		wake_up_all(&q->wq);
+	else
+		atomic64_inc(&xferk_stats.events_dropped);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_evq_post);
+
+/**
+ * xferk_evq_peek() - copy the oldest events without taking them
+ * @q: the queue (with q->read_lock: nobody else takes events meanwhile)
+ * @out: room for @max
+ * @max: at most this many
+ *
+ * Return: how many were copied.
+ */
+u32 xferk_evq_peek(struct xferk_evq *q, struct xferk_event *out, u32 max)
+{
+	u32 i, n;
+
+	spin_lock_bh(&q->lock);
+	n = min(max, q->count);
+	for (i = 0; i < n; i++)
+		out[i] = q->ring[(q->head + i) % q->size];
+	spin_unlock_bh(&q->lock);
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_evq_peek);
+
+/**
+ * xferk_evq_take() - take the @n oldest events (peeked before)
+ * @q: the queue (with q->read_lock)
+ * @n: how many
+ *
+ * Return: the events dropped since the last take; the count restarts.
+ */
+u64 xferk_evq_take(struct xferk_evq *q, u32 n)
+{
+	u64 dropped;
+
+	spin_lock_bh(&q->lock);
+	q->head = (q->head + n) % q->size;
+	q->count -= n;
+	dropped = q->dropped;
+	q->dropped = 0;
+	spin_unlock_bh(&q->lock);
+	return dropped;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_evq_take);
+
+static bool evq_ready(struct xferk_evq *q)
+{
+	bool ready;
+
+	spin_lock_bh(&q->lock);
+	ready = q->count;
+	spin_unlock_bh(&q->lock);
+	return ready;
+}
+
+/* The file's event queue, made on first use. */
+struct xferk_evq *xferk_file_evq(struct xferk_file *xf)
+{
+	struct xferk_evq *q;
+
+	mutex_lock(&xf->lock);
+	if (!xf->evq)
+		xf->evq = xferk_evq_create();
+	q = xf->evq;
+	if (q)
+		kref_get(&q->ref);
+	mutex_unlock(&xf->lock);
+	return q;
+}
+
+/*
+ * NOTIFY arrived: deliver it to the owner of export @id, unless it is a
+ * copy of one delivered already. Return: false if the peer broke the
+ * protocol.
+ */
+bool xferk_notify_received(struct xferk_conn *c,
+			   const struct xferk_wire_notify *m)
+{
+	u64 seq = le64_to_cpu(m->seq), id = le64_to_cpu(m->id);
+	struct xferk_event ev = {
+		.tag = le64_to_cpu(m->tag),
+		.bytes = le64_to_cpu(m->bytes),
+		.type = m->event,
+		.flags = m->flags,
+	};
+	struct xferk_export *e, *found = NULL;
+	bool fresh;
+
+	if (!seq || !id || ev.type < XFERK_EVENT_DATA ||
+	    ev.type > XFERK_EVENT_ABORTED || (ev.flags & ~XFERK_EVENT_INCOMPLETE))
+		return false;
+	mutex_lock(&c->lock);
+	fresh = seq > c->notify_seen;
+	if (fresh)
+		c->notify_seen = seq;
+	mutex_unlock(&c->lock);
+	if (!fresh) {
+		atomic64_inc(&xferk_stats.notifies_duplicate);
+		return true;
+	}
+	atomic64_inc(&xferk_stats.notifies_received);
+	mutex_lock(&c->exports_lock);
+	list_for_each_entry_reverse(e, &c->exports, conn_node)
+		if (e->id == id && e->live && e->evq) {
+			found = e;
+			break;
+		}
+	if (found) {
+		ev.export = READ_ONCE(found->hobj.handle);
+		xferk_evq_post(found->evq, &ev);
+	}
+	mutex_unlock(&c->exports_lock);
+	if (!found)
+		atomic64_inc(&xferk_stats.notifies_unclaimed);
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_received);
+
+/**
+ * xferk_notify_prepare_aborted() - the ABORTED notifications of a group
+ * @g: the group, closed (its targets no longer change)
+ * @acct: the aborting file's account
+ * @list: out: one notification per target whose peer takes them
+ */
+void xferk_notify_prepare_aborted(struct xferk_group *g,
+				  struct xferk_qacct *acct,
+				  struct list_head *list)
+{
+	struct xferk_notify *n;
+	u32 i;
+
+	for (i = 0; i < g->nr_targets; i++) {
+		n = xferk_notify_alloc(g->targets[i], acct, XFERK_EVENT_ABORTED,
+				       g->tag, false);
+		if (!IS_ERR(n))
+			list_add_tail(&n->node, list);
+	}
+}
+
+/* ---- commands ---- */
+
+int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_notify *a = &arg->notify;
+	struct xferk_notify *n;
+	struct xferk_remote *rm;
+	struct xferk_conn *c;
+	struct xferk_hobj *ho;
+
+	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	mutex_lock(&xf->lock);
+	ho = xferk_handle_lookup(&xf->handles, a->remote, XFERK_H_REMOTE);
+	if (IS_ERR(ho)) {
+		mutex_unlock(&xf->lock);
+		return PTR_ERR(ho);
+	}
+	rm = container_of(ho, struct xferk_remote, hobj);
+	n = xferk_notify_alloc(rm, xf->qacct, XFERK_EVENT_NOTE, a->tag, true);
+	if (!IS_ERR(n))
+		xferk_conn_get(n->conn);	/* the handle may go meanwhile */
+	mutex_unlock(&xf->lock);
+	if (IS_ERR(n))
+		return PTR_ERR(n);
+	c = n->conn;
+	xferk_notify_send(n);
+	xferk_conn_put(c);
+	return 0;
+}
+
+/*
+ * EVENTS: 0 with at least one event, -ETIMEDOUT with none by the
+ * deadline. Events are taken only once they were written to the caller.
+ */
+int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg)
+{
+	struct xferk_ioc_events *a = &arg->events;
+	struct xferk_event *buf;
+	struct xferk_evq *q;
+	ktime_t deadline;
+	int ret = 0;
+	u32 n;
+
+	if (a->flags || !a->max_events ||
+	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+		return -EINVAL;
+	if (a->max_events > XFERK_EVENTS_MAX)
+		return -E2BIG;
+	a->nr_events = 0;
+	a->dropped = 0;
+	q = xferk_file_evq(xf);
+	if (!q)
+		return -ENOMEM;
+	buf = kvmalloc_array(a->max_events, sizeof(*buf), XFERK_GFP_USER);
+	if (!buf) {
+		xferk_evq_put(q);
+		return -ENOMEM;
+	}
+	deadline = xferk_deadline_from_user(a->deadline_ns);
+	if (deadline == KTIME_MAX) {
+		ret = wait_event_interruptible(q->wq, evq_ready(q));
+	} else {
+		ktime_t left = ktime_sub(deadline, ktime_get());
+
+		if (left > 0)
+			ret = wait_event_interruptible_hrtimeout(q->wq,
+								 evq_ready(q),
+								 left);
+	}
+	if (ret == -ERESTARTSYS)
+		goto out;
+	mutex_lock(&q->read_lock);
+	n = xferk_evq_peek(q, buf, a->max_events);
+	if (copy_to_user(u64_to_user_ptr(a->events), buf, n * sizeof(*buf))) {
+		ret = -EFAULT;
+	} else {
+		a->dropped = xferk_evq_take(q, n);
+		a->nr_events = n;
+		ret = n ? 0 : -ETIMEDOUT;
+	}
+	mutex_unlock(&q->read_lock);
+out:
+	kvfree(buf);
+	xferk_evq_put(q);
+	return ret;
+}

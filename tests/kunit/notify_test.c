@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite "xferk_notify": notifications (kmod/notify.c) between two
+ * connection ends whose transport only records the messages it is given,
+ * and the bounded event queue of a target's file.
+ */
+#include <kunit/test.h>
+
+#include "../../kmod/xferk.h"
+
+#define MSGS	16
+
+static u8 sent[MSGS][XFERK_MSG_SIZE];
+static u64 sent_seq[MSGS];
+static unsigned int nr_sent;
+
+static int fake_send_msg(struct xferk_conn *c, const void *msg, u32 len,
+			 u64 seq)
+{
+	if (nr_sent == MSGS)
+		return -EAGAIN;
+	sent_seq[nr_sent] = seq;
+	memcpy(sent[nr_sent++], msg, len);
+	return 0;
+}
+
+static const struct xferk_transport fake_transport = {
+	.name = "fake",
+	.send_msg = fake_send_msg,
+};
+
+/* @from sends to @to; @to exports export 9 of @from's remote @rm. */
+struct notify_fixture {
+	struct xferk_conn from;
+	struct xferk_conn to;
+	struct xferk_remote rm;
+	struct xferk_export e;
+	struct xferk_qacct acct;
+};
+
+static void conn_init(struct notify_fixture *f, struct xferk_conn *c)
+{
+	mutex_init(&c->lock);
+	mutex_init(&c->exports_lock);
+	INIT_LIST_HEAD(&c->pending);
+	INIT_LIST_HEAD(&c->posted);
+	INIT_LIST_HEAD(&c->remotes);
+	INIT_LIST_HEAD(&c->exports);
+	INIT_LIST_HEAD(&c->notify_queue);
+	INIT_LIST_HEAD(&c->notify_posted);
+	init_waitqueue_head(&c->state_wq);
+	c->transport = &fake_transport;
+	c->state = XFERK_CONN_UP;
+	c->peer_caps = XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY;
+	/* A live path: the code only looks whether there is a QP. */
+	c->qp = (struct ib_qp *)f;
+}
+
+static int notify_init(struct kunit *test)
+{
+	struct notify_fixture *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	conn_init(f, &f->from);
+	conn_init(f, &f->to);
+	/* The fixture keeps a reference: puts never free it. */
+	kref_init(&f->acct.ref);
+	f->rm = (struct xferk_remote) { .conn = &f->from, .id = 9, .gen = 1 };
+	f->e = (struct xferk_export) { .conn = &f->to, .id = 9, .live = true };
+	f->e.hobj.handle = 0x1234;
+	f->e.evq = xferk_evq_create();
+	KUNIT_ASSERT_NOT_NULL(test, f->e.evq);
+	list_add_tail(&f->e.conn_node, &f->to.exports);
+	nr_sent = 0;
+	test->priv = f;
+	return 0;
+}
+
+static void notify_exit(struct kunit *test)
+{
+	struct notify_fixture *f = test->priv;
+
+	xferk_notify_conn_gone(&f->from);
+	xferk_evq_put(f->e.evq);
+}
+
+static void send_note(struct kunit *test, u64 tag)
+{
+	struct notify_fixture *f = test->priv;
+	struct xferk_notify *n;
+
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, tag, true);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(n));
+	xferk_notify_send(n);
+}
+
+/*
+ * Sent in order; a path's death sends again what was not known delivered;
+ * the target delivers each once, in order, and drops the copies.
+ */
+static void notify_exactly_once(struct kunit *test)
+{
+	struct notify_fixture *f = test->priv;
+	s64 dups = atomic64_read(&xferk_stats.notifies_duplicate);
+	struct xferk_event ev[8];
+	unsigned int i;
+
+	send_note(test, 10);
+	send_note(test, 11);
+	send_note(test, 12);
+	KUNIT_ASSERT_EQ(test, nr_sent, 3U);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&f->acct.chunks), 3L);
+	/* The first one's send completed; the path dies before the others'. */
+	xferk_notify_sent(&f->from, sent_seq[0]);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&f->acct.chunks), 2L);
+	mutex_lock(&f->from.lock);
+	xferk_msgs_path_lost(&f->from);
+	xferk_msgs_kick_locked(&f->from);
+	mutex_unlock(&f->from.lock);
+	KUNIT_ASSERT_EQ(test, nr_sent, 5U);
+	KUNIT_EXPECT_EQ(test, sent_seq[3], sent_seq[1]);
+	KUNIT_EXPECT_EQ(test, sent_seq[4], sent_seq[2]);
+	/* A late completion of the dead path's send ends it all the same. */
+	xferk_notify_sent(&f->from, sent_seq[1]);
+	xferk_notify_sent(&f->from, sent_seq[4]);
+	xferk_notify_sent(&f->from, sent_seq[3]);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&f->acct.chunks), 0L);
+
+	/* The target got every copy. */
+	for (i = 0; i < nr_sent; i++)
+		xferk_msg_received(&f->to, sent[i], XFERK_MSG_SIZE);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.notifies_duplicate),
+			dups + 2);
+	KUNIT_ASSERT_EQ(test, xferk_evq_peek(f->e.evq, ev, ARRAY_SIZE(ev)), 3U);
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_EQ(test, ev[i].tag, 10ULL + i);
+		KUNIT_EXPECT_EQ(test, ev[i].export, 0x1234ULL);
+		KUNIT_EXPECT_EQ(test, ev[i].type, (u32)XFERK_EVENT_NOTE);
+	}
+	KUNIT_EXPECT_EQ(test, xferk_evq_take(f->e.evq, 3), 0ULL);
+}
+
+/* At most XFERK_NOTIFY_SENDS are posted; completions let the rest go. */
+static void notify_posted_bounded(struct kunit *test)
+{
+	struct notify_fixture *f = test->priv;
+	unsigned int i;
+
+	for (i = 0; i < XFERK_NOTIFY_SENDS + 4; i++)
+		send_note(test, i);
+	KUNIT_EXPECT_EQ(test, nr_sent, (unsigned int)XFERK_NOTIFY_SENDS);
+	nr_sent = 0;
+	xferk_notify_sent(&f->from, 1);
+	xferk_notify_sent(&f->from, 2);
+	mutex_lock(&f->from.lock);
+	xferk_msgs_kick_locked(&f->from);
+	mutex_unlock(&f->from.lock);
+	KUNIT_EXPECT_EQ(test, nr_sent, 2U);
+	KUNIT_EXPECT_EQ(test, sent_seq[0], (u64)XFERK_NOTIFY_SENDS + 1);
+}
+
+/* A peer without the capability, a token without an id: refused. */
+static void notify_refused(struct kunit *test)
+{
+	struct notify_fixture *f = test->priv;
+	struct xferk_notify *n;
+
+	f->from.peer_caps = XFERK_CAP_REVOKE;
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1, true);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(n), -EOPNOTSUPP);
+	f->from.peer_caps |= XFERK_CAP_NOTIFY;
+	f->rm.id = 0;
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1, true);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(n), -EOPNOTSUPP);
+	f->rm.id = 9;
+	f->rm.error = -ESTALE;
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1, true);
+	KUNIT_EXPECT_EQ(test, PTR_ERR(n), -ESTALE);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&f->acct.chunks), 0L);
+}
+
+/* A notification that breaks the protocol kills the path, counted. */
+static void notify_invalid(struct kunit *test)
+{
+	struct notify_fixture *f = test->priv;
+	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid);
+	u8 m[XFERK_MSG_SIZE];
+
+	set_bit(XFERK_CONN_F_QP_DEAD, &f->to.flags);
+	send_note(test, 1);
+	memcpy(m, sent[0], sizeof(m));
+	xferk_msg_received(&f->to, m, sizeof(m) - 8);	/* short */
+	m[5] = 9;					/* unknown event */
+	xferk_msg_received(&f->to, m, sizeof(m));
+	memcpy(m, sent[0], sizeof(m));
+	m[6] = 2;					/* unknown flag */
+	xferk_msg_received(&f->to, m, sizeof(m));
+	memcpy(m, sent[0], sizeof(m));
+	memset(m + 32, 0, 8);				/* sequence 0 */
+	xferk_msg_received(&f->to, m, sizeof(m));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
+			invalid + 4);
+	KUNIT_EXPECT_EQ(test, xferk_evq_take(f->e.evq, 0), 0ULL);
+}
+
+/* A full queue drops and counts; the count is reported once. */
+static void evq_overflow_counted(struct kunit *test)
+{
+	unsigned int saved = xferk_events_per_file;
+	struct xferk_event ev = { .tag = 1 }, out[16];
+	struct xferk_evq *q;
+	unsigned int i;
+
+	xferk_events_per_file = 16;
+	q = xferk_evq_create();
+	xferk_events_per_file = saved;
+	KUNIT_ASSERT_NOT_NULL(test, q);
+	for (i = 0; i < 20; i++) {
+		ev.tag = i;
+		xferk_evq_post(q, &ev);
+	}
+	KUNIT_ASSERT_EQ(test, xferk_evq_peek(q, out, 16), 16U);
+	KUNIT_EXPECT_EQ(test, out[0].tag, 0ULL);
+	KUNIT_EXPECT_EQ(test, out[15].tag, 15ULL);
+	/* Peeking takes nothing. */
+	KUNIT_EXPECT_EQ(test, xferk_evq_peek(q, out, 4), 4U);
+	KUNIT_EXPECT_EQ(test, xferk_evq_take(q, 10), 4ULL);
+	KUNIT_EXPECT_EQ(test, xferk_evq_peek(q, out, 16), 6U);
+	KUNIT_EXPECT_EQ(test, out[0].tag, 10ULL);
+	KUNIT_EXPECT_EQ(test, xferk_evq_take(q, 6), 0ULL);
+	/* The ring wraps. */
+	ev.tag = 99;
+	xferk_evq_post(q, &ev);
+	KUNIT_EXPECT_EQ(test, xferk_evq_peek(q, out, 16), 1U);
+	KUNIT_EXPECT_EQ(test, out[0].tag, 99ULL);
+	xferk_evq_put(q);
+}
+
+static struct kunit_case notify_cases[] = {
+	KUNIT_CASE(notify_exactly_once),
+	KUNIT_CASE(notify_posted_bounded),
+	KUNIT_CASE(notify_refused),
+	KUNIT_CASE(notify_invalid),
+	KUNIT_CASE(evq_overflow_counted),
+	{}
+};
+
+static struct kunit_suite notify_suite = {
+	.name = "xferk_notify",
+	.init = notify_init,
+	.exit = notify_exit,
+	.test_cases = notify_cases,
+};
+
+kunit_test_suite(notify_suite);
