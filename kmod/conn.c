@@ -107,6 +107,7 @@ static void conn_release(struct kref *ref)
 	conn_drop_creator(c);
 	WARN_ON(!list_empty(&c->pending) || !list_empty(&c->posted));
 	WARN_ON(!list_empty(&c->exports));
+	xa_destroy(&c->export_ids);
 	xferk_notify_conn_gone(c);
 	if (c->qdev)
 		xferk_qdev_put(c->qdev);
@@ -160,6 +161,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	init_waitqueue_head(&c->idle);
 	mutex_init(&c->exports_lock);
 	INIT_LIST_HEAD(&c->exports);
+	xa_init(&c->export_ids);
 	INIT_DELAYED_WORK(&c->recover_work, conn_recover);
 	INIT_WORK(&c->down_work, conn_down_work);
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);

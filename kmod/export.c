@@ -92,6 +92,8 @@ static void export_revoke_locked(struct xferk_export *e)
 	lockdep_assert_held(&e->conn->exports_lock);
 	if (!e->live)
 		return;
+	if (e->id)
+		xa_erase(&e->conn->export_ids, e->id);
 	e->conn->transport->unexport(e->conn, e);
 	list_del_init(&e->conn_node);
 	e->live = false;
@@ -251,6 +253,7 @@ static int export_register(struct xferk_export *e, u64 *peer_id,
 			   siphash_key_t *key)
 {
 	struct xferk_conn *c = e->conn;
+	int ret;
 
 	lockdep_assert_held(&c->exports_lock);
 	if (READ_ONCE(c->state) != XFERK_CONN_UP ||
@@ -262,7 +265,16 @@ static int export_register(struct xferk_export *e, u64 *peer_id,
 	} else if (e->window_pages) {
 		return -EOPNOTSUPP;
 	}
-	return c->transport->export(c, e);
+	ret = c->transport->export(c, e);
+	if (ret || !e->id)
+		return ret;
+	/* Notifications name it by its id. */
+	ret = xa_insert(&c->export_ids, e->id, e, XFERK_GFP_USER);
+	if (ret) {
+		c->transport->unexport(c, e);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* EXPORT and WINDOW_OPEN: a new export, its handle published. */

@@ -233,7 +233,19 @@ static bool group_physical(struct xferk_group *g)
 	return done;
 }
 
-/* Every op that joined is settled (@physical: physically complete). */
+/*
+ * Does @snap show every op settled (as XFERK_IOC_WAIT means it), or with
+ * @physical, physically complete?
+ */
+static bool snap_settled(const struct xferk_group_snapshot *snap,
+			 bool physical)
+{
+	if (physical)
+		return snap->ops_physical == snap->ops;
+	return snap->ops_in_state[XFERK_STATE_SUBMITTED] +
+	       snap->ops_in_state[XFERK_STATE_IN_PROGRESS] == 0;
+}
+
 static bool group_settled(struct xferk_group *g, bool physical)
 {
 	struct xferk_group_snapshot snap;
@@ -241,11 +253,7 @@ static bool group_settled(struct xferk_group *g, bool physical)
 	if (physical)
 		return group_physical(g);
 	xferk_group_snapshot(g, &snap);
-	return snap.ops_in_state[XFERK_STATE_SUCCEEDED] +
-	       snap.ops_in_state[XFERK_STATE_FAILED] +
-	       snap.ops_in_state[XFERK_STATE_TIMED_OUT] +
-	       snap.ops_in_state[XFERK_STATE_DRAINED] +
-	       snap.ops_in_state[XFERK_STATE_QUARANTINED] == snap.ops;
+	return snap_settled(&snap, false);
 }
 
 /**
@@ -381,21 +389,26 @@ static struct xferk_group *group_get(struct xferk_file *xf, u64 handle)
 
 /*
  * GROUP_ABORT, _WAIT, _QUERY: @op does the work; the snapshot goes back
- * with its result (also -ETIMEDOUT).
+ * with the result, and the result follows the snapshot: 0 exactly when it
+ * shows what ABORT (every op physical) or WAIT waited for, else
+ * -ETIMEDOUT (or the signal, -ENOMEM).
  */
 static int group_cmd(struct xferk_file *xf, struct xferk_ioc_group *a,
 		     int (*op)(struct xferk_file *xf, struct xferk_group *g,
-			       struct xferk_ioc_group *a))
+			       struct xferk_ioc_group *a),
+		     bool physical)
 {
 	struct xferk_group *g = group_get(xf, a->group);
 	int ret;
 
 	if (IS_ERR(g))
 		return PTR_ERR(g);
-	ret = op(xf, g, a);
+	ret = op ? op(xf, g, a) : 0;
 	xferk_group_snapshot(g, &a->snap);
 	xferk_group_put(g);
-	return ret;
+	if (!op || ret == -ERESTARTSYS || ret == -ENOMEM)
+		return ret;
+	return snap_settled(&a->snap, physical) ? 0 : -ETIMEDOUT;
 }
 
 static int group_abort(struct xferk_file *xf, struct xferk_group *g,
@@ -412,29 +425,24 @@ static int group_wait(struct xferk_file *xf, struct xferk_group *g,
 				xferk_deadline_from_user(a->deadline_ns));
 }
 
-static int group_query(struct xferk_file *xf, struct xferk_group *g,
-		       struct xferk_ioc_group *a)
-{
-	return 0;
-}
-
 int xferk_ioctl_group_abort(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	if (arg->group.flags)
 		return -EINVAL;
-	return group_cmd(xf, &arg->group, group_abort);
+	return group_cmd(xf, &arg->group, group_abort, true);
 }
 
 int xferk_ioctl_group_wait(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	if (arg->group.flags & ~XFERK_WAIT_PHYSICAL)
 		return -EINVAL;
-	return group_cmd(xf, &arg->group, group_wait);
+	return group_cmd(xf, &arg->group, group_wait,
+			 arg->group.flags & XFERK_WAIT_PHYSICAL);
 }
 
 int xferk_ioctl_group_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	if (arg->group.flags || arg->group.deadline_ns)
 		return -EINVAL;
-	return group_cmd(xf, &arg->group, group_query);
+	return group_cmd(xf, &arg->group, NULL, false);
 }

@@ -311,24 +311,32 @@ u32 xferk_evq_peek(struct xferk_evq *q, struct xferk_event *out, u32 max)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_evq_peek);
 
-/**
- * xferk_evq_take() - take the @n oldest events (peeked before)
- * @q: the queue (with q->read_lock)
- * @n: how many
- *
- * Return: the events dropped since the last take; the count restarts.
- */
-u64 xferk_evq_take(struct xferk_evq *q, u32 n)
+/* Events dropped since the last take. */
+u64 xferk_evq_dropped(struct xferk_evq *q)
 {
 	u64 dropped;
 
 	spin_lock_bh(&q->lock);
-	q->head = (q->head + n) % q->size;
-	q->count -= n;
 	dropped = q->dropped;
-	q->dropped = 0;
 	spin_unlock_bh(&q->lock);
 	return dropped;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_evq_dropped);
+
+/**
+ * xferk_evq_take() - take the @n oldest events (peeked before)
+ * @q: the queue (with q->read_lock)
+ * @n: how many
+ * @dropped: the drops reported with them (xferk_evq_dropped() before):
+ *	later ones stay counted for the next take
+ */
+void xferk_evq_take(struct xferk_evq *q, u32 n, u64 dropped)
+{
+	spin_lock_bh(&q->lock);
+	q->head = (q->head + n) % q->size;
+	q->count -= n;
+	q->dropped -= dropped;
+	spin_unlock_bh(&q->lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_evq_take);
 
@@ -372,7 +380,7 @@ bool xferk_notify_received(struct xferk_conn *c,
 		.type = m->event,
 		.flags = m->flags,
 	};
-	struct xferk_export *e, *found = NULL;
+	struct xferk_export *e;
 	bool fresh;
 
 	if (!seq || !id || ev.type < XFERK_EVENT_DATA ||
@@ -388,18 +396,19 @@ bool xferk_notify_received(struct xferk_conn *c,
 		return true;
 	}
 	atomic64_inc(&xferk_stats.notifies_received);
-	mutex_lock(&c->exports_lock);
-	list_for_each_entry_reverse(e, &c->exports, conn_node)
-		if (e->id == id && e->live && e->evq) {
-			found = e;
-			break;
-		}
-	if (found) {
-		ev.export = READ_ONCE(found->hobj.handle);
-		xferk_evq_post(found->evq, &ev);
+	/*
+	 * Not c->exports_lock: an export's registration holds it while it
+	 * waits for a completion that this context (the CQ's) must handle.
+	 * xa_lock keeps a listed export from being revoked, hence freed.
+	 */
+	xa_lock(&c->export_ids);
+	e = xa_load(&c->export_ids, id);
+	if (e) {
+		ev.export = READ_ONCE(e->hobj.handle);
+		xferk_evq_post(e->evq, &ev);
 	}
-	mutex_unlock(&c->exports_lock);
-	if (!found)
+	xa_unlock(&c->export_ids);
+	if (!e)
 		atomic64_inc(&xferk_stats.notifies_unclaimed);
 	return true;
 }
@@ -459,7 +468,9 @@ int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg)
 
 /*
  * EVENTS: 0 with at least one event, -ETIMEDOUT with none by the
- * deadline. Events are taken only once they were written to the caller.
+ * deadline. Events are taken only once they and the command's output were
+ * written to the caller: the handler returns 0 or -ETIMEDOUT holding the
+ * queue's read_lock, and xferk_events_done() takes them and lets it go.
  */
 int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
@@ -467,7 +478,7 @@ int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	struct xferk_event *buf;
 	struct xferk_evq *q;
 	ktime_t deadline;
-	int ret = 0;
+	int ret;
 	u32 n;
 
 	if (a->flags || !a->max_events ||
@@ -486,30 +497,47 @@ int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		return -ENOMEM;
 	}
 	deadline = xferk_deadline_from_user(a->deadline_ns);
-	if (deadline == KTIME_MAX) {
-		ret = wait_event_interruptible(q->wq, evq_ready(q));
-	} else {
+	for (;;) {
 		ktime_t left = ktime_sub(deadline, ktime_get());
 
-		if (left > 0)
+		ret = 0;
+		if (deadline == KTIME_MAX)
+			ret = wait_event_interruptible(q->wq, evq_ready(q));
+		else if (left > 0)
 			ret = wait_event_interruptible_hrtimeout(q->wq,
 								 evq_ready(q),
 								 left);
+		if (ret == -ERESTARTSYS)
+			goto out;
+		mutex_lock(&q->read_lock);
+		n = xferk_evq_peek(q, buf, a->max_events);
+		if (n || xferk_deadline_passed(deadline, ktime_get()))
+			break;
+		/* Another reader took them: wait again. */
+		mutex_unlock(&q->read_lock);
 	}
-	if (ret == -ERESTARTSYS)
-		goto out;
-	mutex_lock(&q->read_lock);
-	n = xferk_evq_peek(q, buf, a->max_events);
 	if (copy_to_user(u64_to_user_ptr(a->events), buf, n * sizeof(*buf))) {
+		mutex_unlock(&q->read_lock);
 		ret = -EFAULT;
-	} else {
-		a->dropped = xferk_evq_take(q, n);
-		a->nr_events = n;
-		ret = n ? 0 : -ETIMEDOUT;
+		goto out;
 	}
-	mutex_unlock(&q->read_lock);
+	a->nr_events = n;
+	a->dropped = xferk_evq_dropped(q);
+	q->taking = n;
+	q->taking_dropped = a->dropped;
+	ret = n ? 0 : -ETIMEDOUT;
 out:
 	kvfree(buf);
-	xferk_evq_put(q);
+	xferk_evq_put(q);	/* the file keeps it */
 	return ret;
+}
+
+/* EVENTS' output was written back (or not): commit, let the queue go. */
+void xferk_events_done(struct xferk_file *xf, bool written)
+{
+	struct xferk_evq *q = xf->evq;
+
+	if (written)
+		xferk_evq_take(q, q->taking, q->taking_dropped);
+	mutex_unlock(&q->read_lock);
 }

@@ -101,8 +101,14 @@ static const struct xferk_ioctl_desc xferk_ioctls[] = {
 	XFERK_IOCTL_DROP(XFERK_IOC_GROUP_RELEASE, XFERK_H_GROUP, NONBLOCK),
 	XFERK_IOCTL(XFERK_IOC_NOTIFY, xferk_ioctl_notify,
 		    struct xferk_ioc_notify, reserved, NONBLOCK),
-	XFERK_IOCTL(XFERK_IOC_EVENTS, xferk_ioctl_events,
-		    struct xferk_ioc_events, reserved, OUT_ON_TIMEOUT),
+	[_IOC_NR(XFERK_IOC_EVENTS)] = {
+		.cmd = XFERK_IOC_EVENTS,
+		.min_size = offsetofend(struct xferk_ioc_events, reserved),
+		.size = sizeof(struct xferk_ioc_events),
+		.out_on_timeout = true,
+		.handler = xferk_ioctl_events,
+		.done = xferk_events_done,
+	},
 };
 
 /**
@@ -209,7 +215,8 @@ int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
  * output is meaningful then; commands without output copy nothing. If the
  * copy fails, a handle the command published is taken back (an op is
  * cancelled and drained in the background): the caller, who gets EFAULT,
- * could never name it. What WAIT, QUERY or CANCEL did stays done.
+ * could never name it. What WAIT, QUERY or CANCEL did stays done; what
+ * EVENTS would take stays queued (its @done commits only a written copy).
  *
  * Return: @ret, or -EFAULT if the copy failed.
  */
@@ -218,12 +225,17 @@ int xferk_arg_copy_out(struct xferk_file *xf,
 		       const union xferk_ioc_arg *arg, void __user *uarg,
 		       u32 usize, int ret)
 {
+	bool written;
+
 	/* The commands that drop a handle have no output. */
 	if (desc->drop_kind)
 		return ret;
 	if (ret && !(ret == -ETIMEDOUT && desc->out_on_timeout))
 		return ret;
-	if (!copy_to_user(uarg, arg, min_t(u32, usize, desc->size)))
+	written = !copy_to_user(uarg, arg, min_t(u32, usize, desc->size));
+	if (desc->done)
+		desc->done(xf, written);
+	if (written)
 		return ret;
 	if (desc->out_kind && !ret)
 		xferk_unpublish_handle(xf, *(const u64 *)((const u8 *)arg +

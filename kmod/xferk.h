@@ -157,6 +157,9 @@ union xferk_ioc_arg {
  *	@out_offset; undone if the write-back fails
  * @out_offset: offset of that handle in the argument struct
  * @handler: does the command on the kernel copy of the argument
+ * @done: for a command whose output commits something (EVENTS takes its
+ *	events): called once the output of a 0 or -ETIMEDOUT result was
+ *	copied back (@written) or could not be (then nothing is committed)
  */
 struct xferk_ioctl_desc {
 	unsigned int cmd;
@@ -168,6 +171,7 @@ struct xferk_ioctl_desc {
 	u8 out_kind;
 	u16 out_offset;
 	int (*handler)(struct xferk_file *xf, union xferk_ioc_arg *arg);
+	void (*done)(struct xferk_file *xf, bool written);
 };
 
 const struct xferk_ioctl_desc *xferk_ioctl_lookup(unsigned int cmd);
@@ -524,6 +528,8 @@ struct xferk_transport {
  *	that was delivered (@lock)
  * @exports_lock: protects @exports and each export's transport state
  * @exports: live exports on this connection
+ * @export_ids: its live exports that have an id, by id (changed under
+ *	@exports_lock and the xarray's lock; read under the xarray's lock)
  * @recover_work: the one error-recovery and teardown path: tears a dead
  *	path down, starts the next one, tears a DOWN session down
  * @down_work: takes the connection down for the QP event handler
@@ -617,6 +623,7 @@ struct xferk_conn {
 
 	struct mutex exports_lock;	/* exports and their keys */
 	struct list_head exports;
+	struct xarray export_ids;
 	struct delayed_work recover_work;
 	struct work_struct down_work;
 	struct delayed_work timer_work;
@@ -1096,6 +1103,9 @@ struct xferk_notify {
  * @head: index of the oldest event
  * @count: events queued
  * @dropped: events dropped since the last take (the queue was full)
+ * @taking: events the reader holding @read_lock wrote out, to take once
+ *	its command's output is written too (@read_lock)
+ * @taking_dropped: the drops it reported (@read_lock)
  * @ring: the events
  */
 struct xferk_evq {
@@ -1107,6 +1117,8 @@ struct xferk_evq {
 	u32 head;
 	u32 count;
 	u64 dropped;
+	u32 taking;
+	u64 taking_dropped;
 	struct xferk_event ring[];
 };
 
@@ -1131,10 +1143,12 @@ struct xferk_evq *xferk_evq_create(void);
 void xferk_evq_put(struct xferk_evq *q);
 void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev);
 u32 xferk_evq_peek(struct xferk_evq *q, struct xferk_event *out, u32 max);
-u64 xferk_evq_take(struct xferk_evq *q, u32 n);
+u64 xferk_evq_dropped(struct xferk_evq *q);
+void xferk_evq_take(struct xferk_evq *q, u32 n, u64 dropped);
 struct xferk_evq *xferk_file_evq(struct xferk_file *xf);
 int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg);
+void xferk_events_done(struct xferk_file *xf, bool written);
 
 /* uring.c */
 int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);

@@ -807,8 +807,10 @@ struct xferk_ioc_info {
  * zero. The kernel reads the payload and the argument struct once, when it
  * issues the command. cqe->res is what the ioctl would return (0 or a
  * negative errno); outputs go back into the argument struct as with the
- * ioctl. WAIT, CANCEL and the commands that set things up run in
- * io_uring's worker threads; INFO, QUERY, CONN_QUERY and RELEASE run inline.
+ * ioctl. INFO, QUERY, CONN_QUERY, RELEASE, GROUP_CREATE, GROUP_QUERY,
+ * GROUP_RELEASE and NOTIFY run inline; the others (the waits, cancels,
+ * aborts and the commands that set things up) run in io_uring's worker
+ * threads.
  *
  * XFERK_IOC_SUBMIT is asynchronous: the op's handle is written to
  * xferk_ioc_submit.op before io_uring_enter() returns (unless the command

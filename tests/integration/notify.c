@@ -15,6 +15,12 @@
  * 3. EVENTS into a bad buffer fails with EFAULT and takes nothing: the
  *    next EVENTS returns the event. Bad input, each with its documented
  *    errno. A notification on a closed export's import fails with ESTALE.
+ * 4. Notifications arrive while exports are registered on the connection
+ *    they arrive on: both go on.
+ *
+ * Regression (4): a notification's delivery took the connection's export
+ * lock in the completion handler, while an export held it waiting for its
+ * registration's completion from that same handler: both hung.
  */
 #include <pthread.h>
 #include <sys/ioctl.h>
@@ -206,6 +212,71 @@ static void overflow(void)
 	t_restore_params();
 }
 
+struct race {
+	struct t_loop *l;
+	uint64_t remote;
+	volatile int stop;
+	uint32_t sent;
+	int error;
+};
+
+static void *notify_thread(void *arg)
+{
+	struct race *r = arg;
+	int ret;
+
+	while (!r->stop) {
+		ret = xferk_notify(r->l->x, r->remote, r->sent);
+		if (ret == -EBUSY) {
+			usleep(1000);
+			continue;
+		}
+		if (ret) {
+			r->error = ret;
+			break;
+		}
+		r->sent++;
+	}
+	return NULL;
+}
+
+/* EXPORT and UNEXPORT on a connection that notifications arrive on. */
+static void export_while_notified(void)
+{
+	long long received = t_stat("notifies_received");
+	unsigned int i, n = t_debug_kernel() ? 30 : 300;
+	struct race r = { 0 };
+	struct xferk_token tok;
+	struct t_loop o;
+	pthread_t t;
+	uint64_t e;
+	int ret = 0;
+
+	t_loop_open(&o, SLOT, 16 * SLOT);
+	ret = xferk_export(o.x, o.conn, o.dst_mr, 0, SLOT, RW, &tok, &e);
+	if (!ret)
+		ret = xferk_import(o.x, o.conn, &tok, &r.remote);
+	T_EXPECT(ret == 0, "export: %s", strerror(-ret));
+	r.l = &o;
+	T_EXPECT(pthread_create(&t, NULL, notify_thread, &r) == 0, "thread");
+	for (i = 0; i < n && !ret; i++) {
+		ret = xferk_export(o.x, o.conn, o.dst_mr, (i % 16) * SLOT, SLOT,
+				   RW, &tok, &e);
+		if (!ret)
+			ret = xferk_unexport(o.x, e);
+	}
+	r.stop = 1;
+	pthread_join(t, NULL);
+	T_EXPECT(ret == 0, "export %u: %s", i, strerror(-ret));
+	T_EXPECT(r.error == 0 && r.sent > 0, "notify: %s, %u sent",
+		 strerror(-r.error), r.sent);
+	T_EXPECT(t_stat_wait("notifies_received", received + r.sent,
+			     t_scaled_ms(20000)) == received + r.sent,
+		 "%lld of %u received", t_stat("notifies_received") - received,
+		 r.sent);
+	xferk_close(o.x);
+}
+
 static int events_raw(struct xferk_ioc_events *a)
 {
 	return ioctl(xferk_fd(l.x), XFERK_IOC_EVENTS, a) ? -errno : 0;
@@ -281,5 +352,6 @@ int main(void)
 	data_then_event();
 	bad_input();
 	overflow();
+	export_while_notified();
 	return t_result();
 }

@@ -46,6 +46,7 @@ static void conn_init(struct notify_fixture *f, struct xferk_conn *c)
 	INIT_LIST_HEAD(&c->posted);
 	INIT_LIST_HEAD(&c->remotes);
 	INIT_LIST_HEAD(&c->exports);
+	xa_init(&c->export_ids);
 	INIT_LIST_HEAD(&c->notify_queue);
 	INIT_LIST_HEAD(&c->notify_posted);
 	init_waitqueue_head(&c->state_wq);
@@ -70,7 +71,8 @@ static int notify_init(struct kunit *test)
 	f->e.hobj.handle = 0x1234;
 	f->e.evq = xferk_evq_create();
 	KUNIT_ASSERT_NOT_NULL(test, f->e.evq);
-	list_add_tail(&f->e.conn_node, &f->to.exports);
+	KUNIT_ASSERT_EQ(test, xa_insert(&f->to.export_ids, 9, &f->e,
+					GFP_KERNEL), 0);
 	nr_sent = 0;
 	test->priv = f;
 	return 0;
@@ -81,6 +83,7 @@ static void notify_exit(struct kunit *test)
 	struct notify_fixture *f = test->priv;
 
 	xferk_notify_conn_gone(&f->from);
+	xa_destroy(&f->to.export_ids);
 	xferk_evq_put(f->e.evq);
 }
 
@@ -137,7 +140,8 @@ static void notify_exactly_once(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, ev[i].export, 0x1234ULL);
 		KUNIT_EXPECT_EQ(test, ev[i].type, (u32)XFERK_EVENT_NOTE);
 	}
-	KUNIT_EXPECT_EQ(test, xferk_evq_take(f->e.evq, 3), 0ULL);
+	KUNIT_EXPECT_EQ(test, xferk_evq_dropped(f->e.evq), 0ULL);
+	xferk_evq_take(f->e.evq, 3, 0);
 }
 
 /* At most XFERK_NOTIFY_SENDS are posted; completions let the rest go. */
@@ -184,6 +188,7 @@ static void notify_invalid(struct kunit *test)
 {
 	struct notify_fixture *f = test->priv;
 	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid);
+	struct xferk_event ev;
 	u8 m[XFERK_MSG_SIZE];
 
 	set_bit(XFERK_CONN_F_QP_DEAD, &f->to.flags);
@@ -200,7 +205,7 @@ static void notify_invalid(struct kunit *test)
 	xferk_msg_received(&f->to, m, sizeof(m));
 	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
 			invalid + 4);
-	KUNIT_EXPECT_EQ(test, xferk_evq_take(f->e.evq, 0), 0ULL);
+	KUNIT_EXPECT_EQ(test, xferk_evq_peek(f->e.evq, &ev, 1), 0U);
 }
 
 /* A full queue drops and counts; the count is reported once. */
@@ -224,10 +229,15 @@ static void evq_overflow_counted(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, out[15].tag, 15ULL);
 	/* Peeking takes nothing. */
 	KUNIT_EXPECT_EQ(test, xferk_evq_peek(q, out, 4), 4U);
-	KUNIT_EXPECT_EQ(test, xferk_evq_take(q, 10), 4ULL);
+	KUNIT_EXPECT_EQ(test, xferk_evq_dropped(q), 4ULL);
+	/* A drop after the reader looked stays for the next take. */
+	xferk_evq_post(q, &ev);
+	xferk_evq_take(q, 10, 4);
+	KUNIT_EXPECT_EQ(test, xferk_evq_dropped(q), 1ULL);
 	KUNIT_EXPECT_EQ(test, xferk_evq_peek(q, out, 16), 6U);
 	KUNIT_EXPECT_EQ(test, out[0].tag, 10ULL);
-	KUNIT_EXPECT_EQ(test, xferk_evq_take(q, 6), 0ULL);
+	xferk_evq_take(q, 6, 1);
+	KUNIT_EXPECT_EQ(test, xferk_evq_dropped(q), 0ULL);
 	/* The ring wraps. */
 	ev.tag = 99;
 	xferk_evq_post(q, &ev);

@@ -48,7 +48,8 @@ static void uapi_ring_inline_commands(struct kunit *test)
 {
 	static const unsigned int inline_cmds[] = {
 		XFERK_IOC_INFO, XFERK_IOC_SUBMIT, XFERK_IOC_QUERY,
-		XFERK_IOC_RELEASE, XFERK_IOC_CONN_QUERY,
+		XFERK_IOC_RELEASE, XFERK_IOC_CONN_QUERY, XFERK_IOC_GROUP_CREATE,
+		XFERK_IOC_GROUP_QUERY, XFERK_IOC_GROUP_RELEASE, XFERK_IOC_NOTIFY,
 	};
 	unsigned int nr, i, inline_found = 0;
 
