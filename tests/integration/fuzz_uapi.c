@@ -1844,7 +1844,8 @@ static void gen_events(struct call *c, uint8_t *a)
 			r < 80 ? (uint32_t)range(17, XFERK_EVENTS_MAX - 1) :
 			r < 86 ? XFERK_EVENTS_MAX : r < 91 ? 0 :
 			r < 96 ? XFERK_EVENTS_MAX + (uint32_t)range(1, 64) : rnd32();
-	room = (min64(x->max_events, XFERK_EVENTS_MAX) + 1) * esz;
+	/* Up to 7 bytes more: the array may start unaligned, below. */
+	room = (min64(x->max_events, XFERK_EVENTS_MAX) + 1) * esz + 8;
 	memset(base, EV_POISON, room);
 	r = (unsigned int)below(100);
 	if (r < 80) {
@@ -2769,8 +2770,14 @@ static void done_events(struct call *c, int res, bool same)
 	room = (min64(c->max_events, XFERK_EVENTS_MAX) + 1) * esz;
 	for (i = n * esz; i < room; i++)
 		if (evs[i] != EV_POISON) {
+			struct xferk_event e;
+
+			memcpy(&e, evs + i / esz * esz, sizeof(e));
 			fail("%s returned %s with %" PRIu64 " events and wrote byte %" PRIu64
-			     " of the array", d, res_name(res, false), n, i);
+			     " of the array (%#x; there: export %#llx tag %#llx bytes %llu type %u flags %#x; max_events %u)",
+			     d, res_name(res, false), n, i, evs[i],
+			     (unsigned long long)e.export, (unsigned long long)e.tag,
+			     (unsigned long long)e.bytes, e.type, e.flags, c->max_events);
 			return;
 		}
 }
@@ -3464,6 +3471,14 @@ static void ring_close(int ri)
 		}
 		c->slot->retired = true;
 		c->slot->retired_until = c->due;
+		/*
+		 * An io-wq worker that ran past its cancel still writes the
+		 * events it took into the slot: well after the ring is gone
+		 * on a slow machine.
+		 */
+		if (is_cmd(c, C_EVENTS))
+			c->slot->retired_until = max64(c->due, max64(c->deadline, c->t0) +
+							       5 * SEC);
 		st.retired++;
 		free(c);
 	}
