@@ -18,6 +18,11 @@
  * 4. Notifications arrive while exports are registered on the connection
  *    they arrive on: both go on.
  *
+ * Two hosts (tests/twohost/95_notify.sh): the target runs 1 against an
+ * initiator on the other host, the token and the end through files in DIR:
+ *   notify target DIR N        exports, writes DIR/token, checks N events
+ *   notify initiator DIR N     imports DIR/token, writes N slots, notifying
+ *
  * Regression (4): a notification's delivery took the connection's export
  * lock in the completion handler, while an export held it waiting for its
  * registration's completion from that same handler: both hung.
@@ -25,6 +30,7 @@
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "test.h"
 
@@ -331,7 +337,81 @@ static void bad_input(void)
 	T_EXPECT(op == 0, "a refused submit published an op");
 }
 
-int main(void)
+/* Opens /dev/xferk, connects to the peer, registers @len bytes at @buf. */
+static int host_setup(uint8_t **buf, size_t len, uint32_t access, uint64_t *mr)
+{
+	int ret = xferk_open(&l.x);
+
+	if (ret)
+		return ret;
+	*buf = t_map(len);
+	ret = xferk_connect(l.x, t_peer(), 0, t_connect_ms(), &l.conn);
+	if (!ret)
+		ret = xferk_mr_reg(l.x, *buf, len, access, mr);
+	if (ret)
+		fprintf(stderr, "setup: %s\n", strerror(-ret));
+	return ret;
+}
+
+/* Two hosts, the target: exports its slots, checks every event. */
+static int target_host(const char *dir)
+{
+	char path[512], text[XFERK_TOKEN_HEX_LEN + 2];
+	struct xferk_token tok;
+	FILE *f;
+	int ret;
+
+	ret = host_setup(&l.dst, nr_ops * SLOT, RW, &l.dst_mr);
+	if (!ret)
+		ret = xferk_export(l.x, l.conn, l.dst_mr, 0, nr_ops * SLOT, RW,
+				   &tok, &exp_h);
+	if (ret)
+		return T_FAIL;
+	xferk_token_format(&tok, text, sizeof(text));
+	snprintf(path, sizeof(path), "%s/token.tmp", dir);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%s\n", text) < 0 || fclose(f))
+		return T_FAIL;
+	snprintf(text, sizeof(text), "%s/token", dir);
+	if (rename(path, text))
+		return T_FAIL;
+	event_thread(NULL);
+	T_EXPECT(seen.error == 0, "events: %s", strerror(-seen.error));
+	T_EXPECT(seen.received == nr_ops && seen.bad == 0 && seen.early == 0,
+		 "%u of %u events in order, %u wrong, %u before their data",
+		 seen.received, nr_ops, seen.bad, seen.early);
+	printf("# %u notifications from the other host, each after its data\n",
+	       seen.received);
+	return t_result();
+}
+
+/* Two hosts, the initiator: writes every slot of the target's export. */
+static int initiator_host(const char *dir)
+{
+	char path[512];
+	struct xferk_token tok;
+	uint64_t until = t_now_ms() + t_scaled_ms(60000);
+	uint32_t i;
+	int ret;
+
+	if (host_setup(&l.src, nr_ops * SLOT, XFERK_ACCESS_LOCAL_SRC, &l.src_mr))
+		return T_FAIL;
+	for (i = 0; i < nr_ops; i++)
+		t_fill(l.src + i * SLOT, SLOT, i);
+	snprintf(path, sizeof(path), "%s/token", dir);
+	while ((ret = t_read_token(path, &tok)) && t_now_ms() < until)
+		usleep(20000);
+	if (!ret)
+		ret = xferk_import(l.x, l.conn, &tok, &rm);
+	if (ret) {
+		fprintf(stderr, "token: %s\n", strerror(-ret));
+		return T_FAIL;
+	}
+	write_slots(1);
+	return t_result();
+}
+
+int main(int argc, char **argv)
 {
 	struct xferk_token tok;
 	int ret;
@@ -340,6 +420,15 @@ int main(void)
 		return T_SKIP;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	nr_ops = t_debug_kernel() ? 500 : 10000;
+	if (argc == 4) {
+		nr_ops = (uint32_t)atoi(argv[3]);
+		mkdir(argv[2], 0777);	/* whichever side comes first */
+		if (!strcmp(argv[1], "target"))
+			return target_host(argv[2]);
+		if (!strcmp(argv[1], "initiator"))
+			return initiator_host(argv[2]);
+		return T_FAIL;
+	}
 	t_loop_open(&l, nr_ops * SLOT, nr_ops * SLOT);
 	ret = xferk_export(l.x, l.conn, l.dst_mr, 0, nr_ops * SLOT, RW, &tok,
 			   &exp_h);
