@@ -216,10 +216,11 @@ static void ring_abort(void)
 			 "submit");
 	t_ring(&ring, 8, 0, 0);
 	a.group = group;
-	a.deadline_ns = xferk_now_ns() + t_scaled_ms(20000) * MS;
+	/* Through the ring: within XFERK_URING_MAX_PARK_NS (60 s). */
+	a.deadline_ns = xferk_now_ns() + 50000 * MS;
 	io_uring_prep_xferk_group_abort(t_sqe(&ring), xferk_fd(l.x), &a);
 	T_EXPECT(io_uring_submit(&ring) == 1, "ring submit");
-	T_EXPECT(t_cqe(&ring, t_scaled_ms(30000), &res, &ud) == 0 && res == 0,
+	T_EXPECT(t_cqe(&ring, 60000, &res, &ud) == 0 && res == 0,
 		 "abort CQE: %d", res);
 	T_EXPECT(a.snap.ops == 8 && a.snap.ops_physical == 8 && a.snap.aborted,
 		 "ring abort snapshot: %u ops %u physical", a.snap.ops,
