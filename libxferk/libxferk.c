@@ -381,6 +381,18 @@ XFERK_EXPORT int xferk_window_open(struct xferk *x, uint64_t conn, uint64_t mr,
 				   struct xferk_token *token, uint64_t *window,
 				   uint64_t *len)
 {
+	return xferk_window_open_gen(x, conn, mr, blocks, nr_blocks, access,
+				     token, window, len, NULL);
+}
+
+XFERK_EXPORT int xferk_window_open_gen(struct xferk *x, uint64_t conn,
+				       uint64_t mr,
+				       const struct xferk_block *blocks,
+				       uint32_t nr_blocks, uint32_t access,
+				       struct xferk_token *token,
+				       uint64_t *window, uint64_t *len,
+				       uint64_t *generation)
+{
 	struct xferk_ioc_window_open a = {
 		.size = sizeof(a),
 		.conn = conn,
@@ -397,6 +409,8 @@ XFERK_EXPORT int xferk_window_open(struct xferk *x, uint64_t conn, uint64_t mr,
 	*window = a.handle;
 	if (len)
 		*len = a.len;
+	if (generation)
+		*generation = a.generation;
 	return 0;
 }
 

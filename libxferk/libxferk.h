@@ -96,6 +96,10 @@ int xferk_window_open(struct xferk *x, uint64_t conn, uint64_t mr,
 		      const struct xferk_block *blocks, uint32_t nr_blocks,
 		      uint32_t access, struct xferk_token *token,
 		      uint64_t *window, uint64_t *len);
+int xferk_window_open_gen(struct xferk *x, uint64_t conn, uint64_t mr,
+			  const struct xferk_block *blocks, uint32_t nr_blocks,
+			  uint32_t access, struct xferk_token *token,
+			  uint64_t *window, uint64_t *len, uint64_t *generation);
 int xferk_window_close(struct xferk *x, uint64_t handle, uint64_t deadline_ns,
 		       uint32_t *how, uint64_t *ack_ns);
 

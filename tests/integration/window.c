@@ -73,16 +73,21 @@ static void roundtrip(const struct xferk_block *b, uint32_t n, uint64_t seed)
 	struct xferk_token tok;
 	struct xferk_op_snapshot s;
 	struct xferk_frag f;
-	uint64_t win, rm, len, done = 0;
+	uint64_t win, rm, len, gen = 0, done = 0;
+	static uint64_t last_gen;
 	uint32_t k, how;
 	long bad;
 	int ret;
 
 	memset(pool, 0xee, POOL_PAGES * PAGE);
-	ret = xferk_window_open(x, conn, pool_mr, b, n, RW, &tok, &win, &len);
+	ret = xferk_window_open_gen(x, conn, pool_mr, b, n, RW, &tok, &win, &len,
+				    &gen);
 	T_EXPECT(ret == 0, "window of %u blocks: %s", n, strerror(-ret));
 	if (ret)
 		return;
+	/* A nonce: never 0, not the previous window's. */
+	T_EXPECT(gen && gen != last_gen, "generation %#llx", (unsigned long long)gen);
+	last_gen = gen;
 	ret = xferk_import(x, conn, &tok, &rm);
 	T_EXPECT(ret == 0, "import: %s", strerror(-ret));
 	t_fill(src, len, seed);

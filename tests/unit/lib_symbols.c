@@ -29,6 +29,7 @@ static const struct {
 	{ "xferk_group_wait", "XFERK_0.4" }, { "xferk_group_query", "XFERK_0.4" },
 	{ "xferk_group_release", "XFERK_0.4" }, { "xferk_submit_group", "XFERK_0.4" },
 	{ "xferk_notify", "XFERK_0.4" }, { "xferk_events", "XFERK_0.4" },
+	{ "xferk_window_open_gen", "XFERK_0.4" },
 };
 
 int main(int argc, char **argv)
