@@ -785,8 +785,9 @@ static void conn_teardown(struct xferk_conn *c)
 	conn_path_teardown(c);
 	cancel_delayed_work_sync(&c->timer_work);
 
-	/* 3. Revoke exports, free the rest. */
+	/* 3. Revoke exports, drop notifications, free the rest. */
 	xferk_conn_revoke_exports(c);
+	xferk_notify_conn_down(c);
 	c->transport->destroy(c);
 
 	mutex_lock(&xferk_conns_lock);

@@ -5,16 +5,23 @@
  * A group is created empty and open. An op joins it at submit (before it
  * is started) and stays on its list until the op is freed; then its final
  * snapshot is added to the group's sum of departed ops, so a snapshot of
- * the group always sums every op that ever joined. GROUP_ABORT closes the
- * group under its lock (a later join fails with -ESHUTDOWN), takes a
- * reference on every op still listed and drains them together
- * (xferk_ops_cancel_drain()). When the group is closed and every op that
- * joined is physically complete, the ABORTED notifications its abort
- * prepared go to the targets of the remote handles its ops used, once.
+ * the group always sums every op that ever joined. A join that brings a
+ * remote handle the group did not use yet also brings the ABORTED
+ * notification for its target, charged to the file then (so an abort
+ * never allocates for them). GROUP_ABORT closes the group (a later join
+ * fails with -ESHUTDOWN), takes a reference on every op still listed and
+ * drains them together (xferk_ops_cancel_drain()). When the group is
+ * closed and every op that joined is physically complete, the ABORTED
+ * notifications go, once.
+ *
+ * Joins and the abort's closing and listing run under the file's lock
+ * (a group belongs to one file, its ops are submitted through it): an op
+ * an abort lists is published and started completely.
  *
  * References: the group's handle holds one, each op in it one.
- * Lock order: group->lock, then op->lock (snapshots); nothing is called
- * under group->lock that takes another lock but op->lock.
+ * Lock order: the file's lock, group->lock, then op->lock (snapshots);
+ * nothing is called under group->lock that takes another lock but
+ * op->lock.
  *
  * Verbs-free: KUnit tests the joining rules and the sums directly.
  */
@@ -83,47 +90,63 @@ static bool group_has_target(struct xferk_group *g, struct xferk_remote *rm)
  * @op: the op, not yet started; takes a group reference on success
  * @remotes: the remote handles of its fragments
  * @nr: how many
+ * @acct: the submitting file's account: charged one work request per
+ *	ABORTED notification of a new target
  *
- * All or nothing: the op joins and the group records the remote handles
- * it did not know yet (one reference each, kept until the group goes), or
- * nothing changes.
+ * With the file's lock: no other join or abort of @g runs meanwhile, so
+ * @g->closed and @g->targets hold still. All or nothing: the op joins and
+ * the group records the remote handles it did not know yet (one reference
+ * each, kept until the group goes) with their ABORTED notifications (for
+ * targets that take notifications), or nothing changes.
  *
  * Return: 0, -ESHUTDOWN if the group was aborted, -E2BIG if it would use
- * more than XFERK_GROUP_MAX_TARGETS distinct remote handles.
+ * more than XFERK_GROUP_MAX_TARGETS distinct remote handles, -EBUSY or
+ * -ENOMEM (the notifications).
  */
 int xferk_group_join(struct xferk_group *g, struct xferk_op *op,
-		     struct xferk_remote *const *remotes, u32 nr)
+		     struct xferk_remote *const *remotes, u32 nr,
+		     struct xferk_qacct *acct)
 {
-	u32 i, j, extra = 0;
-	int ret = 0;
+	struct xferk_remote *fresh[XFERK_GROUP_MAX_TARGETS];
+	struct xferk_notify *n;
+	LIST_HEAD(notes);
+	u32 i, j, nr_fresh = 0;
 
-	spin_lock_irq(&g->lock);
-	if (g->closed) {
-		ret = -ESHUTDOWN;
-		goto out;
-	}
+	if (READ_ONCE(g->closed))
+		return -ESHUTDOWN;
 	for (i = 0; i < nr; i++) {
-		for (j = 0; j < i && remotes[j] != remotes[i]; j++)
+		for (j = 0; j < nr_fresh && fresh[j] != remotes[i]; j++)
 			;
-		extra += j == i && !group_has_target(g, remotes[i]);
-	}
-	if (g->nr_targets + extra > XFERK_GROUP_MAX_TARGETS) {
-		ret = -E2BIG;
-		goto out;
-	}
-	for (i = 0; i < nr; i++) {
-		if (group_has_target(g, remotes[i]))
+		if (j < nr_fresh || group_has_target(g, remotes[i]))
 			continue;
-		xferk_remote_get(remotes[i]);
-		g->targets[g->nr_targets++] = remotes[i];
+		if (g->nr_targets + nr_fresh == XFERK_GROUP_MAX_TARGETS)
+			return -E2BIG;
+		fresh[nr_fresh++] = remotes[i];
 	}
+	for (i = 0; i < nr_fresh; i++) {
+		n = xferk_notify_alloc(fresh[i], acct, XFERK_EVENT_ABORTED,
+				       g->tag);
+		if (PTR_ERR(n) == -EOPNOTSUPP || PTR_ERR(n) == -ESTALE)
+			continue;	/* its target is told nothing */
+		if (IS_ERR(n)) {
+			xferk_notify_free_list(&notes);
+			return PTR_ERR(n);
+		}
+		list_add_tail(&n->node, &notes);
+	}
+	spin_lock(&g->lock);
+	for (i = 0; i < nr_fresh; i++) {
+		xferk_remote_get(fresh[i]);
+		g->targets[g->nr_targets++] = fresh[i];
+	}
+	list_splice_tail(&notes, &g->aborted_notes);
 	kref_get(&g->ref);
 	op->group = g;
 	list_add_tail(&op->group_node, &g->ops);
 	g->nr_ops++;
-out:
-	spin_unlock_irq(&g->lock);
-	return ret;
+	g->nr_listed++;
+	spin_unlock(&g->lock);
+	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_group_join);
 
@@ -135,10 +158,10 @@ static void group_send_aborted(struct xferk_group *g)
 {
 	LIST_HEAD(notes);
 
-	spin_lock_irq(&g->lock);
-	if (g->notes_ready && g->nr_physical == g->nr_ops)
+	spin_lock(&g->lock);
+	if (g->closed && g->nr_physical == g->nr_ops)
 		list_splice_init(&g->aborted_notes, &notes);
-	spin_unlock_irq(&g->lock);
+	spin_unlock(&g->lock);
 	xferk_notify_send_list(&notes);
 }
 
@@ -149,9 +172,9 @@ static void group_send_aborted(struct xferk_group *g)
  */
 void xferk_group_op_physical(struct xferk_group *g)
 {
-	spin_lock_irq(&g->lock);
+	spin_lock(&g->lock);
 	g->nr_physical++;
-	spin_unlock_irq(&g->lock);
+	spin_unlock(&g->lock);
 	wake_up_all(&g->wq);
 	group_send_aborted(g);
 }
@@ -187,12 +210,13 @@ void xferk_group_op_gone(struct xferk_op *op)
 	struct xferk_op_snapshot s;
 
 	xferk_op_snapshot(op, &s);
-	spin_lock_irq(&g->lock);
+	spin_lock(&g->lock);
 	list_del(&op->group_node);
+	g->nr_listed--;
 	xferk_group_sum_add(&g->gone, &s);
 	if (!g->gone_error)
 		g->gone_error = s.first_error;
-	spin_unlock_irq(&g->lock);
+	spin_unlock(&g->lock);
 	xferk_group_put(g);
 }
 
@@ -207,7 +231,7 @@ void xferk_group_snapshot(struct xferk_group *g,
 	struct xferk_op_snapshot s;
 	struct xferk_op *op;
 
-	spin_lock_irq(&g->lock);
+	spin_lock(&g->lock);
 	*snap = g->gone;
 	snap->first_error = g->gone_error;
 	list_for_each_entry(op, &g->ops, group_node) {
@@ -217,7 +241,7 @@ void xferk_group_snapshot(struct xferk_group *g,
 			snap->first_error = s.first_error;
 	}
 	snap->aborted = g->closed;
-	spin_unlock_irq(&g->lock);
+	spin_unlock(&g->lock);
 	snap->generation = g->gen;
 	snap->tag = g->tag;
 }
@@ -227,9 +251,9 @@ static bool group_physical(struct xferk_group *g)
 {
 	bool done;
 
-	spin_lock_irq(&g->lock);
+	spin_lock(&g->lock);
 	done = g->nr_physical == g->nr_ops;
-	spin_unlock_irq(&g->lock);
+	spin_unlock(&g->lock);
 	return done;
 }
 
@@ -290,50 +314,46 @@ int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline)
 /**
  * xferk_group_abort() - close a group and drain every op of it
  * @g: the group
- * @acct: the aborting file's account: its ABORTED notifications are
- *	charged to it
+ * @xf: its file
  * @drain_deadline: absolute bound of the drain
  *
- * The first abort closes the group and prepares its ABORTED notifications
- * (one per target, never failing: at most XFERK_GROUP_MAX_TARGETS small
- * allocations); a later one drains again, to its own deadline.
+ * The first abort closes the group; every abort drains what it lists, to
+ * its own deadline.
  *
  * Return: as xferk_ops_cancel_drain(), or -ENOMEM (the group is closed,
  * its ops not cancelled: an abort may be repeated).
  */
-int xferk_group_abort(struct xferk_group *g, struct xferk_qacct *acct,
+int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
 		      ktime_t drain_deadline)
 {
-	struct xferk_op **ops;
+	struct xferk_op **ops = NULL;
 	struct xferk_op *op;
-	LIST_HEAD(notes);
 	u32 n, nr = 0;
-	bool first;
 	int ret;
 
-	/* Closed first: the ops listed below are all it will ever have. */
-	spin_lock_irq(&g->lock);
-	first = !g->closed;
-	g->closed = true;
-	n = g->nr_ops;
-	spin_unlock_irq(&g->lock);
-	if (first) {
+	/*
+	 * Closed first, under the file's lock: the ops listed below are all
+	 * it will ever have, and each was published and started whole.
+	 */
+	mutex_lock(&xf->lock);
+	spin_lock(&g->lock);
+	if (!g->closed)
 		atomic64_inc(&xferk_stats.groups_aborted);
-		xferk_notify_prepare_aborted(g, acct, &notes);
-		spin_lock_irq(&g->lock);
-		list_splice(&notes, &g->aborted_notes);
-		g->notes_ready = true;
-		spin_unlock_irq(&g->lock);
-	}
-
+	g->closed = true;
+	n = g->nr_listed;
+	spin_unlock(&g->lock);
 	ops = kvmalloc_array(max(n, 1U), sizeof(*ops), XFERK_GFP_USER);
+	if (ops) {
+		spin_lock(&g->lock);
+		list_for_each_entry(op, &g->ops, group_node)
+			if (nr < n && kref_get_unless_zero(&op->ref))
+				ops[nr++] = op;
+		spin_unlock(&g->lock);
+	}
+	mutex_unlock(&xf->lock);
+	group_send_aborted(g);	/* all physical already */
 	if (!ops)
 		return -ENOMEM;
-	spin_lock_irq(&g->lock);
-	list_for_each_entry(op, &g->ops, group_node)
-		if (nr < n && kref_get_unless_zero(&op->ref))
-			ops[nr++] = op;
-	spin_unlock_irq(&g->lock);
 	ret = xferk_ops_cancel_drain(ops, nr, drain_deadline);
 	while (nr)
 		xferk_op_put(ops[--nr]);
@@ -414,8 +434,7 @@ static int group_cmd(struct xferk_file *xf, struct xferk_ioc_group *a,
 static int group_abort(struct xferk_file *xf, struct xferk_group *g,
 		       struct xferk_ioc_group *a)
 {
-	return xferk_group_abort(g, xf->qacct,
-				 xferk_deadline_from_user(a->deadline_ns));
+	return xferk_group_abort(g, xf, xferk_deadline_from_user(a->deadline_ns));
 }
 
 static int group_wait(struct xferk_file *xf, struct xferk_group *g,

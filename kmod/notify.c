@@ -48,8 +48,6 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_events_per_file);
  * @acct: the account it is charged to (one work request, until delivered)
  * @type: XFERK_EVENT_*
  * @tag: its tag
- * @limited: charge within max_chunks_per_file (EBUSY beyond); otherwise
- *	charge regardless (notifications of an abort, bounded by its group)
  *
  * Return: the notification, or ERR_PTR(-EOPNOTSUPP) (the peer announced
  * no notifications, or the token names no export id), -ESTALE (the
@@ -57,7 +55,7 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_events_per_file);
  */
 struct xferk_notify *xferk_notify_alloc(struct xferk_remote *rm,
 					struct xferk_qacct *acct, u8 type,
-					u64 tag, bool limited)
+					u64 tag)
 {
 	struct xferk_notify *n;
 	int ret;
@@ -66,18 +64,14 @@ struct xferk_notify *xferk_notify_alloc(struct xferk_remote *rm,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (READ_ONCE(rm->error) == -ESTALE)
 		return ERR_PTR(-ESTALE);
-	n = kzalloc(sizeof(*n), XFERK_GFP_USER | (limited ? 0 : __GFP_NOFAIL));
+	n = kzalloc(sizeof(*n), XFERK_GFP_USER);
 	if (!n)
 		return ERR_PTR(-ENOMEM);
-	if (limited) {
-		ret = xferk_charge(&acct->chunks, 1,
-				   READ_ONCE(xferk_max_chunks_per_file), -EBUSY);
-		if (ret) {
-			kfree(n);
-			return ERR_PTR(ret);
-		}
-	} else {
-		atomic_long_inc(&acct->chunks);
+	ret = xferk_charge(&acct->chunks, 1,
+			   READ_ONCE(xferk_max_chunks_per_file), -EBUSY);
+	if (ret) {
+		kfree(n);
+		return ERR_PTR(ret);
 	}
 	INIT_LIST_HEAD(&n->node);
 	n->conn = rm->conn;
@@ -141,17 +135,24 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_notify_kick_locked);
 
 /**
  * xferk_notify_send() - queue a notification on its session
- * @n: the notification; the session owns it from now on
+ * @n: the notification; the session owns it from now on (one that ended
+ *	drops it at once)
  */
 void xferk_notify_send(struct xferk_notify *n)
 {
 	struct xferk_conn *c = n->conn;
+	bool down;
 
 	mutex_lock(&c->lock);
-	n->seq = ++c->notify_seq;
-	list_add_tail(&n->node, &c->notify_queue);
-	xferk_notify_kick_locked(c);
+	down = c->state == XFERK_CONN_DOWN;
+	if (!down) {
+		n->seq = ++c->notify_seq;
+		list_add_tail(&n->node, &c->notify_queue);
+		xferk_notify_kick_locked(c);
+	}
 	mutex_unlock(&c->lock);
+	if (down)
+		xferk_notify_free(n);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_send);
 
@@ -217,8 +218,25 @@ void xferk_notify_path_lost(struct xferk_conn *c)
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_path_lost);
 
 /**
+ * xferk_notify_conn_down() - the session ended for good: what it holds
+ * goes (and with it the files' charges), nothing more is queued
+ * @c: the connection, DOWN
+ */
+void xferk_notify_conn_down(struct xferk_conn *c)
+{
+	LIST_HEAD(lost);
+
+	mutex_lock(&c->lock);
+	list_splice_init(&c->notify_posted, &lost);
+	list_splice_tail_init(&c->notify_queue, &lost);
+	c->nr_notify_posted = 0;
+	mutex_unlock(&c->lock);
+	xferk_notify_free_list(&lost);
+}
+
+/**
  * xferk_notify_conn_gone() - the connection is freed: what it still holds
- * (never sent, its session ended) goes
+ * goes (a session's teardown dropped it all already)
  * @c: the connection, no longer reachable
  */
 void xferk_notify_conn_gone(struct xferk_conn *c)
@@ -414,27 +432,6 @@ bool xferk_notify_received(struct xferk_conn *c,
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_received);
 
-/**
- * xferk_notify_prepare_aborted() - the ABORTED notifications of a group
- * @g: the group, closed (its targets no longer change)
- * @acct: the aborting file's account
- * @list: out: one notification per target whose peer takes them
- */
-void xferk_notify_prepare_aborted(struct xferk_group *g,
-				  struct xferk_qacct *acct,
-				  struct list_head *list)
-{
-	struct xferk_notify *n;
-	u32 i;
-
-	for (i = 0; i < g->nr_targets; i++) {
-		n = xferk_notify_alloc(g->targets[i], acct, XFERK_EVENT_ABORTED,
-				       g->tag, false);
-		if (!IS_ERR(n))
-			list_add_tail(&n->node, list);
-	}
-}
-
 /* ---- commands ---- */
 
 int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg)
@@ -454,7 +451,12 @@ int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		return PTR_ERR(ho);
 	}
 	rm = container_of(ho, struct xferk_remote, hobj);
-	n = xferk_notify_alloc(rm, xf->qacct, XFERK_EVENT_NOTE, a->tag, true);
+	/* Refused while the session has ended (later, it drops it). */
+	if (READ_ONCE(rm->conn->state) == XFERK_CONN_DOWN) {
+		mutex_unlock(&xf->lock);
+		return -ENOTCONN;
+	}
+	n = xferk_notify_alloc(rm, xf->qacct, XFERK_EVENT_NOTE, a->tag);
 	if (!IS_ERR(n))
 		xferk_conn_get(n->conn);	/* the handle may go meanwhile */
 	mutex_unlock(&xf->lock);
@@ -507,9 +509,11 @@ int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg)
 			ret = wait_event_interruptible_hrtimeout(q->wq,
 								 evq_ready(q),
 								 left);
-		if (ret == -ERESTARTSYS)
+		/* A reader stuck writing out (userfaultfd) holds it up. */
+		if (ret == -ERESTARTSYS || mutex_lock_interruptible(&q->read_lock)) {
+			ret = -ERESTARTSYS;
 			goto out;
-		mutex_lock(&q->read_lock);
+		}
 		n = xferk_evq_peek(q, buf, a->max_events);
 		if (n || xferk_deadline_passed(deadline, ktime_get()))
 			break;

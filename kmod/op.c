@@ -636,8 +636,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	/* Its notification goes to the target of its last fragment. */
 	if (a->flags & XFERK_SUBMIT_NOTIFY) {
 		notify = xferk_notify_alloc(remotes[a->nr_frags - 1], xf->qacct,
-					    XFERK_EVENT_DATA, a->notify_tag,
-					    true);
+					    XFERK_EVENT_DATA, a->notify_tag);
 		if (IS_ERR(notify)) {
 			ret = PTR_ERR(notify);
 			notify = NULL;
@@ -682,7 +681,8 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		goto out_unfill;
 	/* Last: joining cannot be undone once an abort may see the op. */
 	if (group) {
-		ret = xferk_group_join(group, op, remotes, a->nr_frags);
+		ret = xferk_group_join(group, op, remotes, a->nr_frags,
+				       xf->qacct);
 		if (ret) {
 			xferk_handle_remove_obj(&xf->handles, op->hobj.handle,
 						&op->hobj);

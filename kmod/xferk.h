@@ -1011,17 +1011,20 @@ int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
  * struct xferk_group - ops of one request, aborted together
  * @hobj: handle-table entry
  * @ref: handle + one per op that joined
- * @lock: guards the fields below but @gen and @tag (irq-safe)
+ * @lock: guards @ops, @nr_listed, @nr_physical, @gone, @gone_error and
+ *	@aborted_notes; @closed, @nr_ops and @targets change only under it
+ *	and the file's lock (joins and aborts run under the latter)
  * @wq: woken when an op of it becomes physically complete
  * @ops: its ops that are not yet freed (struct xferk_op.group_node)
  * @nr_ops: ops that joined
+ * @nr_listed: of them, still on @ops
  * @nr_physical: of them, physically complete
  * @closed: aborted: no op joins any more, @targets no longer change
- * @notes_ready: @aborted_notes holds the abort's notifications
  * @gone: the sum of the snapshots of its ops that were freed
  * @gone_error: the first error among them
- * @aborted_notes: the ABORTED notifications to send once every op is
- *	physically complete (struct xferk_notify.node)
+ * @aborted_notes: the ABORTED notifications of its targets, made as they
+ *	joined, sent once it is closed and every op is physically complete
+ *	(struct xferk_notify.node)
  * @nr_targets: entries of @targets
  * @targets: the distinct remote handles its ops used (a reference each)
  * @gen: random non-zero nonce
@@ -1030,13 +1033,13 @@ int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
 struct xferk_group {
 	struct xferk_hobj hobj;
 	struct kref ref;
-	spinlock_t lock;	/* irq-safe */
+	spinlock_t lock;	/* see above */
 	wait_queue_head_t wq;
 	struct list_head ops;
 	u32 nr_ops;
+	u32 nr_listed;
 	u32 nr_physical;
 	bool closed;
-	bool notes_ready;
 	struct xferk_group_snapshot gone;
 	int gone_error;
 	struct list_head aborted_notes;
@@ -1049,7 +1052,8 @@ struct xferk_group {
 struct xferk_group *xferk_group_create(u64 tag);
 void xferk_group_put(struct xferk_group *g);
 int xferk_group_join(struct xferk_group *g, struct xferk_op *op,
-		     struct xferk_remote *const *remotes, u32 nr);
+		     struct xferk_remote *const *remotes, u32 nr,
+		     struct xferk_qacct *acct);
 void xferk_group_op_physical(struct xferk_group *g);
 void xferk_group_op_gone(struct xferk_op *op);
 void xferk_group_sum_add(struct xferk_group_snapshot *sum,
@@ -1057,7 +1061,7 @@ void xferk_group_sum_add(struct xferk_group_snapshot *sum,
 void xferk_group_snapshot(struct xferk_group *g,
 			  struct xferk_group_snapshot *snap);
 int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline);
-int xferk_group_abort(struct xferk_group *g, struct xferk_qacct *acct,
+int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
 		      ktime_t drain_deadline);
 int xferk_ioctl_group_create(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_group_abort(struct xferk_file *xf, union xferk_ioc_arg *arg);
@@ -1125,7 +1129,7 @@ struct xferk_evq {
 extern unsigned int xferk_events_per_file;
 struct xferk_notify *xferk_notify_alloc(struct xferk_remote *rm,
 					struct xferk_qacct *acct, u8 type,
-					u64 tag, bool limited);
+					u64 tag);
 void xferk_notify_free(struct xferk_notify *n);
 void xferk_notify_free_list(struct list_head *list);
 void xferk_notify_send(struct xferk_notify *n);
@@ -1134,11 +1138,9 @@ void xferk_notify_kick_locked(struct xferk_conn *c);
 void xferk_notify_sent(struct xferk_conn *c, u64 seq);
 void xferk_notify_path_lost(struct xferk_conn *c);
 void xferk_notify_conn_gone(struct xferk_conn *c);
+void xferk_notify_conn_down(struct xferk_conn *c);
 bool xferk_notify_received(struct xferk_conn *c,
 			   const struct xferk_wire_notify *m);
-void xferk_notify_prepare_aborted(struct xferk_group *g,
-				  struct xferk_qacct *acct,
-				  struct list_head *list);
 struct xferk_evq *xferk_evq_create(void);
 void xferk_evq_put(struct xferk_evq *q);
 void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev);

@@ -373,7 +373,8 @@ struct xferk_frag {
  *	a group that was aborted refuses it with ESHUTDOWN
  * @notify_tag: with XFERK_SUBMIT_NOTIFY: the tag of the XFERK_EVENT_DATA
  *	event the target of the op's last fragment receives once the op is
- *	physically complete; must be 0 otherwise
+ *	physically complete (EOPNOTSUPP if its peer takes no notifications,
+ *	ESTALE if its export was closed); must be 0 otherwise
  *
  * An op beyond XFERK_MAX_OP_BYTES or XFERK_MAX_OP_WRS fails with E2BIG;
  * one that would exceed a hard limit of the admission queue or of the open
@@ -633,10 +634,12 @@ struct xferk_ioc_group {
  * @reserved: must be 0
  *
  * Queued behind every notification sent before on the same session;
- * returns once queued. The peer's kernel must have announced
- * notifications (EOPNOTSUPP otherwise, also for a token that names no
- * export id). Each queued notification counts as one work request of the
- * file until it is delivered (EBUSY beyond max_chunks_per_file).
+ * returns once queued (ENOTCONN if the session has ended; one that ends
+ * later drops what it has not delivered). The peer's kernel must have
+ * announced notifications (EOPNOTSUPP otherwise, also for a token that
+ * names no export id). Each queued notification counts as one work
+ * request of the file until it is delivered (EBUSY beyond
+ * max_chunks_per_file).
  */
 struct xferk_ioc_notify {
 	__u32 size;

@@ -16,7 +16,16 @@
  *    returns 0, and only then is the ABORTED event sent.
  * 3. GROUP_ABORT and GROUP_WAIT through io_uring: one CQE for the group.
  * 4. Bad input, each with its documented errno; max_groups_per_file.
+ * 5. An abort while another thread submits into the group: every submit
+ *    either joined (and its op is physically complete once the abort
+ *    returns) or failed with ESHUTDOWN; the group counts exactly the ones
+ *    that joined.
+ *
+ * Regression (5): an abort could list an op whose submit had joined the
+ * group but not yet finished publishing it, and complete it under the
+ * submit (the abort now closes and lists under the file's lock).
  */
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -243,6 +252,62 @@ static void ring_abort(void)
 		 "no ABORTED event");
 }
 
+struct racer {
+	uint64_t group;
+	unsigned int delay_us;
+	int ret;
+};
+
+static void *abort_later(void *arg)
+{
+	struct racer *r = arg;
+
+	usleep(r->delay_us);
+	r->ret = xferk_group_abort(l.x, r->group, xferk_now_ns() +
+				   t_scaled_ms(20000) * MS, NULL);
+	return NULL;
+}
+
+static void abort_while_submitting(void)
+{
+	unsigned int iter, iters = t_debug_kernel() ? 10 : 50;
+	struct xferk_group_snapshot g;
+	struct xferk_op_snapshot s;
+	struct racer r;
+	uint64_t ops[64], op;
+	pthread_t t;
+	int i, n, ret;
+
+	for (iter = 0; iter < iters; iter++) {
+		r = (struct racer) { .delay_us = (iter * 397) % 3000 };
+		if (xferk_group_create(l.x, iter, &r.group, NULL)) {
+			T_EXPECT(0, "create");
+			return;
+		}
+		T_EXPECT(pthread_create(&t, NULL, abort_later, &r) == 0, "thread");
+		for (n = 0, ret = 0; n < 64 && !ret; ) {
+			ret = submit(r.group, (uint64_t)n * 4096, 4096, &op);
+			if (!ret)
+				ops[n++] = op;
+		}
+		pthread_join(t, NULL);
+		T_EXPECT(ret == 0 || ret == -ESHUTDOWN, "submit: %s", strerror(-ret));
+		T_EXPECT(r.ret == 0, "abort: %s", strerror(-r.ret));
+		/* Whatever joined before the abort closed it is physical now. */
+		for (i = 0; i < n; i++) {
+			T_EXPECT(xferk_query(l.x, ops[i], &s) == 0 && s.buffer_reusable,
+				 "op %d not physically complete after the abort", i);
+			xferk_release(l.x, ops[i]);
+		}
+		T_EXPECT_ERR(submit(r.group, 0, 4096, &op), ESHUTDOWN);
+		T_EXPECT(xferk_group_query(l.x, r.group, &g) == 0 && g.ops == (uint32_t)n &&
+			 g.ops_physical == (uint32_t)n,
+			 "group counts %u ops (%u physical), %d joined", g.ops,
+			 g.ops_physical, n);
+		xferk_group_release(l.x, r.group);
+	}
+}
+
 static int group_raw(unsigned long cmd, struct xferk_ioc_group *a)
 {
 	return ioctl(xferk_fd(l.x), cmd, a) ? -errno : 0;
@@ -317,6 +382,7 @@ int main(void)
 	}
 	abort_in_flight();
 	ring_abort();
+	abort_while_submitting();
 	bad_input();
 	abort_quarantined();
 	return t_result();

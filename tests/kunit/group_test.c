@@ -14,6 +14,7 @@ struct group_fixture {
 	struct xferk_op op[3];
 	struct xferk_remote rm[REMOTES];
 	struct xferk_remote *rmp[REMOTES];
+	struct xferk_qacct acct;
 };
 
 static int group_init(struct kunit *test)
@@ -27,6 +28,7 @@ static int group_init(struct kunit *test)
 		kref_init(&f->rm[i].ref);
 		f->rmp[i] = &f->rm[i];
 	}
+	kref_init(&f->acct.ref);
 	f->g = xferk_group_create(42);
 	KUNIT_ASSERT_NOT_NULL(test, f->g);
 	test->priv = f;
@@ -40,9 +42,17 @@ static void group_exit(struct kunit *test)
 	/* The ops never lived: take them off by hand, with their references. */
 	while (f->g->nr_ops) {
 		list_del(&f->op[--f->g->nr_ops].group_node);
+		f->g->nr_listed--;
 		xferk_group_put(f->g);
 	}
 	xferk_group_put(f->g);
+}
+
+/* Op @i joins with @nr remote handles (without ids: no notifications). */
+static int join(struct group_fixture *f, int i, struct xferk_remote **rm,
+		u32 nr)
+{
+	return xferk_group_join(f->g, &f->op[i], rm, nr, &f->acct);
 }
 
 /* Ops join an open group; the remote handles they use are kept once. */
@@ -52,11 +62,11 @@ static void group_join_targets(struct kunit *test)
 	struct xferk_remote *twice[3] = { &f->rm[0], &f->rm[1], &f->rm[0] };
 
 	KUNIT_EXPECT_NE(test, f->g->gen, 0ULL);
-	KUNIT_ASSERT_EQ(test, xferk_group_join(f->g, &f->op[0], twice, 3), 0);
+	KUNIT_ASSERT_EQ(test, join(f, 0, twice, 3), 0);
 	KUNIT_EXPECT_EQ(test, f->g->nr_targets, 2U);
 	KUNIT_EXPECT_EQ(test, kref_read(&f->rm[0].ref), 2U);
 	KUNIT_EXPECT_PTR_EQ(test, f->op[0].group, f->g);
-	KUNIT_ASSERT_EQ(test, xferk_group_join(f->g, &f->op[1], f->rmp, 2), 0);
+	KUNIT_ASSERT_EQ(test, join(f, 1, f->rmp, 2), 0);
 	KUNIT_EXPECT_EQ(test, f->g->nr_targets, 2U);
 	KUNIT_EXPECT_EQ(test, f->g->nr_ops, 2U);
 }
@@ -66,18 +76,16 @@ static void group_targets_bounded(struct kunit *test)
 {
 	struct group_fixture *f = test->priv;
 
-	KUNIT_EXPECT_EQ(test, xferk_group_join(f->g, &f->op[0], f->rmp, REMOTES),
-			-E2BIG);
+	KUNIT_EXPECT_EQ(test, join(f, 0, f->rmp, REMOTES), -E2BIG);
 	KUNIT_EXPECT_EQ(test, f->g->nr_targets, 0U);
 	KUNIT_EXPECT_EQ(test, f->g->nr_ops, 0U);
 	KUNIT_EXPECT_EQ(test, kref_read(&f->rm[0].ref), 1U);
-	KUNIT_ASSERT_EQ(test, xferk_group_join(f->g, &f->op[0], f->rmp,
-					       XFERK_GROUP_MAX_TARGETS), 0);
-	KUNIT_EXPECT_EQ(test, xferk_group_join(f->g, &f->op[1],
-					       &f->rmp[XFERK_GROUP_MAX_TARGETS],
-					       1), -E2BIG);
+	KUNIT_ASSERT_EQ(test, join(f, 0, f->rmp,
+				   XFERK_GROUP_MAX_TARGETS), 0);
+	KUNIT_EXPECT_EQ(test, join(f, 1, &f->rmp[XFERK_GROUP_MAX_TARGETS], 1),
+			-E2BIG);
 	/* Known ones still may. */
-	KUNIT_EXPECT_EQ(test, xferk_group_join(f->g, &f->op[1], f->rmp, 1), 0);
+	KUNIT_EXPECT_EQ(test, join(f, 1, f->rmp, 1), 0);
 }
 
 /* A closed group refuses every op, and changes nothing. */
@@ -85,10 +93,9 @@ static void group_closed_refuses(struct kunit *test)
 {
 	struct group_fixture *f = test->priv;
 
-	KUNIT_ASSERT_EQ(test, xferk_group_join(f->g, &f->op[0], f->rmp, 1), 0);
+	KUNIT_ASSERT_EQ(test, join(f, 0, f->rmp, 1), 0);
 	f->g->closed = true;
-	KUNIT_EXPECT_EQ(test, xferk_group_join(f->g, &f->op[1], f->rmp, 2),
-			-ESHUTDOWN);
+	KUNIT_EXPECT_EQ(test, join(f, 1, f->rmp, 2), -ESHUTDOWN);
 	KUNIT_EXPECT_EQ(test, f->g->nr_ops, 1U);
 	KUNIT_EXPECT_EQ(test, f->g->nr_targets, 1U);
 	KUNIT_EXPECT_NULL(test, f->op[1].group);

@@ -92,7 +92,7 @@ static void send_note(struct kunit *test, u64 tag)
 	struct notify_fixture *f = test->priv;
 	struct xferk_notify *n;
 
-	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, tag, true);
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, tag);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(n));
 	xferk_notify_send(n);
 }
@@ -170,15 +170,15 @@ static void notify_refused(struct kunit *test)
 	struct xferk_notify *n;
 
 	f->from.peer_caps = XFERK_CAP_REVOKE;
-	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1, true);
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(n), -EOPNOTSUPP);
 	f->from.peer_caps |= XFERK_CAP_NOTIFY;
 	f->rm.id = 0;
-	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1, true);
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(n), -EOPNOTSUPP);
 	f->rm.id = 9;
 	f->rm.error = -ESTALE;
-	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1, true);
+	n = xferk_notify_alloc(&f->rm, &f->acct, XFERK_EVENT_NOTE, 1);
 	KUNIT_EXPECT_EQ(test, PTR_ERR(n), -ESTALE);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&f->acct.chunks), 0L);
 }
