@@ -439,7 +439,7 @@ static const int errs_query[] = { EBADF, ESTALE, 0 };
 static const int errs_cancel[] = { EBADF, ESTALE, ETIMEDOUT, EINTR, 0 };
 static const int errs_group_create[] = { EMFILE, ENOMEM, 0 };
 static const int errs_group_abort[] = { EBADF, ESTALE, ETIMEDOUT, EINTR, ENOMEM, 0 };
-static const int errs_notify[] = { EBADF, ESTALE, EOPNOTSUPP, EBUSY, ENOMEM, 0 };
+static const int errs_notify[] = { EBADF, ESTALE, EOPNOTSUPP, ENOTCONN, EBUSY, ENOMEM, 0 };
 static const int errs_events[] = { ETIMEDOUT, EINTR, ENOMEM, 0 };
 
 /* ------------------------------------------------------------------ */
