@@ -21,6 +21,11 @@
  *    returns) or failed with ESHUTDOWN; the group counts exactly the ones
  *    that joined.
  *
+ * 6. A join makes the ABORTED notification of each new target and charges
+ *    it as a work request: with a budget of one, a one-work-request op
+ *    that brings a new target fails with EBUSY; without the group it goes.
+ *
+ * Regression (6): an abort made them, past every limit.
  * Regression (5): an abort could list an op whose submit had joined the
  * group but not yet finished publishing it, and complete it under the
  * submit (the abort now closes and lists under the file's lock).
@@ -308,6 +313,29 @@ static void abort_while_submitting(void)
 	}
 }
 
+static void notes_charged(void)
+{
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	struct t_loop o;
+	uint64_t group, op = 0;
+
+	t_loop_open(&o, 4096, 4096);	/* a file of its own: nothing charged */
+	T_EXPECT(t_param_scoped("max_chunks_per_file", 1) == 0, "limit");
+	f = (struct xferk_frag) { .mr = o.src_mr, .len = 4096, .remote = o.remote,
+				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(xferk_group_create(o.x, 0, &group, NULL) == 0, "create");
+	T_EXPECT_ERR(xferk_submit_group(o.x, &f, 1, XFERK_DEADLINE_NONE, NULL,
+					group, 0, &op), EBUSY);
+	T_EXPECT(op == 0, "a refused submit published an op");
+	T_EXPECT(xferk_submit(o.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0 &&
+		 xferk_wait(o.x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL,
+			    &s) == 0 && s.state == XFERK_STATE_SUCCEEDED,
+		 "the same op without the group");
+	t_restore_params();
+	xferk_close(o.x);
+}
+
 static int group_raw(unsigned long cmd, struct xferk_ioc_group *a)
 {
 	return ioctl(xferk_fd(l.x), cmd, a) ? -errno : 0;
@@ -384,6 +412,7 @@ int main(void)
 	ring_abort();
 	abort_while_submitting();
 	bad_input();
+	notes_charged();
 	abort_quarantined();
 	return t_result();
 }

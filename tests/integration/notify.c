@@ -17,6 +17,7 @@
  *    errno. A notification on a closed export's import fails with ESTALE.
  * 4. Notifications arrive while exports are registered on the connection
  *    they arrive on: both go on.
+ * 5. On a session that ended, NOTIFY fails with ENOTCONN.
  *
  * Two hosts (tests/twohost/95_notify.sh): the target runs 1 against an
  * initiator on the other host, the token and the end through files in DIR:
@@ -26,6 +27,8 @@
  * Regression (4): a notification's delivery took the connection's export
  * lock in the completion handler, while an export held it waiting for its
  * registration's completion from that same handler: both hung.
+ * Regression (5): notifications were queued on an ended session, holding
+ * the file's work-request budget until every handle on it went.
  */
 #include <pthread.h>
 #include <sys/ioctl.h>
@@ -283,6 +286,27 @@ static void export_while_notified(void)
 	xferk_close(o.x);
 }
 
+static void ended_session(void)
+{
+	struct xferk_token tok;
+	struct t_loop o;
+	uint64_t e, r;
+	int ret;
+
+	t_loop_open(&o, SLOT, SLOT);
+	ret = xferk_export(o.x, o.conn, o.dst_mr, 0, SLOT, RW, &tok, &e);
+	if (!ret)
+		ret = xferk_import(o.x, o.conn, &tok, &r);
+	T_EXPECT(ret == 0, "export: %s", strerror(-ret));
+	T_EXPECT(xferk_notify(o.x, r, 1) == 0, "notify");
+	if (t_end_session()) {
+		T_EXPECT(0, "could not end the session");
+	} else {
+		T_EXPECT_ERR(xferk_notify(o.x, r, 2), ENOTCONN);
+	}
+	xferk_close(o.x);
+}
+
 static int events_raw(struct xferk_ioc_events *a)
 {
 	return ioctl(xferk_fd(l.x), XFERK_IOC_EVENTS, a) ? -errno : 0;
@@ -442,5 +466,6 @@ int main(int argc, char **argv)
 	bad_input();
 	overflow();
 	export_while_notified();
+	ended_session();
 	return t_result();
 }

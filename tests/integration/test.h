@@ -600,3 +600,36 @@ static inline int t_quiet(void)
 		t_stat("ops_live"));
 	return -1;
 }
+
+/*
+ * Ends the host's session to the peer (reconnect_ms 0 and a write on a
+ * QP the fault knob kills): the next CONNECT makes a new one, with a new
+ * handshake. 0 when the session is down. Restores every module parameter
+ * t_param_scoped() changed.
+ */
+static inline int t_end_session(void)
+{
+	struct xferk_conn_info info;
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	struct t_loop l;
+	uint64_t until;
+	int ret;
+
+	if (t_param_scoped("reconnect_ms", 0) || t_quiet())
+		return -1;
+	t_loop_open(&l, 4096, 4096);
+	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096,
+				  .remote = l.remote, .opcode = XFERK_OP_WRITE };
+	t_fault_set("qp_error", 1);
+	ret = t_run(l.x, &f, 1, &s);
+	t_fault_set("qp_error", 0);
+	until = t_now_ms() + t_scaled_ms(10000);
+	do {
+		ret = xferk_conn_query(l.x, l.conn, &info);
+	} while (!ret && info.state != XFERK_CONN_STATE_DOWN &&
+		 t_now_ms() < until && !usleep(20000));
+	xferk_close(l.x);
+	t_restore_params();
+	return !ret && info.state == XFERK_CONN_STATE_DOWN ? 0 : -1;
+}

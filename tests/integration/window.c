@@ -337,38 +337,6 @@ static void bad_input(void)
 }
 
 /*
- * Ends the host's session to the peer (reconnect_ms 0 and a write on a
- * QP the fault knob kills): the next CONNECT makes a new one, with a new
- * handshake. 0 when the session is down.
- */
-static int end_session(void)
-{
-	struct xferk_conn_info info;
-	struct xferk_op_snapshot s;
-	struct xferk_frag f;
-	struct t_loop l;
-	uint64_t until;
-	int ret;
-
-	if (t_param_scoped("reconnect_ms", 0) || t_quiet())
-		return -1;
-	t_loop_open(&l, PAGE, PAGE);
-	f = (struct xferk_frag) { .mr = l.src_mr, .len = PAGE,
-				  .remote = l.remote, .opcode = XFERK_OP_WRITE };
-	t_fault_set("qp_error", 1);
-	ret = t_run(l.x, &f, 1, &s);
-	t_fault_set("qp_error", 0);
-	until = t_now_ms() + t_scaled_ms(10000);
-	do {
-		ret = xferk_conn_query(l.x, l.conn, &info);
-	} while (!ret && info.state != XFERK_CONN_STATE_DOWN &&
-		 t_now_ms() < until && !usleep(20000));
-	xferk_close(l.x);
-	t_restore_params();
-	return !ret && info.state == XFERK_CONN_STATE_DOWN ? 0 : -1;
-}
-
-/*
  * A session made while this host announces no capability (a peer without
  * it): whatever session CONNECT finds is ended until the one it makes
  * refuses windows. 0 with @l set up on it.
@@ -381,7 +349,7 @@ static int session_without_caps(struct t_loop *l)
 	int tries, ret = -1;
 
 	for (tries = 0; tries < 5; tries++) {
-		if (end_session())
+		if (t_end_session())
 			return -1;
 		t_loop_open(l, PAGE, 4 * PAGE);
 		ret = xferk_window_open(l->x, l->conn, l->dst_mr, &b, 1, RW,
@@ -441,7 +409,7 @@ static void old_peer(void)
 	xferk_close(l.x);
 	t_fault_set("no_caps", 0);
 	/* Later tests get a session with the capability again. */
-	T_EXPECT(end_session() == 0, "could not end the session");
+	T_EXPECT(t_end_session() == 0, "could not end the session");
 }
 
 static void restore(void)
