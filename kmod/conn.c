@@ -60,6 +60,7 @@
 #include <linux/slab.h>
 #include <net/net_namespace.h>
 #include "xferk.h"
+#include "trace.h"
 
 #define XFERK_CHUNK_MAX_BYTES	SZ_1M
 #define XFERK_RECONNECT_MIN_MS	100
@@ -255,6 +256,7 @@ void xferk_conn_claim(struct xferk_conn *c)
 static void conn_set_state(struct xferk_conn *c, int state)
 {
 	lockdep_assert_held(&c->lock);
+	trace_xferk_conn_state(c->id, c->state, state, c->error);
 	if (c->state == XFERK_CONN_UP) {
 		atomic64_dec(&xferk_stats.peers_connected);
 		xferk_msgs_path_lost(c);

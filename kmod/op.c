@@ -32,6 +32,7 @@
 #include <linux/uaccess.h>
 
 #include "xferk.h"
+#include "trace.h"
 
 DEFINE_SPINLOCK(xferk_ops_lock);	/* xferk_ops */
 LIST_HEAD(xferk_ops);
@@ -49,6 +50,7 @@ static void op_release(struct kref *ref)
 
 	/* No drain is active (it holds a reference), so its timer is idle. */
 	hrtimer_cancel(&op->timer);
+	trace_xferk_op_release(op->id, op->life.state);
 	if (op->group)
 		xferk_group_op_gone(op);
 	for (i = 0; i < op->nr_conns; i++)
@@ -132,6 +134,7 @@ static void op_send_notify(struct xferk_op *op, u32 state)
 static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 {
 	if (what & XFERK_LIFE_PHYSICAL) {
+		trace_xferk_op_physical(op->id, state);
 		hrtimer_cancel(&op->timer);
 		/* A background drain waiting for its next step ends now. */
 		if (hrtimer_try_to_cancel(&op->drain_timer) == 1)
@@ -188,6 +191,7 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	spin_unlock_irqrestore(&op->lock, flags);
 	if (late)
 		atomic64_inc(&xferk_stats.late_completions);
+	trace_xferk_chunk_done(op->id, ch->remote->conn->id, ch->len, error);
 	op_apply(op, what, state);
 }
 
@@ -199,6 +203,7 @@ void xferk_chunk_posted(struct xferk_chunk *ch)
 	unsigned int what;
 
 	ch->sent = true;
+	trace_xferk_chunk_post(op->id, ch->remote->conn->id, ch->len, 0);
 	spin_lock_irqsave(&op->lock, flags);
 	what = xferk_life_posted(&op->life, ch->len);
 	spin_unlock_irqrestore(&op->lock, flags);
@@ -331,11 +336,14 @@ static void op_drain_begin(struct xferk_op *op)
 {
 	unsigned long flags;
 	unsigned int what, drain;
+	u32 state;
 
 	spin_lock_irqsave(&op->lock, flags);
 	what = xferk_life_cancel(&op->life);
 	drain = xferk_life_drain_start(&op->life);
+	state = op->life.state;
 	spin_unlock_irqrestore(&op->lock, flags);
+	trace_xferk_op_cancel(op->id, state);
 	if ((what | drain) & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
 	if (drain)
@@ -353,6 +361,7 @@ static void op_drain_expire(struct xferk_op *op)
 	what = xferk_life_drain_expired(&op->life);
 	spin_unlock_irqrestore(&op->lock, flags);
 	if (what) {
+		trace_xferk_op_quarantine(op->id, XFERK_STATE_QUARANTINED);
 		atomic64_inc(&xferk_stats.drain_timeouts);
 		atomic64_inc(&xferk_stats.quarantine_events);
 		wake_up_all(&op->wq);
@@ -421,6 +430,7 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	 * and op_release() cancel it.
 	 */
 	if (what & XFERK_LIFE_WAKE) {
+		trace_xferk_op_deadline(op->id, XFERK_STATE_TIMED_OUT);
 		atomic64_inc(&xferk_stats.ops_timed_out);
 		wake_up_all(&op->wq);
 		kref_get(&op->ref);
@@ -692,6 +702,9 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	op->notify = notify;
 	notify = NULL;
 	a->op = op->hobj.handle;
+	op->id = a->op;
+	trace_xferk_op_submit(op->id, total_bytes, nr_chunks, a->priority,
+			      a->group);
 	/*
 	 * Visible once the lock is dropped: another thread may cancel or
 	 * release it then. So it is complete before: the physical reference,

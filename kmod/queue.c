@@ -34,6 +34,7 @@
 #include <linux/slab.h>
 
 #include "xferk.h"
+#include "trace.h"
 
 DEFINE_SPINLOCK(xferk_queue_lock);
 LIST_HEAD(xferk_qdevs);
@@ -271,6 +272,9 @@ static void queue_kick_locked(struct xferk_qdev *q)
 		spin_unlock(&xferk_queue_lock);
 		/* A dispatched chunk keeps its op (and this qdev) alive. */
 		for (i = 0; i < n; i++) {
+			trace_xferk_chunk_dispatch(batch[i]->op->id,
+						   batch[i]->remote->conn->id,
+						   batch[i]->len, 0);
 			batch[i]->dispatched_at = ktime_get();
 			xferk_conn_queue(batch[i]->remote->conn, batch[i]);
 		}

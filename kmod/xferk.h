@@ -918,6 +918,7 @@ struct xferk_chunk {
  * @nr_chunks: chunks the op was cut into
  * @chunks: the op's chunks; freed when the op is physically complete
  *	(NULL afterwards): a finished op keeps only its accounting
+ * @id: its handle as SUBMIT returned it, its name in traces
  * @group: the group it joined at submit (ref), or NULL
  * @group_node: in @group->ops until the op is freed (@group->lock)
  * @notify: XFERK_SUBMIT_NOTIFY: its notification, sent (and NULL) once
@@ -955,6 +956,7 @@ struct xferk_op {
 	struct xferk_conn **conns;
 	u32 nr_chunks;
 	struct xferk_chunk *chunks;
+	u64 id;
 	struct xferk_group *group;
 	struct list_head group_node;
 	struct xferk_notify *notify;

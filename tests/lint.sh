@@ -13,7 +13,10 @@ checkpatch() {
 
 out=$( {
 	# Table macros take constant command numbers: reuse is harmless.
-	checkpatch --ignore MACRO_ARG_REUSE -f $(ls kmod/*.[ch] tests/kunit/*.[ch] | grep -v '\.mod\.c$')
+	checkpatch --ignore MACRO_ARG_REUSE -f $(ls kmod/*.[ch] tests/kunit/*.[ch] |
+		grep -v -e '\.mod\.c$' -e '^kmod/trace\.h$')
+	# TRACE_EVENT()'s layout, as in the kernel's own trace headers.
+	checkpatch --ignore OPEN_ENDED_LINE,PARENTHESIS_ALIGNMENT -f kmod/trace.h
 	# uAPI headers cannot use BIT_ULL().
 	checkpatch --ignore BIT_MACRO -f uapi/*.h
 } 2>&1)
