@@ -402,7 +402,8 @@ bool xferk_notify_received(struct xferk_conn *c,
 	bool fresh;
 
 	if (!seq || !id || ev.type < XFERK_EVENT_DATA ||
-	    ev.type > XFERK_EVENT_ABORTED || (ev.flags & ~XFERK_EVENT_INCOMPLETE))
+	    ev.type > XFERK_EVENT_ABORTED || (ev.flags & ~XFERK_EVENT_INCOMPLETE) ||
+	    (ev.type != XFERK_EVENT_DATA && (ev.bytes || ev.flags)))
 		return false;
 	mutex_lock(&c->lock);
 	fresh = seq > c->notify_seen;
@@ -421,12 +422,12 @@ bool xferk_notify_received(struct xferk_conn *c,
 	 */
 	xa_lock(&c->export_ids);
 	e = xa_load(&c->export_ids, id);
-	if (e) {
-		ev.export = READ_ONCE(e->hobj.handle);
+	/* Not yet (or no longer) published: nobody could name it. */
+	ev.export = e ? READ_ONCE(e->hobj.handle) : 0;
+	if (ev.export)
 		xferk_evq_post(e->evq, &ev);
-	}
 	xa_unlock(&c->export_ids);
-	if (!e)
+	if (!ev.export)
 		atomic64_inc(&xferk_stats.notifies_unclaimed);
 	return true;
 }

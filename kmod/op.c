@@ -161,7 +161,9 @@ static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
  * @error: 0 or a negative errno
  *
  * Called once per chunk, from process context. The last one frees every
- * chunk of the op, @ch included.
+ * chunk of the op, @ch included: once this one is counted terminal, only
+ * the reference taken here keeps the op (another chunk's completion may
+ * free the chunks and drop the physical reference meanwhile).
  */
 void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 {
@@ -170,6 +172,8 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	unsigned int what;
 	u32 late, state;
 
+	trace_xferk_chunk_done(op->id, ch->remote->conn->id, ch->len, error);
+	kref_get(&op->ref);
 	/*
 	 * Its error is the op's first before the queue drops the op's other
 	 * chunks (with ECANCELED); then the queue, while this chunk still
@@ -191,8 +195,8 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	spin_unlock_irqrestore(&op->lock, flags);
 	if (late)
 		atomic64_inc(&xferk_stats.late_completions);
-	trace_xferk_chunk_done(op->id, ch->remote->conn->id, ch->len, error);
 	op_apply(op, what, state);
+	xferk_op_put(op);
 }
 
 /* A chunk was handed to the device. Called under its connection's lock. */

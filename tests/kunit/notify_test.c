@@ -183,11 +183,14 @@ static void notify_refused(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&f->acct.chunks), 0L);
 }
 
-/* A notification that breaks the protocol kills the path, counted. */
+/*
+ * A notification that breaks the protocol kills the path, counted; a
+ * valid one for an export not yet published is dropped, counted.
+ */
 static void notify_invalid(struct kunit *test)
 {
 	struct notify_fixture *f = test->priv;
-	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid);
+	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid), unclaimed;
 	struct xferk_event ev;
 	u8 m[XFERK_MSG_SIZE];
 
@@ -203,8 +206,21 @@ static void notify_invalid(struct kunit *test)
 	memcpy(m, sent[0], sizeof(m));
 	memset(m + 32, 0, 8);				/* sequence 0 */
 	xferk_msg_received(&f->to, m, sizeof(m));
+	memcpy(m, sent[0], sizeof(m));
+	m[24] = 1;					/* a NOTE with bytes */
+	xferk_msg_received(&f->to, m, sizeof(m));
+	memcpy(m, sent[0], sizeof(m));
+	m[6] = XFERK_EVENT_INCOMPLETE;			/* a NOTE incomplete */
+	xferk_msg_received(&f->to, m, sizeof(m));
 	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
-			invalid + 4);
+			invalid + 6);
+	KUNIT_EXPECT_EQ(test, xferk_evq_peek(f->e.evq, &ev, 1), 0U);
+	/* A valid one for an export whose handle is not published: dropped. */
+	f->e.hobj.handle = 0;
+	unclaimed = atomic64_read(&xferk_stats.notifies_unclaimed);
+	xferk_msg_received(&f->to, sent[0], sizeof(m));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.notifies_unclaimed),
+			unclaimed + 1);
 	KUNIT_EXPECT_EQ(test, xferk_evq_peek(f->e.evq, &ev, 1), 0U);
 }
 
