@@ -29,6 +29,7 @@ LIB_A	:= $(B)/lib/libxferk.a
 LIB_PC	:= $(B)/lib/xferk.pc
 TOOLS	:= $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 ITESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/integration/*.c))
+ISCRIPTS := $(patsubst tests/%.sh,$(B)/tests/%,$(wildcard tests/integration/*.sh))
 THTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/twohost/*.c))
 UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
 EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
@@ -52,7 +53,7 @@ module:
 
 lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
 tools: $(TOOLS)
-tests: $(ITESTS) $(THTESTS) $(UTESTS)
+tests: $(ITESTS) $(ISCRIPTS) $(THTESTS) $(UTESTS)
 examples: $(EXAMPLES)
 
 $(B)/lib/libxferk.o: libxferk/libxferk.c $(LIBHDRS)
@@ -89,6 +90,11 @@ $(B)/examples/%: libxferk/examples/%.c $(LIB_A) $(LIBHDRS)
 $(B)/tests/integration/%: tests/integration/%.c tests/integration/*.h $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -lpthread -luring -lrdmacm -libverbs
+
+# Integration scripts (a test of a tool or a binding) run like the programs.
+$(B)/tests/integration/%: tests/integration/%.sh
+	@mkdir -p $(@D)
+	install -m 0755 $< $@
 
 # Two-host programs (tests/twohost/*.sh run them in either VM).
 $(B)/tests/twohost/%: tests/twohost/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)
