@@ -31,11 +31,12 @@ TOOLS	:= $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 ITESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/integration/*.c))
 ISCRIPTS := $(patsubst tests/%.sh,$(B)/tests/%,$(wildcard tests/integration/*.sh))
 THTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/twohost/*.c))
-UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c))
+UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c)) \
+	   $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/unit/*.cc))
 EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
 LIBHDRS	:= libxferk/libxferk.h libxferk/xferk_uring.h uapi/xferk.h
 
-.PHONY: all module lib tools tests examples install check demo bench fuzz lint clean help
+.PHONY: all module lib tools tests examples install check demo bench fuzz lint clean help nixl
 
 all: module lib tools tests examples
 
@@ -44,6 +45,7 @@ help:
 	@echo 'make demo       two VMs on Debian 6.1: decode exports, prefill writes, next to ib_write_bw'
 	@echo 'make bench      the control-plane benchmark in qemu (stock kernel)'
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
+	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
 	@echo 'make install    module, library, headers, pkg-config, udev rule (PREFIX, DESTDIR, UDEVDIR)'
 
@@ -105,6 +107,11 @@ $(B)/tests/unit/%: tests/unit/%.c tests/kunit/uapi_layout.h $(LIB_SO) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< -L$(B)/lib -Wl,-rpath,$(CURDIR)/$(B)/lib -lxferk -ldl
 
+# The public headers as C++ sees them.
+$(B)/tests/unit/%: tests/unit/%.cc $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -pedantic -Iuapi -Ilibxferk $(EXTRA_CFLAGS) -o $@ $<
+
 # The udev rule gives /dev/xferk to group xferk, created here unless the
 # install goes to a staging DESTDIR (a package creates it at its own install).
 install: all
@@ -121,6 +128,10 @@ install: all
 	install -m 0644 tools/60-xferk.rules $(DESTDIR)$(UDEVDIR)/
 	if [ -z "$(DESTDIR)" ] && ! getent group xferk >/dev/null; then \
 		groupadd --system xferk; fi
+
+# NIXL core and UCX from NIXL_SRC_DIR (cached), and libplugin_XFERK.so.
+nixl:
+	libxferk/nixl/build.sh
 
 # Host checks for the kernel sources: kernel coding style.
 lint:

@@ -423,11 +423,11 @@ bool xferk_notify_received(struct xferk_conn *c,
 	xa_lock(&c->export_ids);
 	e = xa_load(&c->export_ids, id);
 	/* Not yet (or no longer) published: nobody could name it. */
-	ev.export = e ? READ_ONCE(e->hobj.handle) : 0;
-	if (ev.export)
+	ev.export_handle = e ? READ_ONCE(e->hobj.handle) : 0;
+	if (ev.export_handle)
 		xferk_evq_post(e->evq, &ev);
 	xa_unlock(&c->export_ids);
-	if (!ev.export)
+	if (!ev.export_handle)
 		atomic64_inc(&xferk_stats.notifies_unclaimed);
 	return true;
 }

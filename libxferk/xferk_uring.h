@@ -32,10 +32,10 @@ extern "C" {
 static inline void io_uring_prep_xferk_cmd(struct io_uring_sqe *sqe, int fd,
 					   unsigned int cmd_op, void *arg)
 {
-	struct xferk_uring_cmd payload = {
-		.arg = (uint64_t)(uintptr_t)arg,
-	};
+	struct xferk_uring_cmd payload;
 
+	memset(&payload, 0, sizeof(payload));
+	payload.arg = (uint64_t)(uintptr_t)arg;
 	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
 	sqe->cmd_op = cmd_op;
 	memcpy(sqe->cmd, &payload, sizeof(payload));

@@ -659,14 +659,15 @@ struct xferk_ioc_notify {
 
 /**
  * struct xferk_event - what a target learns about one of its exports
- * @export: the export's or window's handle, in the file that created it
+ * @export_handle: the export's or window's handle, in the file that
+ *	created it
  * @tag: the initiator's tag
  * @bytes: DATA: bytes of the op that were transferred; otherwise 0
  * @type: XFERK_EVENT_*
  * @flags: XFERK_EVENT_INCOMPLETE
  */
 struct xferk_event {
-	__u64 export;
+	__u64 export_handle;
 	__u64 tag;
 	__u64 bytes;
 	__u32 type;

@@ -2756,12 +2756,12 @@ static void done_events(struct call *c, int res, bool same)
 		struct xferk_event e;
 
 		memcpy(&e, evs + i * esz, sizeof(e));
-		if (!e.export || e.type < XFERK_EVENT_DATA || e.type > XFERK_EVENT_ABORTED ||
+		if (!e.export_handle || e.type < XFERK_EVENT_DATA || e.type > XFERK_EVENT_ABORTED ||
 		    (e.flags & ~XFERK_EVENT_INCOMPLETE) ||
 		    (e.type != XFERK_EVENT_DATA && (e.flags || e.bytes))) {
 			fail("%s: event %" PRIu64 " of %" PRIu64 ": export %#llx tag %#llx "
 			     "bytes %llu type %u flags %#x", d, i, n,
-			     (unsigned long long)e.export, (unsigned long long)e.tag,
+			     (unsigned long long)e.export_handle, (unsigned long long)e.tag,
 			     (unsigned long long)e.bytes, e.type, e.flags);
 			return;
 		}
@@ -2776,7 +2776,7 @@ static void done_events(struct call *c, int res, bool same)
 			fail("%s returned %s with %" PRIu64 " events and wrote byte %" PRIu64
 			     " of the array (%#x; there: export %#llx tag %#llx bytes %llu type %u flags %#x; max_events %u)",
 			     d, res_name(res, false), n, i, evs[i],
-			     (unsigned long long)e.export, (unsigned long long)e.tag,
+			     (unsigned long long)e.export_handle, (unsigned long long)e.tag,
 			     (unsigned long long)e.bytes, e.type, e.flags, c->max_events);
 			return;
 		}

@@ -65,7 +65,7 @@ static int events_of(uint32_t type, uint64_t tag, int want, unsigned int ms)
 	while (n < want && !xferk_events(l.x, ev, 64, until, &nr, NULL))
 		for (i = 0; i < nr; i++)
 			n += ev[i].type == type && ev[i].tag == tag &&
-			     ev[i].export == win;
+			     ev[i].export_handle == win;
 	return n;
 }
 

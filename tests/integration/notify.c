@@ -72,7 +72,7 @@ static void *event_thread(void *arg)
 		for (i = 0; i < nr; i++) {
 			if (ev[i].tag != seen.received ||
 			    ev[i].type != XFERK_EVENT_DATA || ev[i].flags ||
-			    ev[i].bytes != SLOT || ev[i].export != exp_h) {
+			    ev[i].bytes != SLOT || ev[i].export_handle != exp_h) {
 				if (seen.bad++ < 5)
 					fprintf(stderr, "event %u: tag %llu type %u flags %u bytes %llu\n",
 						seen.received,
@@ -193,7 +193,7 @@ static void overflow(void)
 		 ret, nr, (unsigned long long)lost);
 	for (i = 0; i < nr; i++)
 		T_EXPECT(ev[i].tag == i && ev[i].type == XFERK_EVENT_NOTE &&
-			 ev[i].export == e && ev[i].bytes == 0,
+			 ev[i].export_handle == e && ev[i].bytes == 0,
 			 "event %u: tag %llu type %u", i,
 			 (unsigned long long)ev[i].tag, ev[i].type);
 	T_EXPECT(t_stat("events_dropped") == dropped + 24, "events_dropped %lld",

@@ -137,7 +137,7 @@ static void notify_exactly_once(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, xferk_evq_peek(f->e.evq, ev, ARRAY_SIZE(ev)), 3U);
 	for (i = 0; i < 3; i++) {
 		KUNIT_EXPECT_EQ(test, ev[i].tag, 10ULL + i);
-		KUNIT_EXPECT_EQ(test, ev[i].export, 0x1234ULL);
+		KUNIT_EXPECT_EQ(test, ev[i].export_handle, 0x1234ULL);
 		KUNIT_EXPECT_EQ(test, ev[i].type, (u32)XFERK_EVENT_NOTE);
 	}
 	KUNIT_EXPECT_EQ(test, xferk_evq_dropped(f->e.evq), 0ULL);

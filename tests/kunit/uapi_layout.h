@@ -122,7 +122,7 @@ static const struct layout_case xferk_layout_cases[] = {
 	{ "xferk_ioc_notify.tag", offsetof(struct xferk_ioc_notify, tag), 16 },
 	{ "xferk_ioc_notify.reserved", offsetof(struct xferk_ioc_notify, reserved), 24 },
 	{ "sizeof xferk_ioc_notify", sizeof(struct xferk_ioc_notify), 40 },
-	{ "xferk_event.export", offsetof(struct xferk_event, export), 0 },
+	{ "xferk_event.export_handle", offsetof(struct xferk_event, export_handle), 0 },
 	{ "xferk_event.tag", offsetof(struct xferk_event, tag), 8 },
 	{ "xferk_event.bytes", offsetof(struct xferk_event, bytes), 16 },
 	{ "xferk_event.type", offsetof(struct xferk_event, type), 24 },
