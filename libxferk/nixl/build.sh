@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# make nixl: builds NIXL core and UCX (verbs + rdma_cm, for the comparison
+# runs) from pinned sources, cached under $XFERK_CACHE/nixl-<hash>,
+# then the xferk backend plugin (libplugin_XFERK.so) into build/nixl/.
+#
+#   NIXL_SRC_DIR  directory holding the source tarballs (default:
+#                 ../shared/third_party/nixl next to the source tree)
+#
+# Exit 77 when the sources are absent (make check then skips the NIXL tests).
+# The cache directory is complete when it holds .done; build/nixl/env is
+# what the tests source: paths of the libraries, Python modules, plugins.
+set -euo pipefail
+XFERK_SRC=$(cd "$(dirname "$0")/../.." && pwd)
+XFERK_CACHE=${XFERK_CACHE:-$HOME/.cache/xferk}
+XFERK_BUILD=${XFERK_BUILD:-$XFERK_SRC/build}
+NIXL_SRC_DIR=${NIXL_SRC_DIR:-$XFERK_SRC/../shared/third_party/nixl}
+
+NIXL_TARBALL=nixl-8770b655.tar.xz
+UCX_TARBALL=ucx-1.22.0.tar.xz
+SUBPROJECTS="abseil-cpp-20250814.1 asio-1.30.2 taskflow-3.10.0 tomlplusplus-3.4.0"
+# Packages the NIXL build and its tests need (tests/vm/lib.sh installs them).
+NIXL_PACKAGES="meson ninja-build g++ autoconf automake libtool python3-dev pybind11-dev
+python3-pytest python3-numpy python3-torch"
+
+log() { printf '[xferk-nixl] %s\n' "$*" >&2; }
+
+missing=""
+for t in "$NIXL_TARBALL" "$UCX_TARBALL" ${SUBPROJECTS// /.tar.xz }.tar.xz; do
+	[ -e "$NIXL_SRC_DIR/$t" ] || missing="$missing $t"
+done
+if [ -n "$missing" ]; then
+	cat >&2 <<EOT
+[xferk-nixl] NIXL sources not found in NIXL_SRC_DIR=$NIXL_SRC_DIR (missing:$missing).
+[xferk-nixl] Put these tarballs there (or set NIXL_SRC_DIR): NIXL at commit 8770b655
+[xferk-nixl] (github.com/ai-dynamo/nixl), UCX v1.22.0 (github.com/openucx/ucx), and the
+[xferk-nixl] meson subprojects abseil-cpp 20250814.1, asio 1.30.2, taskflow 3.10.0 and
+[xferk-nixl] tomlplusplus 3.4.0 with their wrapdb build files; see Documentation/nixl.md.
+EOT
+	exit 77
+fi
+
+# The options of the cached build; the cache's name hashes them and the
+# sources, so a change to either builds a new cache.
+UCX_OPTS="--with-verbs --with-rdmacm --without-cuda --without-rocm --without-java --without-go"
+NIXL_OPTS="--wrap-mode=nodownload --force-fallback-for=tomlplusplus -Dbuildtype=release
+-Denable_plugins=UCX -Dbuild_tests=false -Dbuild_examples=false"
+key=$( (echo "$UCX_OPTS $NIXL_OPTS"; cd "$NIXL_SRC_DIR" && sha256sum "$NIXL_TARBALL" \
+	"$UCX_TARBALL" ${SUBPROJECTS// /.tar.xz }.tar.xz) | sha256sum | cut -c1-12)
+dir=$XFERK_CACHE/nixl-$key
+jobs=$(nproc)
+
+build_cache() {
+	log "building UCX and NIXL in $dir (several minutes, once)"
+	rm -rf "$dir"
+	mkdir -p "$dir/src"
+	tar -C "$dir/src" -xf "$NIXL_SRC_DIR/$UCX_TARBALL"
+	tar -C "$dir/src" -xf "$NIXL_SRC_DIR/$NIXL_TARBALL"
+	local s
+	for s in $SUBPROJECTS; do
+		tar -C "$dir/src/nixl/subprojects" -xf "$NIXL_SRC_DIR/$s.tar.xz"
+	done
+	(
+		cd "$dir/src/ucx-1.22.0"
+		./autogen.sh >"$dir/ucx.log" 2>&1
+		# shellcheck disable=SC2086
+		contrib/configure-release-mt --prefix="$dir/ucx" $UCX_OPTS >>"$dir/ucx.log" 2>&1
+		make -s -j"$jobs" install >>"$dir/ucx.log" 2>&1
+	) || { tail -n 30 "$dir/ucx.log" >&2; exit 1; }
+	# A CPU-only build: no CUDA, Debian's python3 and meson.
+	export CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent
+	export PATH=/usr/bin:$PATH PKG_CONFIG_PATH=$dir/ucx/lib/pkgconfig
+	(
+		cd "$dir/src/nixl"
+		# shellcheck disable=SC2086
+		meson setup "$dir/build" --prefix="$dir/nixl" $NIXL_OPTS -Ducx_path="$dir/ucx"
+		ninja -C "$dir/build" -j"$jobs" install
+	) >"$dir/nixl.log" 2>&1 || { tail -n 30 "$dir/nixl.log" >&2; exit 1; }
+	touch "$dir/.done"
+}
+
+[ -e "$dir/.done" ] || build_cache
+
+# The plugin, against the cached NIXL tree and this tree's libxferk.
+out=$XFERK_BUILD/nixl
+nixl_lib=$(dirname "$(find "$dir/nixl" -name libnixl.so | head -n1)")
+ucx_plugin=$(find "$dir/nixl" -name libplugin_UCX.so | head -n1)
+[ -n "$nixl_lib" ] && [ -n "$ucx_plugin" ] || { log "NIXL install in $dir is incomplete"; exit 1; }
+mkdir -p "$out/plugins"
+make -s -C "$XFERK_SRC" lib
+src=$dir/src/nixl
+g++ -std=c++20 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror -fPIC -shared \
+	-o "$out/libplugin_XFERK.so" "$XFERK_SRC"/libxferk/nixl/*.cpp \
+	-I"$XFERK_SRC/libxferk/nixl" -I"$XFERK_SRC/libxferk" -I"$XFERK_SRC/uapi" \
+	-I"$src/src/api/cpp" -I"$src/src/utils" -I"$src/src/core/telemetry" \
+	-isystem "$src/subprojects/abseil-cpp-20250814.1" \
+	-L"$nixl_lib" -lnixl_common -L"$XFERK_BUILD/lib" -lxferk
+# NIXL_PLUGIN_DIR replaces NIXL's plugin directory: UCX next to XFERK.
+ln -sf "$out/libplugin_XFERK.so" "$out/plugins/libplugin_XFERK.so"
+ln -sf "$ucx_plugin" "$out/plugins/libplugin_UCX.so"
+python_dir=$(find "$dir/nixl" -type d -name dist-packages | head -n1)
+cat >"$out/env" <<EOT
+# Written by libxferk/nixl/build.sh: what a NIXL program needs to find
+# NIXL, UCX and the xferk plugin built from this tree.
+NIXL_CACHE='$dir'
+NIXL_SRC='$src'
+NIXL_PLUGIN_DIR='$out/plugins'
+LD_LIBRARY_PATH='$nixl_lib:$dir/ucx/lib:$XFERK_BUILD/lib'
+PYTHONPATH='$src/src/bindings/python/nixl-meta:$python_dir'
+export NIXL_PLUGIN_DIR LD_LIBRARY_PATH PYTHONPATH
+EOT
+log "built $out/libplugin_XFERK.so (environment: $out/env)"

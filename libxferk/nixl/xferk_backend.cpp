@@ -1,0 +1,616 @@
+// SPDX-License-Identifier: Apache-2.0
+// libplugin_XFERK: the NIXL backend engine over libxferk (xferk_backend.h).
+#include "xferk_backend.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ifaddrs.h>
+#include <net/if.h>
+
+#include "common/nixl_log.h"
+
+namespace {
+constexpr unsigned int kConnectTimeoutMs = 5000;
+constexpr size_t kMaxArrivals = 1 << 16;
+constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
+constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+
+// The address xferk connects to this host by: the backend parameter
+// "ip_addr", else NIXL_XFERK_IP_ADDR, else the first IPv4 address of an
+// interface that is up and not loopback.
+std::string
+choose_ip(const nixl_b_params_t &params) {
+    auto it = params.find("ip_addr");
+    if (it != params.end() && !it->second.empty()) return it->second;
+    if (const char *env = getenv("NIXL_XFERK_IP_ADDR")) return env;
+
+    struct ifaddrs *ifaddr;
+    std::string ip;
+    if (getifaddrs(&ifaddr)) return ip;
+    for (struct ifaddrs *ifa = ifaddr; ifa && ip.empty(); ifa = ifa->ifa_next) {
+        char buf[INET_ADDRSTRLEN];
+        if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET ||
+            (ifa->ifa_flags & IFF_LOOPBACK) || !(ifa->ifa_flags & IFF_UP))
+            continue;
+        if (inet_ntop(AF_INET,
+                      &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr,
+                      buf,
+                      sizeof(buf)))
+            ip = buf;
+    }
+    freeifaddrs(ifaddr);
+    return ip;
+}
+
+uint64_t
+param_u64(const nixl_b_params_t &params, const char *key, uint64_t dflt) {
+    auto it = params.find(key);
+    return it == params.end() ? dflt : strtoull(it->second.c_str(), nullptr, 0);
+}
+
+uint64_t
+random_tag() {
+    uint64_t tag = 0;
+    while (!tag) {
+        xferk_key_t k = xferk_random_key();
+        memcpy(&tag, k.data(), sizeof(tag));
+    }
+    return tag;
+}
+} // namespace
+
+// A region this engine registered. @exports: the exports made of it for
+// peers (and for this engine's own local transfers), undone at deregister.
+// @users: request handles whose op may use the region.
+struct XferkLocalMD : public nixlBackendMD {
+    XferkLocalMD() : nixlBackendMD(true) {}
+
+    uint64_t mr = 0;
+    uintptr_t base = 0;
+    size_t len = 0;
+    xferk_key_t key;
+    std::vector<uint64_t> exports;
+    std::set<XferkReqH *> users;
+};
+
+// A remote agent's region (or this agent's own, for local transfers) as
+// imported: the remote handle and the address NIXL's descriptors are
+// relative to.
+struct XferkRemoteMD : public nixlBackendMD {
+    XferkRemoteMD() : nixlBackendMD(false) {}
+
+    uint64_t remote = 0;
+    uintptr_t base = 0;
+    size_t len = 0;
+};
+
+// A transfer: its fragments (fixed at prepXfer), the keys of the local
+// regions they use, and the xferk op of the last post (0: none).
+struct XferkReqH : public nixlBackendReqH {
+    std::vector<xferk_frag> frags;
+    std::set<xferk_key_t> regions;
+    std::string remote_agent;
+    uint64_t op = 0;
+};
+
+XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
+    : nixlBackendEngine(init_params),
+      secret_(xferk_random_key()) {
+    const nixl_b_params_t &params = *init_params->customParams;
+
+    drain_budget_ns_ = param_u64(params, "drain_budget_ms", 100) * 1000000ULL;
+    ip_ = choose_ip(params);
+    int ret = xferk_open(&x_);
+    if (ret) {
+        NIXL_ERROR << "XFERK: cannot open /dev/xferk: " << strerror(-ret);
+        initErr = true;
+        return;
+    }
+    server_ = std::make_unique<XferkCtrlServer>(
+        ip_, secret_, [this](const std::string &frame, const std::string &peer_ip) {
+            return handle_ctrl(frame, peer_ip);
+        });
+    if (ip_.empty() || !server_->port()) {
+        NIXL_ERROR << "XFERK: no control listener on '" << ip_ << "' (set ip_addr)";
+        initErr = true;
+    }
+}
+
+XferkEngine::~XferkEngine() {
+    server_.reset();
+    for (XferkReqH *req : quarantined_)
+        delete req;
+    // Closing the file never unpins early: the kernel keeps every page an
+    // op may still touch pinned until the op is physically complete.
+    if (x_) xferk_close(x_);
+}
+
+bool
+XferkEngine::conn_to(const std::string &ip, uint64_t &conn) const {
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto it = conns_.find(ip);
+        if (it != conns_.end()) {
+            conn = it->second;
+            return true;
+        }
+    }
+    int ret = xferk_connect(x_, ip.c_str(), 0, kConnectTimeoutMs, &conn);
+    if (ret) {
+        NIXL_ERROR << "XFERK: connect to " << ip << ": " << strerror(-ret);
+        return false;
+    }
+    std::lock_guard<std::mutex> guard(lock_);
+    auto res = conns_.emplace(ip, conn);
+    if (!res.second) {
+        // Another thread connected first: use its connection.
+        xferk_disconnect(x_, conn);
+        conn = res.first->second;
+    }
+    return true;
+}
+
+nixl_status_t
+XferkEngine::registerMem(const nixlBlobDesc &mem, const nixl_mem_t &nixl_mem, nixlBackendMD *&out) {
+    if (nixl_mem != DRAM_SEG || !mem.len) return NIXL_ERR_NOT_SUPPORTED;
+    auto md = std::make_unique<XferkLocalMD>();
+    int ret = xferk_mr_reg(x_, (void *)mem.addr, mem.len, kRegionAccess, &md->mr);
+    if (ret) {
+        NIXL_ERROR << "XFERK: register " << mem.len << " bytes: " << strerror(-ret);
+        return ret == -EINVAL || ret == -EFAULT ? NIXL_ERR_INVALID_PARAM : NIXL_ERR_BACKEND;
+    }
+    md->base = mem.addr;
+    md->len = mem.len;
+    md->key = xferk_random_key();
+    std::lock_guard<std::mutex> guard(lock_);
+    regions_[md->key] = md.get();
+    out = md.release();
+    return NIXL_SUCCESS;
+}
+
+// Refuses while an op that may use the region is not physically complete:
+// the caller may not free or reuse the memory yet.
+nixl_status_t
+XferkEngine::deregisterMem(nixlBackendMD *meta) {
+    auto *md = dynamic_cast<XferkLocalMD *>(meta);
+    if (!md) return NIXL_ERR_INVALID_PARAM;
+    reap_quarantined();
+    std::unique_lock<std::mutex> guard(lock_);
+    for (XferkReqH *req : md->users) {
+        xferk_op_snapshot snap = {};
+        if (xferk_query(x_, req->op, &snap) || !snap.physical_complete) {
+            NIXL_ERROR << "XFERK: deregisterMem: an op on the region is not physically "
+                          "complete (state "
+                       << xferk_state_name(snap.state) << "); the memory is not reusable yet";
+            return NIXL_ERR_NOT_ALLOWED;
+        }
+    }
+    for (XferkReqH *req : md->users)
+        req->regions.erase(md->key);
+    regions_.erase(md->key);
+    guard.unlock();
+    for (uint64_t exp : md->exports)
+        xferk_unexport(x_, exp);
+    int ret = xferk_mr_dereg(x_, md->mr);
+    delete md;
+    return ret ? NIXL_ERR_BACKEND : NIXL_SUCCESS;
+}
+
+nixl_status_t
+XferkEngine::getPublicData(const nixlBackendMD *meta, std::string &str) const {
+    auto *md = dynamic_cast<const XferkLocalMD *>(meta);
+    if (!md) return NIXL_ERR_INVALID_PARAM;
+    str = xferk_hex(md->key.data(), md->key.size());
+    return NIXL_SUCCESS;
+}
+
+nixl_status_t
+XferkEngine::getConnInfo(std::string &str) const {
+    str = ip_ + " " + std::to_string(server_->port()) + " " +
+        xferk_hex(secret_.data(), secret_.size());
+    return NIXL_SUCCESS;
+}
+
+nixl_status_t
+XferkEngine::loadRemoteConnInfo(const std::string &remote_agent,
+                                const std::string &remote_conn_info) {
+    char ip[INET_ADDRSTRLEN], secret_hex[33];
+    unsigned int port;
+    xferk_key_t secret;
+
+    if (sscanf(remote_conn_info.c_str(), "%15s %u %32s", ip, &port, secret_hex) != 3 ||
+        port == 0 || port > 65535 || !xferk_unhex(secret_hex, secret.data(), secret.size()))
+        return NIXL_ERR_INVALID_PARAM;
+    auto peer = std::make_shared<Peer>();
+    peer->ip = ip;
+    if (!peer->ctrl.open(ip, port, secret)) {
+        NIXL_ERROR << "XFERK: control connection to " << remote_agent << " at " << ip << ":"
+                   << port << " failed";
+        return NIXL_ERR_BACKEND;
+    }
+    std::lock_guard<std::mutex> guard(lock_);
+    peers_[remote_agent] = std::move(peer);
+    return NIXL_SUCCESS;
+}
+
+nixl_status_t
+XferkEngine::connect(const std::string &remote_agent) {
+    uint64_t conn;
+
+    if (remote_agent == localAgent) return conn_to(ip_, conn) ? NIXL_SUCCESS : NIXL_ERR_BACKEND;
+    std::lock_guard<std::mutex> guard(lock_);
+    return peers_.count(remote_agent) ? NIXL_SUCCESS : NIXL_ERR_NOT_FOUND;
+}
+
+nixl_status_t
+XferkEngine::disconnect(const std::string &remote_agent) {
+    std::lock_guard<std::mutex> guard(lock_);
+    peers_.erase(remote_agent);
+    return NIXL_SUCCESS;
+}
+
+// A control frame from a peer (listener thread). 'E': export a region the
+// peer presents the key of, to the host the request came from.
+std::string
+XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
+    if (frame[0] == 'N') {
+        uint64_t tag;
+        uint16_t namelen;
+        if (frame.size() < 11) return "";
+        memcpy(&tag, frame.data() + 1, 8);
+        memcpy(&namelen, frame.data() + 9, 2);
+        if (frame.size() < 11u + namelen) return "";
+        std::string agent = frame.substr(11, namelen), msg = frame.substr(11 + namelen);
+        arrive(tag, false, false, &agent, &msg);
+        return "";
+    }
+
+    xferk_key_t key;
+    int32_t err = -EINVAL;
+    if (frame[0] == 'E' && frame.size() == 1 + key.size()) {
+        uint64_t mr = 0, len = 0, conn, exp;
+        memcpy(key.data(), frame.data() + 1, key.size());
+        {
+            std::lock_guard<std::mutex> guard(lock_);
+            auto it = regions_.find(key);
+            if (it != regions_.end()) {
+                mr = it->second->mr;
+                len = it->second->len;
+            }
+        }
+        xferk_token tok;
+        err = -ENOENT;
+        if (mr && !conn_to(peer_ip, conn))
+            err = -ENOTCONN;
+        else if (mr && !(err = xferk_export(x_, conn, mr, 0, len, kExportAccess, &tok, &exp))) {
+            std::unique_lock<std::mutex> guard(lock_);
+            auto it = regions_.find(key);
+            if (it == regions_.end()) {
+                // Deregistered meanwhile.
+                guard.unlock();
+                xferk_unexport(x_, exp);
+                err = -ENOENT;
+            } else {
+                it->second->exports.push_back(exp);
+                return "T" + std::string((const char *)tok.bytes, sizeof(tok.bytes));
+            }
+        }
+    }
+    return "X" + std::string((const char *)&err, sizeof(err));
+}
+
+nixl_status_t
+XferkEngine::import_region(const std::string &ip,
+                           const xferk_token &token,
+                           const nixlBlobDesc &input,
+                           nixlBackendMD *&output) {
+    uint64_t conn;
+    auto md = std::make_unique<XferkRemoteMD>();
+
+    if (!conn_to(ip, conn)) return NIXL_ERR_BACKEND;
+    int ret = xferk_import(x_, conn, &token, &md->remote);
+    if (ret) {
+        NIXL_ERROR << "XFERK: import: " << strerror(-ret);
+        return NIXL_ERR_BACKEND;
+    }
+    md->base = input.addr;
+    md->len = input.len;
+    output = md.release();
+    return NIXL_SUCCESS;
+}
+
+nixl_status_t
+XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
+                          const nixl_mem_t &nixl_mem,
+                          const std::string &remote_agent,
+                          nixlBackendMD *&output) {
+    std::shared_ptr<Peer> peer = find_peer(remote_agent);
+    xferk_key_t key;
+
+    if (nixl_mem != DRAM_SEG) return NIXL_ERR_NOT_SUPPORTED;
+    if (!xferk_unhex(input.metaInfo, key.data(), key.size())) return NIXL_ERR_INVALID_PARAM;
+    if (!peer) return NIXL_ERR_NOT_FOUND;
+    std::string reply;
+    if (!peer->ctrl.call("E" + std::string(key.begin(), key.end()), reply))
+        return NIXL_ERR_REMOTE_DISCONNECT;
+    xferk_token tok;
+    if (reply.size() != 1 + sizeof(tok.bytes) || reply[0] != 'T') {
+        int32_t err = 0;
+        if (reply.size() == 1 + sizeof(err)) memcpy(&err, reply.data() + 1, sizeof(err));
+        NIXL_ERROR << "XFERK: " << remote_agent << " refused an export: " << strerror(-err);
+        return NIXL_ERR_BACKEND;
+    }
+    memcpy(tok.bytes, reply.data() + 1, sizeof(tok.bytes));
+    return import_region(peer->ip, tok, input, output);
+}
+
+// This agent's own region as the remote side of a local transfer.
+nixl_status_t
+XferkEngine::loadLocalMD(nixlBackendMD *input, nixlBackendMD *&output) {
+    auto *md = dynamic_cast<XferkLocalMD *>(input);
+    uint64_t conn, exp;
+    xferk_token tok;
+
+    if (!md || !conn_to(ip_, conn)) return NIXL_ERR_INVALID_PARAM;
+    int ret = xferk_export(x_, conn, md->mr, 0, md->len, kExportAccess, &tok, &exp);
+    if (ret) {
+        NIXL_ERROR << "XFERK: export: " << strerror(-ret);
+        return NIXL_ERR_BACKEND;
+    }
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        md->exports.push_back(exp);
+    }
+    nixlBlobDesc desc(md->base, md->len, 0);
+    return import_region(ip_, tok, desc, output);
+}
+
+nixl_status_t
+XferkEngine::unloadMD(nixlBackendMD *input) {
+    auto *md = dynamic_cast<XferkRemoteMD *>(input);
+    if (!md) return NIXL_ERR_INVALID_PARAM;
+    xferk_unimport(x_, md->remote);
+    delete md;
+    return NIXL_SUCCESS;
+}
+
+nixl_status_t
+XferkEngine::prepXfer(const nixl_xfer_op_t &operation,
+                      const nixl_meta_dlist_t &local,
+                      const nixl_meta_dlist_t &remote,
+                      const std::string &remote_agent,
+                      nixlBackendReqH *&handle,
+                      const nixl_opt_b_args_t *opt_args) const {
+    if ((operation != NIXL_READ && operation != NIXL_WRITE) || !local.descCount() ||
+        local.descCount() != remote.descCount())
+        return NIXL_ERR_INVALID_PARAM;
+    auto req = std::make_unique<XferkReqH>();
+    req->remote_agent = remote_agent;
+    for (int i = 0; i < local.descCount(); i++) {
+        auto *lmd = dynamic_cast<XferkLocalMD *>(local[i].metadataP);
+        auto *rmd = dynamic_cast<XferkRemoteMD *>(remote[i].metadataP);
+        if (!lmd || !rmd || local[i].len != remote[i].len || local[i].addr < lmd->base ||
+            local[i].addr - lmd->base > lmd->len || local[i].len > lmd->len - (local[i].addr - lmd->base) ||
+            remote[i].addr < rmd->base || remote[i].addr - rmd->base > rmd->len ||
+            remote[i].len > rmd->len - (remote[i].addr - rmd->base))
+            return NIXL_ERR_INVALID_PARAM;
+        xferk_frag f = {};
+        f.mr = lmd->mr;
+        f.offset = local[i].addr - lmd->base;
+        f.len = local[i].len;
+        f.remote = rmd->remote;
+        f.remote_offset = remote[i].addr - rmd->base;
+        f.opcode = operation == NIXL_READ ? XFERK_OP_READ : XFERK_OP_WRITE;
+        req->frags.push_back(f);
+        req->regions.insert(lmd->key);
+    }
+    handle = req.release();
+    return NIXL_SUCCESS;
+}
+
+nixl_status_t
+XferkEngine::postXfer(const nixl_xfer_op_t &operation,
+                      const nixl_meta_dlist_t &local,
+                      const nixl_meta_dlist_t &remote,
+                      const std::string &remote_agent,
+                      nixlBackendReqH *&handle,
+                      const nixl_opt_b_args_t *opt_args) const {
+    auto *req = static_cast<XferkReqH *>(handle);
+    bool notif = opt_args && opt_args->hasNotif;
+    xferk_submit_opts opts = {};
+    uint64_t tag = 0;
+
+    if (req->op) {
+        xferk_op_snapshot snap;
+        if (xferk_query(x_, req->op, &snap) || !snap.physical_complete)
+            return NIXL_ERR_REPOST_ACTIVE;
+        finish(req);
+    }
+    if (notif) {
+        opts.flags = XFERK_SUBMIT_NOTIFY;
+        tag = random_tag();
+    }
+    int ret = xferk_submit_group(x_, req->frags.data(), req->frags.size(), XFERK_DEADLINE_NONE,
+                                 &opts, 0, tag, &req->op);
+    if (ret) {
+        req->op = 0;
+        NIXL_ERROR << "XFERK: submit: " << strerror(-ret);
+        return ret == -EINVAL || ret == -ERANGE || ret == -E2BIG ? NIXL_ERR_INVALID_PARAM :
+                                                                  NIXL_ERR_BACKEND;
+    }
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (const xferk_key_t &key : req->regions) {
+            auto it = regions_.find(key);
+            if (it != regions_.end()) it->second->users.insert(req);
+        }
+    }
+    // The message goes to the target's control listener; the target hands
+    // it out once xferk's DATA event says the data has landed.
+    if (notif && send_notif(req->remote_agent, tag, opt_args->notifMsg) != NIXL_SUCCESS)
+        NIXL_ERROR << "XFERK: notification to " << req->remote_agent << " not sent";
+    return checkXfer(req);
+}
+
+// An error only once the op is physically complete, or QUARANTINED (then
+// its memory must not be reused until releaseReqH() succeeds).
+nixl_status_t
+XferkEngine::checkXfer(nixlBackendReqH *handle) const {
+    auto *req = static_cast<XferkReqH *>(handle);
+    xferk_op_snapshot snap;
+
+    if (!req->op) return NIXL_ERR_NOT_POSTED;
+    if (xferk_query(x_, req->op, &snap)) return NIXL_ERR_BACKEND;
+    if (snap.state == XFERK_STATE_QUARANTINED) return NIXL_ERR_BACKEND;
+    if (!snap.physical_complete) return NIXL_IN_PROG;
+    switch (snap.state) {
+    case XFERK_STATE_SUCCEEDED:
+        return NIXL_SUCCESS;
+    case XFERK_STATE_DRAINED:
+        return NIXL_ERR_CANCELED;
+    default:
+        return snap.failure == XFERK_FAILURE_PATH ? NIXL_ERR_REMOTE_DISCONNECT : NIXL_ERR_BACKEND;
+    }
+}
+
+// Releases the op of @req (physically complete) and forgets its regions.
+void
+XferkEngine::finish(XferkReqH *req) const {
+    xferk_release(x_, req->op);
+    req->op = 0;
+    std::lock_guard<std::mutex> guard(lock_);
+    for (const xferk_key_t &key : req->regions) {
+        auto it = regions_.find(key);
+        if (it != regions_.end()) it->second->users.erase(req);
+    }
+}
+
+void
+XferkEngine::reap_quarantined() const {
+    std::vector<XferkReqH *> done;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (XferkReqH *req : quarantined_) {
+            xferk_op_snapshot snap;
+            if (req->op && !xferk_query(x_, req->op, &snap) && snap.physical_complete)
+                done.push_back(req);
+        }
+    }
+    for (XferkReqH *req : done)
+        finish(req);
+}
+
+// Cancels and drains the op for at most drain_budget_ms. Fails while the op
+// is quarantined; the handle stays valid and a later call retries.
+nixl_status_t
+XferkEngine::releaseReqH(nixlBackendReqH *handle) const {
+    auto *req = static_cast<XferkReqH *>(handle);
+    xferk_op_snapshot snap = {};
+
+    reap_quarantined();
+    if (req->op) {
+        int ret = xferk_query(x_, req->op, &snap);
+        if (!ret && !snap.physical_complete)
+            ret = xferk_cancel_drain(x_, req->op, xferk_now_ns() + drain_budget_ns_, &snap);
+        if (ret) {
+            NIXL_ERROR << "XFERK: releaseReqH: the op is " << xferk_state_name(snap.state)
+                       << " (" << strerror(-ret)
+                       << "): its memory is not reusable yet; release again later";
+            std::lock_guard<std::mutex> guard(lock_);
+            quarantined_.insert(req);
+            return NIXL_ERR_BACKEND;
+        }
+        finish(req);
+    }
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        quarantined_.erase(req);
+    }
+    delete req;
+    return NIXL_SUCCESS;
+}
+
+// A notification's message or its data's arrival. Tag 0: a notification
+// without data (genNotif), ready at once.
+void
+XferkEngine::arrive(uint64_t tag,
+                    bool landed,
+                    bool failed,
+                    const std::string *agent,
+                    const std::string *msg) const {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (!tag) {
+        if (msg) ready_.emplace_back(*agent, *msg);
+        return;
+    }
+    auto it = arrivals_.find(tag);
+    if (it == arrivals_.end()) {
+        if (arrivals_.size() >= kMaxArrivals) {
+            NIXL_ERROR << "XFERK: too many notifications waiting for their data; dropped one";
+            return;
+        }
+        it = arrivals_.emplace(tag, Arrival()).first;
+    }
+    Arrival &a = it->second;
+    if (msg) {
+        a.have_msg = true;
+        a.agent = *agent;
+        a.msg = *msg;
+    }
+    a.landed |= landed;
+    a.failed |= failed;
+    if (!a.have_msg || !(a.landed || a.failed)) return;
+    if (!a.failed) ready_.emplace_back(a.agent, a.msg);
+    arrivals_.erase(it);
+}
+
+nixl_status_t
+XferkEngine::getNotifs(notif_list_t &notif_list) {
+    xferk_event ev[64];
+    uint32_t n;
+    uint64_t dropped;
+
+    if (!notif_list.empty()) return NIXL_ERR_INVALID_PARAM;
+    reap_quarantined();
+    while (!xferk_events(x_, ev, 64, xferk_now_ns(), &n, &dropped) && n) {
+        if (dropped) NIXL_ERROR << "XFERK: " << dropped << " notifications dropped (queue full)";
+        for (uint32_t i = 0; i < n; i++)
+            if (ev[i].type == XFERK_EVENT_DATA)
+                arrive(ev[i].tag, true, ev[i].flags & XFERK_EVENT_INCOMPLETE, nullptr, nullptr);
+    }
+    std::lock_guard<std::mutex> guard(lock_);
+    notif_list.swap(ready_);
+    return NIXL_SUCCESS;
+}
+
+std::shared_ptr<XferkEngine::Peer>
+XferkEngine::find_peer(const std::string &agent) const {
+    std::lock_guard<std::mutex> guard(lock_);
+    auto it = peers_.find(agent);
+    return it == peers_.end() ? nullptr : it->second;
+}
+
+// Sends notification @msg with @tag (0: no data to wait for) to @agent's
+// control listener, or hands it to this engine when @agent is itself.
+nixl_status_t
+XferkEngine::send_notif(const std::string &agent, uint64_t tag, const std::string &msg) const {
+    uint16_t namelen = localAgent.size();
+
+    if (agent == localAgent) {
+        arrive(tag, false, false, &localAgent, &msg);
+        return NIXL_SUCCESS;
+    }
+    std::shared_ptr<Peer> peer = find_peer(agent);
+    if (!peer) return NIXL_ERR_NOT_FOUND;
+    if (localAgent.size() > UINT16_MAX) return NIXL_ERR_INVALID_PARAM;
+    std::string frame = "N" + std::string((const char *)&tag, sizeof(tag)) +
+        std::string((const char *)&namelen, sizeof(namelen)) + localAgent + msg;
+    return peer->ctrl.post(frame) ? NIXL_SUCCESS : NIXL_ERR_REMOTE_DISCONNECT;
+}
+
+nixl_status_t
+XferkEngine::genNotif(const std::string &remote_agent, const std::string &msg) const {
+    return send_notif(remote_agent, 0, msg);
+}

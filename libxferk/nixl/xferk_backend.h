@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libplugin_XFERK: a NIXL backend over libxferk (Documentation/nixl.md).
+ *
+ * What it adds to NIXL is the guarantee xferk gives: a transfer's memory is
+ * never reported reusable while a work request may still touch it.
+ * checkXfer() reports an error only once the op is physically complete, or
+ * when it is QUARANTINED; releaseReqH() cancels and drains, and fails while
+ * the op is quarantined; deregisterMem() fails while an op on the region is
+ * not physically complete.
+ *
+ * Locking: lock_ guards every map of the engine; libxferk calls are made
+ * outside it except the short ones. A request handle is used by one NIXL
+ * thread at a time (NIXL's rule for transfer handles).
+ */
+#ifndef XFERK_BACKEND_H
+#define XFERK_BACKEND_H
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/backend_engine.h"
+#include "libxferk.h"
+#include "xferk_ctrl.h"
+
+struct XferkLocalMD;
+struct XferkReqH;
+
+class XferkEngine : public nixlBackendEngine {
+public:
+    explicit XferkEngine(const nixlBackendInitParams *init_params);
+    ~XferkEngine() override;
+
+    bool
+    supportsRemote() const override {
+        return true;
+    }
+
+    bool
+    supportsLocal() const override {
+        return true;
+    }
+
+    bool
+    supportsNotif() const override {
+        return true;
+    }
+
+    nixl_mem_list_t
+    getSupportedMems() const override {
+        return {DRAM_SEG};
+    }
+
+    nixl_status_t
+    registerMem(const nixlBlobDesc &mem, const nixl_mem_t &nixl_mem, nixlBackendMD *&out) override;
+    nixl_status_t
+    deregisterMem(nixlBackendMD *meta) override;
+    nixl_status_t
+    connect(const std::string &remote_agent) override;
+    nixl_status_t
+    disconnect(const std::string &remote_agent) override;
+    nixl_status_t
+    unloadMD(nixlBackendMD *input) override;
+    nixl_status_t
+    prepXfer(const nixl_xfer_op_t &operation,
+             const nixl_meta_dlist_t &local,
+             const nixl_meta_dlist_t &remote,
+             const std::string &remote_agent,
+             nixlBackendReqH *&handle,
+             const nixl_opt_b_args_t *opt_args = nullptr) const override;
+    nixl_status_t
+    postXfer(const nixl_xfer_op_t &operation,
+             const nixl_meta_dlist_t &local,
+             const nixl_meta_dlist_t &remote,
+             const std::string &remote_agent,
+             nixlBackendReqH *&handle,
+             const nixl_opt_b_args_t *opt_args = nullptr) const override;
+    nixl_status_t
+    checkXfer(nixlBackendReqH *handle) const override;
+    nixl_status_t
+    releaseReqH(nixlBackendReqH *handle) const override;
+    nixl_status_t
+    getPublicData(const nixlBackendMD *meta, std::string &str) const override;
+    nixl_status_t
+    getConnInfo(std::string &str) const override;
+    nixl_status_t
+    loadRemoteConnInfo(const std::string &remote_agent,
+                       const std::string &remote_conn_info) override;
+    nixl_status_t
+    loadRemoteMD(const nixlBlobDesc &input,
+                 const nixl_mem_t &nixl_mem,
+                 const std::string &remote_agent,
+                 nixlBackendMD *&output) override;
+    nixl_status_t
+    loadLocalMD(nixlBackendMD *input, nixlBackendMD *&output) override;
+    nixl_status_t
+    getNotifs(notif_list_t &notif_list) override;
+    nixl_status_t
+    genNotif(const std::string &remote_agent, const std::string &msg) const override;
+
+private:
+    /* A remote agent this engine loaded the connection info of. */
+    struct Peer {
+        std::string ip;
+        XferkCtrlClient ctrl;
+    };
+
+    /* A notification on its way in: the message (control channel) and, for
+     * one sent with a transfer, xferk's event that the data has landed. */
+    struct Arrival {
+        bool landed = false;
+        bool failed = false; /* the data did not all land: not delivered */
+        bool have_msg = false;
+        std::string agent, msg;
+    };
+
+    bool
+    conn_to(const std::string &ip, uint64_t &conn) const;
+    std::shared_ptr<Peer>
+    find_peer(const std::string &agent) const;
+    nixl_status_t
+    send_notif(const std::string &agent, uint64_t tag, const std::string &msg) const;
+    std::string
+    handle_ctrl(const std::string &frame, const std::string &peer_ip);
+    nixl_status_t
+    import_region(const std::string &ip, const xferk_token &token,
+                  const nixlBlobDesc &input, nixlBackendMD *&output);
+    void
+    arrive(uint64_t tag, bool landed, bool failed, const std::string *agent,
+           const std::string *msg) const;
+    void
+    reap_quarantined() const;
+    void
+    finish(XferkReqH *req) const;
+
+    struct xferk *x_ = nullptr;
+    std::string ip_;
+    xferk_key_t secret_;
+    uint64_t drain_budget_ns_;
+    std::unique_ptr<XferkCtrlServer> server_;
+
+    mutable std::mutex lock_;
+    mutable std::map<std::string, uint64_t> conns_;             /* peer ip -> xferk conn */
+    std::map<std::string, std::shared_ptr<Peer>> peers_;        /* by agent name */
+    std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
+    mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
+    mutable notif_list_t ready_;
+    /* Handles whose op was quarantined at release: their ops are released
+     * here once physically complete; the handles freed with the engine. */
+    mutable std::set<XferkReqH *> quarantined_;
+};
+
+#endif

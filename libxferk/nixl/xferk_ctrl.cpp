@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plugin's control channel (see xferk_ctrl.h).
+#include "xferk_ctrl.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+namespace {
+constexpr uint32_t kMaxFrame = 1 << 20;
+
+bool
+io_all(int fd, void *buf, size_t len, bool write_side) {
+    auto *p = static_cast<uint8_t *>(buf);
+
+    while (len) {
+        ssize_t n = write_side ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        p += n;
+        len -= n;
+    }
+    return true;
+}
+} // namespace
+
+bool
+xferk_ctrl_recv(int fd, std::string &out) {
+    uint32_t be;
+
+    if (!io_all(fd, &be, sizeof(be), false)) return false;
+    uint32_t len = ntohl(be);
+    if (len == 0 || len > kMaxFrame) return false;
+    out.resize(len);
+    return io_all(fd, out.data(), len, false);
+}
+
+bool
+xferk_ctrl_send(int fd, const std::string &frame) {
+    if (frame.empty() || frame.size() > kMaxFrame) return false;
+    uint32_t be = htonl(frame.size());
+    return io_all(fd, &be, sizeof(be), true) &&
+        io_all(fd, const_cast<char *>(frame.data()), frame.size(), true);
+}
+
+xferk_key_t
+xferk_random_key() {
+    xferk_key_t k;
+    size_t got = 0;
+
+    while (got < k.size()) {
+        ssize_t n = getrandom(k.data() + got, k.size() - got, 0);
+        if (n > 0) got += n;
+    }
+    return k;
+}
+
+std::string
+xferk_hex(const uint8_t *p, size_t n) {
+    static const char digits[] = "0123456789abcdef";
+    std::string s;
+
+    for (size_t i = 0; i < n; i++) {
+        s += digits[p[i] >> 4];
+        s += digits[p[i] & 15];
+    }
+    return s;
+}
+
+bool
+xferk_unhex(const std::string &hex, uint8_t *p, size_t n) {
+    if (hex.size() != 2 * n) return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned int v;
+        if (sscanf(hex.c_str() + 2 * i, "%2x", &v) != 1) return false;
+        p[i] = v;
+    }
+    return true;
+}
+
+XferkCtrlServer::XferkCtrlServer(const std::string &ip,
+                                 const xferk_key_t &secret,
+                                 handler_t handler)
+    : secret_(secret),
+      handler_(std::move(handler)) {
+    struct sockaddr_in sin = {};
+    socklen_t slen = sizeof(sin);
+
+    sin.sin_family = AF_INET;
+    if (inet_pton(AF_INET, ip.c_str(), &sin.sin_addr) != 1) return;
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0 || bind(listen_fd_, (struct sockaddr *)&sin, sizeof(sin)) ||
+        listen(listen_fd_, 64) || getsockname(listen_fd_, (struct sockaddr *)&sin, &slen) ||
+        pipe2(wake_fd_, O_CLOEXEC))
+        return;
+    port_ = ntohs(sin.sin_port);
+    thread_ = std::thread([this] { serve(); });
+}
+
+XferkCtrlServer::~XferkCtrlServer() {
+    if (thread_.joinable()) {
+        char c = 0;
+        (void)!write(wake_fd_[1], &c, 1);
+        thread_.join();
+    }
+    for (int fd : {listen_fd_, wake_fd_[0], wake_fd_[1]})
+        if (fd >= 0) close(fd);
+}
+
+// Serves until woken through wake_fd_. A connection is "authenticated" once
+// its hello carried the secret; every frame before that other than a good
+// hello closes it.
+void
+XferkCtrlServer::serve() {
+    struct Conn {
+        bool authenticated = false;
+        std::string ip;
+    };
+    std::map<int, Conn> conns;
+
+    for (;;) {
+        std::vector<struct pollfd> fds = {{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+        for (auto &c : conns)
+            fds.push_back({c.first, POLLIN, 0});
+        if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (fds[0].revents) break;
+        if (fds[1].revents & POLLIN) {
+            struct sockaddr_in sin = {};
+            socklen_t slen = sizeof(sin);
+            char ip[INET_ADDRSTRLEN] = "";
+            int fd = accept4(listen_fd_, (struct sockaddr *)&sin, &slen, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                // A peer that stops halfway through a frame cannot stall
+                // the listener for longer than this.
+                struct timeval tv = {2, 0};
+                int one = 1;
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
+                conns[fd] = Conn{false, ip};
+            }
+        }
+        for (size_t i = 2; i < fds.size(); i++) {
+            if (!fds[i].revents) continue;
+            int fd = fds[i].fd;
+            std::string frame;
+            Conn &conn = conns[fd];
+            bool keep = xferk_ctrl_recv(fd, frame);
+            if (keep && !conn.authenticated) {
+                keep = frame.size() == 1 + secret_.size() && frame[0] == 'H' &&
+                    !memcmp(frame.data() + 1, secret_.data(), secret_.size());
+                conn.authenticated = keep;
+            } else if (keep) {
+                std::string reply = handler_(frame, conn.ip);
+                keep = reply.empty() || xferk_ctrl_send(fd, reply);
+            }
+            if (!keep) {
+                close(fd);
+                conns.erase(fd);
+            }
+        }
+    }
+    for (auto &c : conns)
+        close(c.first);
+}
+
+XferkCtrlClient::~XferkCtrlClient() {
+    if (fd_ >= 0) close(fd_);
+}
+
+bool
+XferkCtrlClient::open(const std::string &ip, uint16_t port, const xferk_key_t &secret) {
+    struct sockaddr_in sin = {};
+    int one = 1;
+
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(port);
+    if (inet_pton(AF_INET, ip.c_str(), &sin.sin_addr) != 1) return false;
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0 || connect(fd_, (struct sockaddr *)&sin, sizeof(sin))) return false;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return xferk_ctrl_send(fd_, std::string("H") + std::string(secret.begin(), secret.end()));
+}
+
+bool
+XferkCtrlClient::call(const std::string &frame, std::string &reply) {
+    std::lock_guard<std::mutex> guard(lock_);
+    return fd_ >= 0 && xferk_ctrl_send(fd_, frame) && xferk_ctrl_recv(fd_, reply);
+}
+
+bool
+XferkCtrlClient::post(const std::string &frame) {
+    std::lock_guard<std::mutex> guard(lock_);
+    return fd_ >= 0 && xferk_ctrl_send(fd_, frame);
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The plugin's control channel: a TCP connection from each agent to each
+ * remote agent it loaded, next to the RDMA session. xferk tokens are bound to
+ * the session with one peer host, so a token cannot be put into an agent's
+ * metadata before the peer is known: the peer asks for it here, presenting
+ * the region's key from the metadata. Notification messages (NIXL's strings)
+ * travel here too; their ordering against the data comes from xferk's
+ * data-landed notifications (see xferk_backend.cpp).
+ *
+ * Frames: a 4-byte big-endian length (at most XferkCtrl::kMaxFrame), then
+ * that many bytes, the first a type:
+ *   'H' secret[16]                  hello: the first frame of a connection
+ *   'E' key[16] ip                  export the region with this key to ip
+ *   'T' token | 'X' errno (4 bytes) the reply to 'E'
+ *   'N' tag[8] namelen[2] name msg  a notification (no reply)
+ * A connection whose hello does not carry the listener's secret, or that
+ * sends a malformed frame, is closed.
+ */
+#ifndef XFERK_CTRL_H
+#define XFERK_CTRL_H
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using xferk_key_t = std::array<uint8_t, 16>;
+
+/* Reads a frame from @fd into @out; false on EOF, error or bad length. */
+bool xferk_ctrl_recv(int fd, std::string &out);
+/* Writes one frame; false on error. */
+bool xferk_ctrl_send(int fd, const std::string &frame);
+/* 16 random bytes. */
+xferk_key_t xferk_random_key();
+std::string xferk_hex(const uint8_t *p, size_t n);
+bool xferk_unhex(const std::string &hex, uint8_t *p, size_t n);
+
+/*
+ * The listener: a thread serving every connection to it with poll(). The
+ * handler gets each frame after the hello, with the IPv4 address the
+ * connection came from, and returns the reply frame, or an empty string for
+ * none. It runs on the listener's thread.
+ */
+class XferkCtrlServer {
+public:
+    using handler_t =
+        std::function<std::string(const std::string &frame, const std::string &peer_ip)>;
+
+    /* Listens on @ip, an ephemeral port; port() is 0 on failure. */
+    XferkCtrlServer(const std::string &ip, const xferk_key_t &secret, handler_t handler);
+    ~XferkCtrlServer();
+
+    uint16_t
+    port() const {
+        return port_;
+    }
+
+private:
+    void
+    serve();
+
+    int listen_fd_ = -1;
+    int wake_fd_[2] = {-1, -1};
+    uint16_t port_ = 0;
+    xferk_key_t secret_;
+    handler_t handler_;
+    std::thread thread_;
+};
+
+/* A client connection to one remote agent's listener. */
+class XferkCtrlClient {
+public:
+    ~XferkCtrlClient();
+
+    /* Connects and sends the hello; false on failure. */
+    bool
+    open(const std::string &ip, uint16_t port, const xferk_key_t &secret);
+    /* Sends @frame and returns the reply in @reply; false on failure. */
+    bool
+    call(const std::string &frame, std::string &reply);
+    /* Sends @frame, no reply expected. */
+    bool
+    post(const std::string &frame);
+
+private:
+    std::mutex lock_; /* one request at a time on the socket */
+    int fd_ = -1;
+};
+
+#endif

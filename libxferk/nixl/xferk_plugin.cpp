@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: Apache-2.0
+// libplugin_XFERK.so: the entry points NIXL's plugin manager looks up.
+#include "backend/backend_plugin.h"
+#include "xferk_backend.h"
+
+namespace {
+// Backend parameters (nixl_agent.create_backend("XFERK", params)):
+//   ip_addr          this host's address for xferk and the control channel
+//                    (default: NIXL_XFERK_IP_ADDR, else the first IPv4
+//                    address of an interface that is up, not loopback)
+//   drain_budget_ms  how long releaseReqH() drains a cancelled op before it
+//                    reports it quarantined (default 100)
+nixl_b_params_t
+xferk_options() {
+    return {{"ip_addr", ""}, {"drain_budget_ms", "100"}};
+}
+} // namespace
+
+extern "C" NIXL_PLUGIN_EXPORT nixlBackendPlugin *
+nixl_plugin_init() {
+    return nixlBackendPluginCreator<XferkEngine>::create(
+        NIXL_PLUGIN_API_VERSION, "XFERK", "0.1.0", xferk_options(), {DRAM_SEG});
+}
+
+extern "C" NIXL_PLUGIN_EXPORT void
+nixl_plugin_fini() {}
