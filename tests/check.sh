@@ -51,6 +51,7 @@ host_script() {
 	esac
 }
 host_script manlint tests/manlint.sh
+host_script dkms tests/dkms.sh
 
 # XFERK_KERNELS="stock twohost debug" (the default) or a subset.
 for stage in ${XFERK_KERNELS:-stock twohost debug}; do
