@@ -16,6 +16,7 @@ LIBDIR	?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR	?= $(PREFIX)/bin
 UDEVDIR	?= /etc/udev/rules.d
+MANDIR	?= $(PREFIX)/share/man
 DESTDIR	?=
 
 CC	?= cc
@@ -35,8 +36,15 @@ UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c)) \
 	   $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/unit/*.cc))
 EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
 LIBHDRS	:= libxferk/libxferk.h libxferk/xferk_uring.h uapi/xferk.h
+MANPAGES := $(wildcard man/*.[0-9])
 
-.PHONY: all module lib tools tests examples install check demo bench fuzz lint clean help nixl
+# What DKMS needs to build the module with this Makefile's module target.
+DKMS_SRC ?= /usr/src/xferk-$(VERSION)
+DKMS_FILES := Kbuild Makefile dkms.conf kmod/Kbuild uapi/xferk.h \
+	$(filter-out %.mod.c,$(wildcard kmod/*.[ch]))
+
+.PHONY: all module lib tools tests examples install install-man dkms-src dkms-install \
+	check demo bench fuzz lint clean help nixl
 
 all: module lib tools tests examples
 
@@ -47,7 +55,11 @@ help:
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
-	@echo 'make install    module, library, headers, pkg-config, udev rule (PREFIX, DESTDIR, UDEVDIR)'
+	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule'
+	@echo '                (PREFIX, DESTDIR, LIBDIR, BINDIR, MANDIR, UDEVDIR)'
+	@echo 'make install-man  only the man pages, $$(MANDIR)/man{3,4,8}, with a .so link per function'
+	@echo 'make dkms-install the module sources to /usr/src/xferk-$(VERSION), then dkms add, build,'
+	@echo '                install for KVER=$(KVER) (DKMS rebuilds it for later kernels)'
 
 module:
 	@test -n "$(KDIR)" || { echo 'no kernel build dir: install linux-headers-$$(uname -r) or set KDIR'; exit 1; }
@@ -114,7 +126,7 @@ $(B)/tests/unit/%: tests/unit/%.cc $(LIBHDRS)
 
 # The udev rule gives /dev/xferk to group xferk, created here unless the
 # install goes to a staging DESTDIR (a package creates it at its own install).
-install: all
+install: all install-man
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=extra modules_install
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/xferk $(DESTDIR)$(BINDIR)
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
@@ -132,6 +144,33 @@ install: all
 # NIXL core and UCX from NIXL_SRC_DIR (cached), and libplugin_XFERK.so.
 nixl:
 	libxferk/nixl/build.sh
+
+# Each page in man<section>, and for every other name of its NAME section
+# (the functions it documents) a one-line page that sources it.
+install-man:
+	@set -e; for p in $(MANPAGES); do \
+		s=$${p##*.}; n=$${p##*/}; d=$(DESTDIR)$(MANDIR)/man$$s; \
+		install -d $$d; \
+		echo "install -m 0644 $$p $$d/"; install -m 0644 $$p $$d/; \
+		for a in $$(tools/man-names.sh $$p); do \
+			[ "$$a.$$s" != "$$n" ] && [ ! -e man/$$a.$$s ] || continue; \
+			echo ".so man$$s/$$n" > $$d/$$a.$$s; \
+		done; \
+	done
+
+# DKMS: the module's sources in DKMS_SRC, registered, built and installed
+# for KVER; DKMS rebuilds it for each kernel installed later (AUTOINSTALL).
+# An earlier registration of this version is removed first.
+dkms-src:
+	install -d $(DKMS_SRC)
+	tar cf - $(DKMS_FILES) | tar xf - -C $(DKMS_SRC)
+
+dkms-install: dkms-src
+	-dkms status -m xferk -v $(VERSION) | grep -q . && \
+		dkms remove -m xferk -v $(VERSION) --all
+	dkms add -m xferk -v $(VERSION)
+	dkms build -m xferk -v $(VERSION) -k $(KVER)
+	dkms install -m xferk -v $(VERSION) -k $(KVER)
 
 # Host checks for the kernel sources: kernel coding style.
 lint:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make check: every test xferk has, in order of cost.
-#   host   build with -Werror, unit programs, checkpatch
+#   host   build with -Werror, unit programs, checkpatch, man page lint,
+#          a DKMS build of the module
 #   stock  Debian's 6.1 kernel in qemu: integration programs over rxe
 #   twohost  two VMs on Debian's kernel: tests/twohost/ (tests/vm/twohost.sh)
 #   debug  the debug kernel (KASAN, lockdep, kmemleak): KUnit + integration
@@ -38,6 +39,19 @@ else
 	record FAIL checkpatch
 	sed 's/^/    | /' "$logs/lint.log"
 fi
+# A host script: 0 passes, 77 skips (a tool is missing), anything else fails.
+host_script() {
+	local name=$1 rc=0
+	shift
+	"$@" >"$logs/$name.log" 2>&1 || rc=$?
+	case $rc in
+	0) record PASS "$name" ;;
+	77) record SKIP "$name"; sed 's/^/    | /' "$logs/$name.log" ;;
+	*) record FAIL "$name"; sed 's/^/    | /' "$logs/$name.log" ;;
+	esac
+}
+host_script manlint tests/manlint.sh
+host_script dkms tests/dkms.sh
 
 # XFERK_KERNELS="stock twohost debug" (the default) or a subset.
 for stage in ${XFERK_KERNELS:-stock twohost debug}; do
