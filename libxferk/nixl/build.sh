@@ -43,7 +43,7 @@ fi
 # sources, so a change to either builds a new cache.
 UCX_OPTS="--with-verbs --with-rdmacm --without-cuda --without-rocm --without-java --without-go"
 NIXL_OPTS="--wrap-mode=nodownload --force-fallback-for=tomlplusplus -Dbuildtype=release
--Denable_plugins=UCX -Dbuild_tests=false -Dbuild_examples=false"
+-Denable_plugins=UCX,POSIX -Dbuild_tests=false -Dbuild_examples=false"
 key=$( (echo "$UCX_OPTS $NIXL_OPTS"; cd "$NIXL_SRC_DIR" && sha256sum "$NIXL_TARBALL" \
 	"$UCX_TARBALL" ${SUBPROJECTS// /.tar.xz }.tar.xz) | sha256sum | cut -c1-12)
 dir=$XFERK_CACHE/nixl-$key
@@ -94,9 +94,14 @@ g++ -std=c++20 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror -fPIC -shared 
 	-I"$src/src/api/cpp" -I"$src/src/utils" -I"$src/src/core/telemetry" \
 	-isystem "$src/subprojects/abseil-cpp-20250814.1" \
 	-L"$nixl_lib" -lnixl_common -L"$XFERK_BUILD/lib" -lxferk
-# NIXL_PLUGIN_DIR replaces NIXL's plugin directory: UCX next to XFERK.
+# Every symbol must resolve: NIXL's plugin manager would only log it.
+LD_LIBRARY_PATH="$nixl_lib:$XFERK_BUILD/lib" /usr/bin/python3 -c \
+	"import ctypes, os, sys; ctypes.CDLL(sys.argv[1], os.RTLD_NOW)" "$out/libplugin_XFERK.so"
+# NIXL_PLUGIN_DIR replaces NIXL's plugin directory: UCX and POSIX (NIXL's
+# tests use it) next to XFERK.
 ln -sf "$out/libplugin_XFERK.so" "$out/plugins/libplugin_XFERK.so"
 ln -sf "$ucx_plugin" "$out/plugins/libplugin_UCX.so"
+ln -sf "$(dirname "$ucx_plugin")/libplugin_POSIX.so" "$out/plugins/libplugin_POSIX.so"
 python_dir=$(find "$dir/nixl" -type d -name dist-packages | head -n1)
 cat >"$out/env" <<EOT
 # Written by libxferk/nixl/build.sh: what a NIXL program needs to find

@@ -304,7 +304,8 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
 nixl_status_t
 XferkEngine::import_region(const std::string &ip,
                            const xferk_token &token,
-                           const nixlBlobDesc &input,
+                           uintptr_t base,
+                           size_t len,
                            nixlBackendMD *&output) {
     uint64_t conn;
     auto md = std::make_unique<XferkRemoteMD>();
@@ -315,8 +316,8 @@ XferkEngine::import_region(const std::string &ip,
         NIXL_ERROR << "XFERK: import: " << strerror(-ret);
         return NIXL_ERR_BACKEND;
     }
-    md->base = input.addr;
-    md->len = input.len;
+    md->base = base;
+    md->len = len;
     output = md.release();
     return NIXL_SUCCESS;
 }
@@ -343,7 +344,7 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
         return NIXL_ERR_BACKEND;
     }
     memcpy(tok.bytes, reply.data() + 1, sizeof(tok.bytes));
-    return import_region(peer->ip, tok, input, output);
+    return import_region(peer->ip, tok, input.addr, input.len, output);
 }
 
 // This agent's own region as the remote side of a local transfer.
@@ -363,8 +364,7 @@ XferkEngine::loadLocalMD(nixlBackendMD *input, nixlBackendMD *&output) {
         std::lock_guard<std::mutex> guard(lock_);
         md->exports.push_back(exp);
     }
-    nixlBlobDesc desc(md->base, md->len, 0);
-    return import_region(ip_, tok, desc, output);
+    return import_region(ip_, tok, md->base, md->len, output);
 }
 
 nixl_status_t

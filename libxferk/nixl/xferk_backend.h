@@ -127,8 +127,8 @@ private:
     std::string
     handle_ctrl(const std::string &frame, const std::string &peer_ip);
     nixl_status_t
-    import_region(const std::string &ip, const xferk_token &token,
-                  const nixlBlobDesc &input, nixlBackendMD *&output);
+    import_region(const std::string &ip, const xferk_token &token, uintptr_t base,
+                  size_t len, nixlBackendMD *&output);
     void
     arrive(uint64_t tag, bool landed, bool failed, const std::string *agent,
            const std::string *msg) const;
