@@ -95,8 +95,14 @@ def prefill(size, peer, pipe):
 
 
 def _run(fn, *args):
+    try:
+        rc = fn(*args)
+    except Exception as e:  # noqa: BLE001 - report, exit 1
+        print(f"{fn.__name__}: {e!r}", file=sys.stderr)
+        rc = 1
     sys.stdout.flush()
-    os._exit(fn(*args))
+    sys.stderr.flush()
+    os._exit(rc)
 
 
 def main():

@@ -276,15 +276,20 @@ class Token(bytes):
 
 def _buffer_of(obj):
     """(address, nbytes, keepalive) of obj's memory, without copying."""
-    if hasattr(obj, "data_ptr") and hasattr(obj, "nbytes"):
-        # torch.Tensor and friends: CPU and contiguous only.
+    if hasattr(obj, "data_ptr") and (hasattr(obj, "nbytes") or
+                                     hasattr(obj, "element_size")):
+        # torch.Tensor and friends (data_ptr() and nbytes, or
+        # element_size() * numel()): CPU and contiguous only.
         dev = getattr(obj, "device", None)
         if dev is not None and getattr(dev, "type", "cpu") != "cpu":
             raise TypeError(f"only CPU memory can be registered, not {dev}")
         contig = getattr(obj, "is_contiguous", None)
         if contig is not None and not contig():
             raise TypeError("a tensor must be contiguous to be registered")
-        return int(obj.data_ptr()), int(obj.nbytes), obj
+        n = getattr(obj, "nbytes", None)
+        if n is None:  # torch before 1.13 has no Tensor.nbytes
+            n = obj.element_size() * obj.numel()
+        return int(obj.data_ptr()), int(n), obj
     try:
         mv = memoryview(obj)
     except TypeError:
