@@ -16,6 +16,7 @@ LIBDIR	?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR	?= $(PREFIX)/bin
 UDEVDIR	?= /etc/udev/rules.d
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 DESTDIR	?=
 
 CC	?= cc
@@ -45,7 +46,7 @@ help:
 	@echo 'make bench      the control-plane benchmark in qemu (stock kernel)'
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
-	@echo 'make install    module, library, headers, pkg-config, udev rule (PREFIX, DESTDIR, UDEVDIR)'
+	@echo 'make install    module, library, headers, pkg-config, udev rule, Python package (PREFIX, DESTDIR, UDEVDIR, PYTHONDIR)'
 
 module:
 	@test -n "$(KDIR)" || { echo 'no kernel build dir: install linux-headers-$$(uname -r) or set KDIR'; exit 1; }
@@ -117,6 +118,8 @@ install: all
 	$(PC_SED) libxferk/xferk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/xferk.pc
 	install -m 0644 $(LIBHDRS) $(DESTDIR)$(INCLUDEDIR)/xferk/
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(PYTHONDIR)/xferk
+	install -m 0644 libxferk/python/xferk/*.py $(DESTDIR)$(PYTHONDIR)/xferk/
 	install -d $(DESTDIR)$(UDEVDIR)
 	install -m 0644 tools/60-xferk.rules $(DESTDIR)$(UDEVDIR)/
 	if [ -z "$(DESTDIR)" ] && ! getent group xferk >/dev/null; then \
