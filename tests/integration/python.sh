@@ -25,7 +25,7 @@ export PYTHONPATH=$SRC/libxferk/python
 # The VM sees the source tree read-only: no bytecode, no pytest cache.
 export PYTHONDONTWRITEBYTECODE=1
 cd /tmp || exit 1
-$PY -m pytest -q -p no:cacheprovider -rs --durations=8 "$SRC/libxferk/python/tests"
+$PY -m pytest -q -p no:cacheprovider -rsP --durations=8 "$SRC/libxferk/python/tests"
 rc=$?
 case $rc in
 0) exit 0 ;;
