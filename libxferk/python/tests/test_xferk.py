@@ -10,7 +10,7 @@ import weakref
 import pytest
 
 import xferk
-from conftest import DEBUG, PEER, CONNECT_TIMEOUT, SLACK, Loop, mapping
+from conftest import DEBUG, PEER, CONNECT_TIMEOUT, SLACK, mapping
 
 try:
     import numpy as np
@@ -435,3 +435,63 @@ def test_connection_info(loop):
     with pytest.raises(xferk.XferkError) as e:
         loop.dev.connect("not-an-address")
     assert e.value.errno == errno.EINVAL
+
+
+def test_release_orphan_keeps_object(dev, null_loop):
+    buf = Weakable(8192)
+    ref = weakref.ref(buf)
+    r = dev.register(buf)
+    conn = dev.connect_null((3000 if DEBUG else 2000) * MS)
+    rem = conn.import_token(r.export(conn).token)
+    op = dev.write(r, rem, [(0, 0, 4096)])
+    op.release(orphan=True)  # as xferk_release(): the kernel keeps the op
+    assert op.released and not op.buffer_reusable
+    r.close()  # the kernel keeps the pages pinned while the op runs ...
+    del buf
+    gc.collect()
+    assert ref() is not None, "memory an orphaned op may touch was freed"
+    assert any(o[0] is ref() for o in xferk._api._IMMORTAL)
+
+
+def test_without_numpy(loop):
+    """The fallback when numpy is absent: lists of tuples, FRAG_DTYPE None."""
+    import subprocess
+    import sys
+    code = f"""
+import sys, mmap
+sys.modules["numpy"] = None
+import xferk
+assert xferk.FRAG_DTYPE is None
+with xferk.Device() as dev:
+    conn = dev.connect({PEER!r}, timeout={CONNECT_TIMEOUT})
+    a, b = mmap.mmap(-1, 3 * 4096), mmap.mmap(-1, 3 * 4096)
+    a[:8192] = bytes(range(256)) * 32
+    src, dst = dev.register(a), dev.register(b)
+    with conn.import_token(dst.export(conn).token) as rem:
+        dev.write(src, rem, [(0, 4096, 4096), (4096, 0, 4096)]).result()
+    assert b[4096:8192] == a[:4096] and b[:4096] == a[4096:8192]
+    try:
+        dev.write(src, rem, [(0, 0, 1)])
+        raise SystemExit("a write through a closed import was accepted")
+    except xferk.XferkError as e:
+        assert e.errno == 9, e  # EBADF: the import is closed
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_frag_conversion_matches_fallback(loop):
+    if np is None:
+        pytest.skip("numpy not importable")
+    from xferk import _api
+    frags = np.array([[1, 2, 3], [4096, 8192, 100], [7, 0, 1]], dtype=np.uint64)
+    p1, n1, keep1 = _api._frags(loop.src, loop.remote, frags, xferk.WRITE)
+    p2, n2, keep2 = _api._frags(loop.src, loop.remote,
+                                [tuple(int(v) for v in f) for f in frags],
+                                xferk.WRITE)
+    assert n1 == n2 == 3
+    assert ctypes.string_at(p1, 3 * 48) == ctypes.string_at(p2, 3 * 48)
+    assert keep1["mr"][0] == loop.src.handle
+    assert keep1["remote"][2] == loop.remote.handle

@@ -23,4 +23,5 @@ from ._lib import (  # noqa: F401
     PRIO_CRITICAL, PRIO_NORMAL, TOKEN_SIZE, lib,
 )
 
+__all__ = [n for n in dir() if not n.startswith("_")]
 __version__ = "0.2.0"

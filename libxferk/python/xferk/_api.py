@@ -579,6 +579,15 @@ def _field(arr, names):
                      f"(fields: {arr.dtype.names})")
 
 
+def _remote_handle(remote):
+    """An Import's handle (EBADF once it is closed), or a raw handle."""
+    if isinstance(remote, int):
+        return remote
+    if remote.closed:
+        raise XferkError(_errno.EBADF, f"{remote._kind} is closed")
+    return remote.handle
+
+
 def _frags(region, remote, frags, opcode):
     """(pointer, count, keepalive) of a struct xferk_frag array built from
     (local_off, remote_off, len) triples of one region and one remote.
@@ -586,8 +595,9 @@ def _frags(region, remote, frags, opcode):
     A numpy array (Nx3 unsigned, or a structured array with fields
     local_off/remote_off/len) is converted with whole-array operations, no
     Python object per fragment; otherwise an iterable of 3-tuples."""
+    region._live()
     mr = region.handle
-    rh = remote if isinstance(remote, int) else remote.handle
+    rh = _remote_handle(remote)
     if _np is not None and isinstance(frags, _np.ndarray):
         if frags.dtype.names:
             cols = [_field(frags, n) for n in _COLS]
@@ -628,8 +638,9 @@ def _general_frags(frags, device):
                             "Device")
         if reg not in regions:
             regions.append(reg)
-        rh = rem if isinstance(rem, int) else rem.handle
-        arr[i] = L.Frag(reg.handle, lo, ln, rh, ro, int(opc), 0)
+        reg._live()
+        arr[i] = L.Frag(reg.handle, lo, ln, _remote_handle(rem), ro, int(opc),
+                        0)
     return ctypes.addressof(arr), len(items), arr, regions
 
 
