@@ -342,6 +342,9 @@ def test_quarantined(dev, null_loop):
     q = e.value
     assert q.errno == errno.ETIMEDOUT and q.state == xferk.State.QUARANTINED
     assert q.buffer_reusable is False and q.snapshot.quarantined_bytes == 8192
+    q2 = pickle.loads(pickle.dumps(q))  # e.g. from a multiprocessing worker
+    assert type(q2) is xferk.QuarantinedError and q2.errno == errno.ETIMEDOUT
+    assert q2.state == xferk.State.QUARANTINED
     with pytest.raises(xferk.QuarantinedError) as e:
         region.close()
     assert e.value.errno == errno.EBUSY and not region.closed

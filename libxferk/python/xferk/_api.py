@@ -101,6 +101,10 @@ class XferkError(OSError):
             msg += f" (state {snapshot.state_name})"
         super().__init__(err, msg)
         self.snapshot = snapshot
+        self._what = what
+
+    def __reduce__(self):  # picklable (multiprocessing), class kept
+        return (type(self), (self.errno, self._what, self.snapshot))
 
     @property
     def state(self):
