@@ -250,24 +250,6 @@ def test_numpy_fragments(loop, dev):
         dev.write(loop.src, loop.remote, np.array([[0, 0, -1]], dtype=np.int64))
 
 
-def test_torch_tensor(dev):
-    torch = pytest.importorskip("torch")
-    n = 1 << 16 if DEBUG else 1 << 20
-    t_src = torch.arange(n, dtype=torch.int32)
-    t_dst = torch.zeros(n + SLACK // 4, dtype=torch.int32)
-    conn = dev.connect(PEER, timeout=CONNECT_TIMEOUT)
-    src = dev.register(t_src, xferk.Access.LOCAL_SRC | xferk.Access.LOCAL_DST)
-    dst = dev.register(t_dst, xferk.Access.REMOTE_WRITE | xferk.Access.REMOTE_READ)
-    assert src.nbytes == n * 4 and src.addr == t_src.data_ptr()
-    assert src.obj is t_src
-    with conn.import_token(dst.export(conn).token) as remote:
-        dev.write(src, remote, [(0, 0, n * 4)]).result()
-        assert torch.equal(t_dst[:n], t_src)
-        assert int(t_dst[n:].abs().sum()) == 0
-    with pytest.raises(TypeError):
-        dev.register(torch.zeros(64, 64)[:, ::2])
-
-
 # --- cancel, snapshots, quarantine ---------------------------------------
 
 MS = 1_000_000
