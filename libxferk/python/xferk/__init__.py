@@ -23,5 +23,6 @@ from ._lib import (  # noqa: F401
     PRIO_CRITICAL, PRIO_NORMAL, TOKEN_SIZE, lib,
 )
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+# Not "open": a star import must not shadow the builtin.
+__all__ = [n for n in dir() if not n.startswith("_") and n != "open"]
 __version__ = "0.2.0"
