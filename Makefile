@@ -17,6 +17,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 BINDIR	?= $(PREFIX)/bin
 UDEVDIR	?= /etc/udev/rules.d
 MANDIR	?= $(PREFIX)/share/man
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 DESTDIR	?=
 
 CC	?= cc
@@ -55,8 +56,8 @@ help:
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
-	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule'
-	@echo '                (PREFIX, DESTDIR, LIBDIR, BINDIR, MANDIR, UDEVDIR)'
+	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule, Python package'
+	@echo '                (PREFIX, DESTDIR, LIBDIR, BINDIR, MANDIR, UDEVDIR, PYTHONDIR)'
 	@echo 'make install-man  only the man pages, $$(MANDIR)/man{3,4,8}, with a .so link per function'
 	@echo 'make dkms-install the module sources to /usr/src/xferk-$(VERSION), then dkms add, build,'
 	@echo '                install for KVER=$(KVER) (DKMS rebuilds it for later kernels)'
@@ -136,6 +137,8 @@ install: all install-man
 	$(PC_SED) libxferk/xferk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/xferk.pc
 	install -m 0644 $(LIBHDRS) $(DESTDIR)$(INCLUDEDIR)/xferk/
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(PYTHONDIR)/xferk
+	install -m 0644 libxferk/python/xferk/*.py $(DESTDIR)$(PYTHONDIR)/xferk/
 	install -d $(DESTDIR)$(UDEVDIR)
 	install -m 0644 tools/60-xferk.rules $(DESTDIR)$(UDEVDIR)/
 	if [ -z "$(DESTDIR)" ] && ! getent group xferk >/dev/null; then \
