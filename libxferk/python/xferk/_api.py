@@ -845,7 +845,8 @@ class Group(_Handle):
 
 
 class EventRecord(tuple):
-    """(export, tag, bytes, type, flags) of struct xferk_event."""
+    """(export, tag, bytes, type, flags) of struct xferk_event (export: its
+    export_handle)."""
     __slots__ = ()
     export = property(lambda s: s[0])
     tag = property(lambda s: s[1])
@@ -1066,7 +1067,7 @@ class Device:
         out = []
         for e in buf[:nr.value]:
             t = EventType(e.type) if e.type in (1, 2, 3) else e.type
-            out.append(EventRecord((e.export, e.tag, e.bytes, t, e.flags)))
+            out.append(EventRecord((e.export_handle, e.tag, e.bytes, t, e.flags)))
         return out, dropped.value
 
     # closing

@@ -124,7 +124,7 @@ class GroupSnapshot(ctypes.Structure):
 
 
 class Event(ctypes.Structure):
-    _fields_ = [("export", u64), ("tag", u64), ("bytes", u64),
+    _fields_ = [("export_handle", u64), ("tag", u64), ("bytes", u64),
                 ("type", u32), ("flags", u32)]
 
 
