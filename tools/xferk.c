@@ -778,11 +778,11 @@ static int cmd_queue(void)
 	} else {
 		for (i = 0; i < q.top.nkv; i++)
 			printf("%s %s\n", q.top.kv[i].key, q.top.kv[i].val);
-		putchar('\n');
+		printf("\ndevices:\n");
 	}
 	table_print("devices", &q.devices);
 	if (!json)
-		putchar('\n');
+		printf("\nclasses:\n");
 	table_print("classes", &q.classes);
 	if (!json)
 		printf("\nqueued ops:\n");
