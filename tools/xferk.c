@@ -911,7 +911,7 @@ static const char *const status_counters[] = {
 	"peers_connected", "ops_live", "ops_orphaned", "regions", "exports",
 	"pinned_pages", "quarantined_pages", "ops_submitted", "ops_succeeded",
 	"ops_failed", "ops_timed_out", "bytes_read", "bytes_written",
-	"quarantine_events", "qp_errors", "path_deaths_qp",
+	"quarantine_events", "qp_errors",
 };
 
 /* The devices that have an admission queue (debugfs queue), space-separated. */
