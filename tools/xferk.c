@@ -32,6 +32,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <linux/magic.h>
 
 #include "libxferk.h"
 
@@ -39,7 +40,6 @@
 #define SYSFS_DIR	"/sys/class/misc/xferk"
 #define DEBUGFS_MNT	"/sys/kernel/debug"
 #define DEBUGFS_DIR	DEBUGFS_MNT "/xferk"
-#define DEBUGFS_MAGIC	0x64626720	/* statfs f_type of debugfs */
 
 #define EXIT_OK		0
 #define EXIT_ERROR	1
@@ -161,10 +161,9 @@ static int read_value(const char *rel, char *buf, size_t size)
 	ret = read_text(path, VALUE_MAX, &t);
 	if (ret)
 		return ret;
-	for (s = t.buf; *s == ' ' || *s == '\t' || *s == '\n'; s++)
+	for (s = t.buf; *s && strchr(" \t\n", *s); s++)
 		;
-	for (e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t' ||
-					 e[-1] == '\n'); e--)
+	for (e = s + strlen(s); e > s && strchr(" \t\n", e[-1]); e--)
 		;
 	*e = '\0';
 	snprintf(buf, size, "%s", s);
@@ -240,16 +239,17 @@ static void json_string(const char *s)
 			} else {
 				fputs("\\ufffd", stdout);
 			}
-		} else if (c == '"' || c == '\\')
+		} else if (c == '"' || c == '\\') {
 			printf("\\%c", c);
-		else if (c == '\n')
+		} else if (c == '\n') {
 			fputs("\\n", stdout);
-		else if (c == '\t')
+		} else if (c == '\t') {
 			fputs("\\t", stdout);
-		else if (c < 0x20 || c == 0x7f)
+		} else if (c < 0x20 || c == 0x7f) {
 			printf("\\u%04x", c);
-		else
+		} else {
 			putchar(c);
+		}
 	}
 	putchar('"');
 }
@@ -1033,7 +1033,7 @@ static int run_once(const struct command *cmd)
 	return ret;
 }
 
-static void on_sigint(int sig)
+static void on_signal(int sig)
 {
 	interrupted = 1;
 }
@@ -1041,7 +1041,7 @@ static void on_sigint(int sig)
 /* Runs @cmd every @secs seconds until SIGINT; the last round's status. */
 static int watch(const struct command *cmd, unsigned int secs)
 {
-	struct sigaction sa = { .sa_handler = on_sigint };
+	struct sigaction sa = { .sa_handler = on_signal };
 	bool tty = isatty(STDOUT_FILENO);
 	struct timespec ts;
 	int ret = EXIT_OK;
