@@ -137,6 +137,7 @@ null_up() {
 		if p["transport"] == "null" and p["state"] == "up"))'
 }
 submitted0=$(counter ops_submitted)
+expect "stats ops_submitted is sysfs'" "$(cat $SYS/stats/ops_submitted)" "$submitted0"
 qpages0=$(counter quarantined_pages)
 live0=$(counter ops_live)
 null0=$(null_up)
