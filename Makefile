@@ -33,6 +33,7 @@ TOOLS	:= $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 ITESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/integration/*.c))
 ISCRIPTS := $(patsubst tests/%.sh,$(B)/tests/%,$(wildcard tests/integration/*.sh))
 THTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/twohost/*.c))
+HELPERS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c)) \
 	   $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/unit/*.cc))
 EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
@@ -68,7 +69,7 @@ module:
 
 lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
 tools: $(TOOLS)
-tests: $(ITESTS) $(ISCRIPTS) $(THTESTS) $(UTESTS)
+tests: $(ITESTS) $(ISCRIPTS) $(THTESTS) $(HELPERS) $(UTESTS)
 examples: $(EXAMPLES)
 
 $(B)/lib/libxferk.o: libxferk/libxferk.c $(LIBHDRS)
@@ -110,6 +111,12 @@ $(B)/tests/integration/%: tests/integration/%.c tests/integration/*.h $(LIB_A) $
 $(B)/tests/integration/%: tests/integration/%.sh
 	@mkdir -p $(@D)
 	install -m 0755 $< $@
+
+# Helpers that integration scripts run: outside tests/integration/, so the
+# harness does not run them as tests.
+$(B)/tests/helpers/%: tests/helpers/%.c $(LIB_A) $(LIBHDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -luring
 
 # Two-host programs (tests/twohost/*.sh run them in either VM).
 $(B)/tests/twohost/%: tests/twohost/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)

@@ -239,7 +239,7 @@ th_demo() {
 	exec 4>"$TH_DIR/results.log"
 	th_boot a && th_boot b || { th_kill a; th_kill b; return 1; }
 	{
-		th_run a "$XFERK_BUILD/bin/xferk-status"
+		th_run a "$XFERK_BUILD/bin/xferk" status
 		echo
 		echo "decode VM (b, 10.98.0.2) exports 64 MiB; prefill VM (a, 10.98.0.1) writes it over RDMA:"
 		th_start b decode "$TH_XFER" export /ctl/x/demo.tok $((64 << 20))
