@@ -193,6 +193,7 @@ demo:
 	tests/vm/run demo stock
 
 bench:
+	-libxferk/nixl/build.sh
 	tests/vm/run bench stock
 
 fuzz:

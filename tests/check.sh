@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make check: every test xferk has, in order of cost.
 #   host   build with -Werror, unit programs, checkpatch, man page lint,
-#          a DKMS build of the module
+#          a DKMS build of the module, NIXL and its xferk plugin (make nixl)
 #   stock  Debian's 6.1 kernel in qemu: integration programs over rxe
 #   twohost  two VMs on Debian's kernel: tests/twohost/ (tests/vm/twohost.sh)
 #   debug  the debug kernel (KASAN, lockdep, kmemleak): KUnit + integration
@@ -52,6 +52,8 @@ host_script() {
 }
 host_script manlint tests/manlint.sh
 host_script dkms tests/dkms.sh
+# NIXL and the plugin (cached after the first run); 77 without the sources.
+host_script nixl libxferk/nixl/build.sh
 
 # XFERK_KERNELS="stock twohost debug" (the default) or a subset.
 for stage in ${XFERK_KERNELS:-stock twohost debug}; do

@@ -20,8 +20,11 @@ UCX_TARBALL=ucx-1.22.0.tar.xz
 SUBPROJECTS="abseil-cpp-20250814.1 asio-1.30.2 taskflow-3.10.0 tomlplusplus-3.4.0"
 # Packages the NIXL build and its tests need (tests/vm/lib.sh installs them).
 NIXL_PACKAGES="meson ninja-build g++ autoconf automake libtool python3-dev pybind11-dev
-python3-pytest python3-numpy python3-torch"
+python3-pytest python3-numpy python3-torch libgflags-dev"
 
+# ensure_packages (and the package list of the tests).
+# shellcheck source=../../tests/vm/lib.sh
+source "$XFERK_SRC/tests/vm/lib.sh"
 log() { printf '[xferk-nixl] %s\n' "$*" >&2; }
 
 missing=""
@@ -44,6 +47,14 @@ fi
 UCX_OPTS="--with-verbs --with-rdmacm --without-cuda --without-rocm --without-java --without-go"
 NIXL_OPTS="--wrap-mode=nodownload --force-fallback-for=tomlplusplus -Dbuildtype=release
 -Denable_plugins=UCX,POSIX -Dbuild_tests=false -Dbuild_examples=false"
+# shellcheck disable=SC2086
+ensure_packages $NIXL_PACKAGES
+if dpkg-query -W -f='${Status}' libabsl-dev 2>/dev/null | grep -q 'ok installed'; then
+	log "libabsl-dev is installed: NIXL would refuse it as too old instead of building"
+	log "its own abseil; remove it (apt-get remove libabsl-dev) and run again"
+	exit 1
+fi
+
 key=$( (echo "$UCX_OPTS $NIXL_OPTS"; cd "$NIXL_SRC_DIR" && sha256sum "$NIXL_TARBALL" \
 	"$UCX_TARBALL" ${SUBPROJECTS// /.tar.xz }.tar.xz) | sha256sum | cut -c1-12)
 dir=$XFERK_CACHE/nixl-$key
@@ -78,7 +89,46 @@ build_cache() {
 	touch "$dir/.done"
 }
 
+# nixlbench (NIXL's benchmark), taught the backend name XFERK (its list of
+# backends is fixed); runs as two instances over its ASIO runtime.
+build_bench() {
+	local b=$dir/src/nixl/benchmark/nixlbench s
+	log "building nixlbench in $dir"
+	for s in asio-1.30.2 tomlplusplus-3.4.0; do
+		[ -e "$b/subprojects/$s" ] || tar -C "$b/subprojects" -xf "$NIXL_SRC_DIR/$s.tar.xz"
+	done
+	/usr/bin/python3 - "$b/src/worker/nixl/nixl_worker.cpp" <<'EOT'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+if '"XFERK"' not in s:
+    known = "        0 == xferBenchConfig::backend.compare(XFERBENCH_BACKEND_MOONCAKE) ||\n"
+    params = ('    } else {\n        std::cerr << "Unsupported NIXLBench backend: "'
+              ' << xferBenchConfig::backend << std::endl;\n        exit(EXIT_FAILURE);\n'
+              '    }\n\n    CHECK_NIXL_ERROR(agent->createBackend(')
+    if s.count(known) != 1 or s.count(params) != 1:
+        sys.exit("nixlbench: cannot add the XFERK backend")
+    s = s.replace(known, known + '        0 == xferBenchConfig::backend.compare("XFERK") ||\n')
+    s = s.replace(params, '    } else if (0 == xferBenchConfig::backend.compare("XFERK")) {\n'
+                  '        std::cout << "XFERK backend" << std::endl;\n' + params)
+    open(p, "w").write(s)
+EOT
+	export CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent PATH=/usr/bin:$PATH
+	rm -rf "$dir/bench-build"
+	(
+		cd "$b"
+		meson setup "$dir/bench-build" --prefix="$dir/nixl" --wrap-mode=nodownload \
+			--force-fallback-for=tomlplusplus,asio -Dbuildtype=release \
+			-Dnixl_path="$dir/nixl" -Ducx_path="$dir/ucx"
+		ninja -C "$dir/bench-build" -j"$jobs" install
+	) >"$dir/bench.log" 2>&1 || { tail -n 30 "$dir/bench.log" >&2; exit 1; }
+	declare -f build_bench >"$dir/.bench-done"
+}
+
+rm -f "$XFERK_BUILD/nixl/env"
 [ -e "$dir/.done" ] || build_cache
+# Built by this script's build_bench, else again.
+declare -f build_bench | cmp -s - "$dir/.bench-done" || build_bench
 
 # The plugin, against the cached NIXL tree and this tree's libxferk.
 out=$XFERK_BUILD/nixl
@@ -107,6 +157,7 @@ cat >"$out/env" <<EOT
 # Written by libxferk/nixl/build.sh: what a NIXL program needs to find
 # NIXL, UCX and the xferk plugin built from this tree.
 NIXL_CACHE='$dir'
+NIXLBENCH='$dir/nixl/bin/nixlbench'
 NIXL_SRC='$src'
 NIXL_PLUGIN_DIR='$out/plugins'
 LD_LIBRARY_PATH='$nixl_lib:$dir/ucx/lib:$XFERK_BUILD/lib'

@@ -143,9 +143,17 @@ run_integration() {
 	done
 }
 
+# make bench: each benchmark whose name matches XFERK_ONLY.
 bench() {
-	run_test bench/ctrl "$XFERK_BUILD/bin/xferk-bench" ctrl
-	run_test bench/qos "$XFERK_BUILD/bin/xferk-bench" qos
+	local name
+	for name in ctrl qos nixl; do
+		# shellcheck disable=SC2053
+		[[ $name == $XFERK_ONLY ]] || continue
+		case $name in
+		nixl) run_test bench/nixl "$XFERK_SRC/tests/nixl/bench.sh" ;;
+		*) run_test "bench/$name" "$XFERK_BUILD/bin/xferk-bench" "$name" ;;
+		esac
+	done
 }
 
 # make fuzz: the uAPI fuzzer for XFERK_FUZZ_SECONDS (make check runs it briefly).
