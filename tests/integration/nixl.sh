@@ -9,6 +9,11 @@ if [ ! -e "$env" ]; then
 	echo "SKIP: $env missing: run 'make nixl' (needs the NIXL sources, see Documentation/nixl.md)"
 	exit 77
 fi
+if [ "${XFERK_KERNEL:-stock}" = debug ]; then
+	echo "SKIP: NIXL's tests run on the stock kernel (importing torch takes minutes on the"
+	echo "debug kernel); nixl_abort exercises the plugin there"
+	exit 77
+fi
 # shellcheck source=/dev/null
 . "$env"
 for m in pytest torch numpy; do
