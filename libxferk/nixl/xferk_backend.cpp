@@ -50,6 +50,12 @@ param_u64(const nixl_b_params_t &params, const char *key, uint64_t dflt) {
     return it == params.end() ? dflt : strtoull(it->second.c_str(), nullptr, 0);
 }
 
+// [addr, addr + len) lies in [base, base + size), without overflow.
+bool
+within(uintptr_t addr, size_t len, uintptr_t base, size_t size) {
+    return addr >= base && addr - base <= size && len <= size - (addr - base);
+}
+
 uint64_t
 random_tag() {
     uint64_t tag = 0;
@@ -391,10 +397,9 @@ XferkEngine::prepXfer(const nixl_xfer_op_t &operation,
     for (int i = 0; i < local.descCount(); i++) {
         auto *lmd = dynamic_cast<XferkLocalMD *>(local[i].metadataP);
         auto *rmd = dynamic_cast<XferkRemoteMD *>(remote[i].metadataP);
-        if (!lmd || !rmd || local[i].len != remote[i].len || local[i].addr < lmd->base ||
-            local[i].addr - lmd->base > lmd->len || local[i].len > lmd->len - (local[i].addr - lmd->base) ||
-            remote[i].addr < rmd->base || remote[i].addr - rmd->base > rmd->len ||
-            remote[i].len > rmd->len - (remote[i].addr - rmd->base))
+        if (!lmd || !rmd || local[i].len != remote[i].len ||
+            !within(local[i].addr, local[i].len, lmd->base, lmd->len) ||
+            !within(remote[i].addr, remote[i].len, rmd->base, rmd->len))
             return NIXL_ERR_INVALID_PARAM;
         xferk_frag f = {};
         f.mr = lmd->mr;

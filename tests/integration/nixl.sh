@@ -4,23 +4,17 @@
 # Needs `make nixl` (build/nixl/env); skips (77) without it. Prints
 # pytest's summary; passes when pytest does (no test failed).
 set -u
-env=${XFERK_BUILD:-build}/nixl/env
-if [ ! -e "$env" ]; then
-	echo "SKIP: $env missing: run 'make nixl' (needs the NIXL sources, see Documentation/nixl.md)"
-	exit 77
-fi
 if [ "${XFERK_KERNEL:-stock}" = debug ]; then
 	echo "SKIP: NIXL's tests run on the stock kernel (importing torch takes minutes on the"
 	echo "debug kernel); nixl_abort exercises the plugin there"
 	exit 77
 fi
-# shellcheck source=/dev/null
-. "$env"
+# shellcheck source=tests/nixl/env.sh
+. "$XFERK_SRC/tests/nixl/env.sh"
 for m in pytest torch numpy; do
 	/usr/bin/python3 -c "import $m" 2>/dev/null ||
 		{ echo "SKIP: python3 module $m missing (python3-$m)"; exit 77; }
 done
-export NIXL_XFERK_IP_ADDR=${XFERK_TEST_PEER:-10.99.0.1} PYTHONDONTWRITEBYTECODE=1
 cd /tmp || exit 1
 /usr/bin/python3 -m pytest -rs -v -p no:cacheprovider --rootdir "$NIXL_SRC/test/python" \
 	"$NIXL_SRC/test/python/test_nixl_api.py" "$NIXL_SRC/test/python/test_nixl_bindings.py" \

@@ -5,17 +5,9 @@
 # (tests/nixl/abort_reuse.py). Fails when xferk lets a late access corrupt a
 # reused buffer; UCX's count is reported, not judged.
 set -u
-env=${XFERK_BUILD:-build}/nixl/env
-if [ ! -e "$env" ]; then
-	echo "SKIP: $env missing: run 'make nixl' (needs the NIXL sources, see Documentation/nixl.md)"
-	exit 77
-fi
-# shellcheck source=/dev/null
-. "$env"
+# shellcheck source=tests/nixl/env.sh
+. "$XFERK_SRC/tests/nixl/env.sh"
 /usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
-export NIXL_XFERK_IP_ADDR=${XFERK_TEST_PEER:-10.99.0.1} PYTHONDONTWRITEBYTECODE=1
-# UCX over the rxe device only: RC for the data, UD for its wire-up.
-export UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=rxe0:1
 args=(--size $((8 << 20)) --iterations 20)
 # RDMA is ~28x slower on the debug kernel.
 [ "${XFERK_KERNEL:-stock}" = debug ] && args=(--size $((1 << 20)) --iterations 3)

@@ -4,15 +4,8 @@
 # block size, WRITE and READ. nixlbench runs as two instances (initiator
 # and target) joined by its ASIO runtime on this host.
 set -u
-env=${XFERK_BUILD:-build}/nixl/env
-if [ ! -e "$env" ]; then
-	echo "SKIP: $env missing: run 'make nixl' (needs the NIXL sources, see Documentation/nixl.md)"
-	exit 77
-fi
-# shellcheck source=/dev/null
-. "$env"
-export NIXL_XFERK_IP_ADDR=${XFERK_TEST_PEER:-10.99.0.1}
-export UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=rxe0:1
+# shellcheck source=tests/nixl/env.sh
+. "$XFERK_SRC/tests/nixl/env.sh"
 out=/tmp/nixlbench
 mkdir -p "$out"
 port=12345

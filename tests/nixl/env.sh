@@ -1,0 +1,14 @@
+#!/bin/bash
+# Sourced by the NIXL tests and nixlbench's runner: NIXL's environment as
+# `make nixl` wrote it (they skip, 77, without it), the address the plugin
+# uses, and UCX held to the rxe device (RC for the data, UD for its wire-up)
+# so that both backends move bytes over the same device.
+env=${XFERK_BUILD:-build}/nixl/env
+if [ ! -e "$env" ]; then
+	echo "SKIP: $env missing: run 'make nixl' (needs the NIXL sources, see Documentation/nixl.md)"
+	exit 77
+fi
+# shellcheck source=/dev/null
+. "$env"
+export NIXL_XFERK_IP_ADDR=${XFERK_TEST_PEER:-10.99.0.1} PYTHONDONTWRITEBYTECODE=1
+export UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=rxe0:1
