@@ -4,7 +4,9 @@
  *
  * Every function that can fail returns 0 (or a non-negative value) on
  * success and a negative errno on failure; errno itself is left alone.
- * A struct xferk is not thread-safe unless a function says so.
+ * Calls on one struct xferk may run in several threads at once (the struct
+ * does not change after xferk_open(); each call is ioctls on its file),
+ * except xferk_close(), which no other call on it may overlap.
  * See Documentation/libxferk.md for each function's RETURN VALUE and ERRORS.
  */
 #ifndef LIBXFERK_H

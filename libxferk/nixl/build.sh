@@ -55,9 +55,6 @@ if dpkg-query -W -f='${Status}' libabsl-dev 2>/dev/null | grep -q 'ok installed'
 	exit 1
 fi
 
-key=$( (echo "$UCX_OPTS $NIXL_OPTS"; cd "$NIXL_SRC_DIR" && sha256sum "$NIXL_TARBALL" \
-	"$UCX_TARBALL" ${SUBPROJECTS// /.tar.xz }.tar.xz) | sha256sum | cut -c1-12)
-dir=$XFERK_CACHE/nixl-$key
 jobs=$(nproc)
 
 build_cache() {
@@ -125,7 +122,15 @@ EOT
 	declare -f build_bench >"$dir/.bench-done"
 }
 
+key=$( (echo "$UCX_OPTS $NIXL_OPTS"; declare -f build_cache; cd "$NIXL_SRC_DIR" &&
+	sha256sum "$NIXL_TARBALL" "$UCX_TARBALL" ${SUBPROJECTS// /.tar.xz }.tar.xz) |
+	sha256sum | cut -c1-12)
+dir=$XFERK_CACHE/nixl-$key
 rm -f "$XFERK_BUILD/nixl/env"
+# One build of the cache at a time.
+mkdir -p "$XFERK_CACHE"
+exec 9>"$XFERK_CACHE/nixl.lock"
+flock 9
 [ -e "$dir/.done" ] || build_cache
 # Built by this script's build_bench, else again.
 declare -f build_bench | cmp -s - "$dir/.bench-done" || build_bench
@@ -153,6 +158,7 @@ ln -sf "$out/libplugin_XFERK.so" "$out/plugins/libplugin_XFERK.so"
 ln -sf "$ucx_plugin" "$out/plugins/libplugin_UCX.so"
 ln -sf "$(dirname "$ucx_plugin")/libplugin_POSIX.so" "$out/plugins/libplugin_POSIX.so"
 python_dir=$(find "$dir/nixl" -type d -name dist-packages | head -n1)
+[ -n "$python_dir" ] || { log "no NIXL Python package in $dir"; exit 1; }
 cat >"$out/env" <<EOT
 # Written by libxferk/nixl/build.sh: what a NIXL program needs to find
 # NIXL, UCX and the xferk plugin built from this tree.

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -13,7 +14,8 @@
 
 namespace {
 constexpr unsigned int kConnectTimeoutMs = 5000;
-constexpr size_t kMaxArrivals = 1 << 16;
+constexpr size_t kMaxPendingBytes = 64 << 20; /* notification messages held */
+constexpr uint64_t kWaitRoundNs = 10ULL * 1000000000ULL;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
@@ -78,6 +80,7 @@ struct XferkLocalMD : public nixlBackendMD {
     size_t len = 0;
     xferk_key_t key;
     std::vector<uint64_t> exports;
+    std::map<std::string, xferk_token> tokens; /* by peer ip: one export each */
     std::set<XferkReqH *> users;
 };
 
@@ -93,12 +96,15 @@ struct XferkRemoteMD : public nixlBackendMD {
 };
 
 // A transfer: its fragments (fixed at prepXfer), the keys of the local
-// regions they use, and the xferk op of the last post (0: none).
+// regions they use, the xferk op of the last post (0: none), what the last
+// checkXfer() said, and whether a release was already refused.
 struct XferkReqH : public nixlBackendReqH {
     std::vector<xferk_frag> frags;
     std::set<xferk_key_t> regions;
     std::string remote_agent;
     uint64_t op = 0;
+    nixl_status_t last_check = NIXL_ERR_NOT_POSTED;
+    bool refused = false;
 };
 
 XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
@@ -106,7 +112,8 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
       secret_(xferk_random_key()) {
     const nixl_b_params_t &params = *init_params->customParams;
 
-    drain_budget_ns_ = param_u64(params, "drain_budget_ms", 100) * 1000000ULL;
+    drain_budget_ns_ =
+        std::clamp<uint64_t>(param_u64(params, "drain_budget_ms", 100), 1, 60000) * 1000000ULL;
     ip_ = choose_ip(params);
     int ret = xferk_open(&x_);
     if (ret) {
@@ -126,8 +133,6 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
 
 XferkEngine::~XferkEngine() {
     server_.reset();
-    for (XferkReqH *req : quarantined_)
-        delete req;
     // Closing the file never unpins early: the kernel keeps every page an
     // op may still touch pinned until the op is physically complete.
     if (x_) xferk_close(x_);
@@ -181,18 +186,19 @@ XferkEngine::registerMem(const nixlBlobDesc &mem, const nixl_mem_t &nixl_mem, ni
 nixl_status_t
 XferkEngine::deregisterMem(nixlBackendMD *meta) {
     auto *md = dynamic_cast<XferkLocalMD *>(meta);
+    std::vector<uint64_t> ops;
+
     if (!md) return NIXL_ERR_INVALID_PARAM;
-    reap_quarantined();
-    std::unique_lock<std::mutex> guard(lock_);
-    for (XferkReqH *req : md->users) {
-        xferk_op_snapshot snap = {};
-        if (xferk_query(x_, req->op, &snap) || !snap.physical_complete) {
-            NIXL_ERROR << "XFERK: deregisterMem: an op on the region is not physically "
-                          "complete (state "
-                       << xferk_state_name(snap.state) << "); the memory is not reusable yet";
-            return NIXL_ERR_NOT_ALLOWED;
-        }
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (XferkReqH *req : md->users)
+            ops.push_back(req->op);
     }
+    // NIXL's agent drops the region whatever this returns: wait instead of
+    // refusing (NIXL excludes transfers on this agent meanwhile).
+    for (uint64_t op : ops)
+        wait_reusable(op);
+    std::unique_lock<std::mutex> guard(lock_);
     for (XferkReqH *req : md->users)
         req->regions.erase(md->key);
     regions_.erase(md->key);
@@ -274,37 +280,58 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
     }
 
     xferk_key_t key;
+    xferk_token tok;
     int32_t err = -EINVAL;
     if (frame[0] == 'E' && frame.size() == 1 + key.size()) {
-        uint64_t mr = 0, len = 0, conn, exp;
         memcpy(key.data(), frame.data() + 1, key.size());
-        {
-            std::lock_guard<std::mutex> guard(lock_);
-            auto it = regions_.find(key);
-            if (it != regions_.end()) {
-                mr = it->second->mr;
-                len = it->second->len;
-            }
-        }
-        xferk_token tok;
-        err = -ENOENT;
-        if (mr && !conn_to(peer_ip, conn))
-            err = -ENOTCONN;
-        else if (mr && !(err = xferk_export(x_, conn, mr, 0, len, kExportAccess, &tok, &exp))) {
-            std::unique_lock<std::mutex> guard(lock_);
-            auto it = regions_.find(key);
-            if (it == regions_.end()) {
-                // Deregistered meanwhile.
-                guard.unlock();
-                xferk_unexport(x_, exp);
-                err = -ENOENT;
-            } else {
-                it->second->exports.push_back(exp);
-                return "T" + std::string((const char *)tok.bytes, sizeof(tok.bytes));
-            }
-        }
+        err = export_region(key, peer_ip, tok);
+        if (!err) return "T" + std::string((const char *)tok.bytes, sizeof(tok.bytes));
     }
     return "X" + std::string((const char *)&err, sizeof(err));
+}
+
+// The token of the region with @key for the host at @ip: one export per
+// region and host, made at the first request. 0 or a negative errno.
+int
+XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, xferk_token &tok) {
+    uint64_t mr = 0, len = 0, conn, exp;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto it = regions_.find(key);
+        if (it == regions_.end()) return -ENOENT;
+        auto t = it->second->tokens.find(ip);
+        if (t != it->second->tokens.end()) {
+            tok = t->second;
+            return 0;
+        }
+        mr = it->second->mr;
+        len = it->second->len;
+    }
+    int ret = -ENOTCONN;
+    // A connection that ended for good is replaced once.
+    for (int attempt = 0; attempt < 2 && (ret == -ENOTCONN || ret == -ESTALE); attempt++) {
+        if (attempt) forget_conn(ip);
+        ret = conn_to(ip, conn) ? xferk_export(x_, conn, mr, 0, len, kExportAccess, &tok, &exp) :
+                                  -ENOTCONN;
+    }
+    if (ret) return ret;
+    std::unique_lock<std::mutex> guard(lock_);
+    auto it = regions_.find(key);
+    if (it == regions_.end() || it->second->tokens.count(ip)) {
+        // Deregistered, or exported by another thread meanwhile.
+        guard.unlock();
+        xferk_unexport(x_, exp);
+        return it == regions_.end() ? -ENOENT : export_region(key, ip, tok);
+    }
+    it->second->exports.push_back(exp);
+    it->second->tokens[ip] = tok;
+    return 0;
+}
+
+void
+XferkEngine::forget_conn(const std::string &ip) const {
+    std::lock_guard<std::mutex> guard(lock_);
+    conns_.erase(ip);
 }
 
 nixl_status_t
@@ -315,9 +342,12 @@ XferkEngine::import_region(const std::string &ip,
                            nixlBackendMD *&output) {
     uint64_t conn;
     auto md = std::make_unique<XferkRemoteMD>();
+    int ret = -ENOTCONN;
 
-    if (!conn_to(ip, conn)) return NIXL_ERR_BACKEND;
-    int ret = xferk_import(x_, conn, &token, &md->remote);
+    for (int attempt = 0; attempt < 2 && (ret == -ENOTCONN || ret == -ESTALE); attempt++) {
+        if (attempt) forget_conn(ip);
+        ret = conn_to(ip, conn) ? xferk_import(x_, conn, &token, &md->remote) : -ENOTCONN;
+    }
     if (ret) {
         NIXL_ERROR << "XFERK: import: " << strerror(-ret);
         return NIXL_ERR_BACKEND;
@@ -357,18 +387,13 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
 nixl_status_t
 XferkEngine::loadLocalMD(nixlBackendMD *input, nixlBackendMD *&output) {
     auto *md = dynamic_cast<XferkLocalMD *>(input);
-    uint64_t conn, exp;
     xferk_token tok;
 
-    if (!md || !conn_to(ip_, conn)) return NIXL_ERR_INVALID_PARAM;
-    int ret = xferk_export(x_, conn, md->mr, 0, md->len, kExportAccess, &tok, &exp);
+    if (!md) return NIXL_ERR_INVALID_PARAM;
+    int ret = export_region(md->key, ip_, tok);
     if (ret) {
         NIXL_ERROR << "XFERK: export: " << strerror(-ret);
         return NIXL_ERR_BACKEND;
-    }
-    {
-        std::lock_guard<std::mutex> guard(lock_);
-        md->exports.push_back(exp);
     }
     return import_region(ip_, tok, md->base, md->len, output);
 }
@@ -429,10 +454,11 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
 
     if (req->op) {
         xferk_op_snapshot snap;
-        if (xferk_query(x_, req->op, &snap) || !snap.physical_complete)
+        if (xferk_query(x_, req->op, &snap) || !snap.buffer_reusable)
             return NIXL_ERR_REPOST_ACTIVE;
         finish(req);
     }
+    req->refused = false;
     if (notif) {
         opts.flags = XFERK_SUBMIT_NOTIFY;
         tag = random_tag();
@@ -455,7 +481,8 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
     // The message goes to the target's control listener; the target hands
     // it out once xferk's DATA event says the data has landed.
     if (notif && send_notif(req->remote_agent, tag, opt_args->notifMsg) != NIXL_SUCCESS)
-        NIXL_ERROR << "XFERK: notification to " << req->remote_agent << " not sent";
+        NIXL_ERROR << "XFERK: notification to " << req->remote_agent
+                   << " not sent; the transfer goes on without it";
     return checkXfer(req);
 }
 
@@ -466,17 +493,19 @@ XferkEngine::checkXfer(nixlBackendReqH *handle) const {
     auto *req = static_cast<XferkReqH *>(handle);
     xferk_op_snapshot snap;
 
-    if (!req->op) return NIXL_ERR_NOT_POSTED;
-    if (xferk_query(x_, req->op, &snap)) return NIXL_ERR_BACKEND;
-    if (snap.state == XFERK_STATE_QUARANTINED) return NIXL_ERR_BACKEND;
-    if (!snap.physical_complete) return NIXL_IN_PROG;
+    if (!req->op) return req->last_check = NIXL_ERR_NOT_POSTED;
+    if (xferk_query(x_, req->op, &snap)) return req->last_check = NIXL_ERR_BACKEND;
+    if (snap.state == XFERK_STATE_QUARANTINED) return req->last_check = NIXL_ERR_BACKEND;
+    if (!snap.buffer_reusable) return req->last_check = NIXL_IN_PROG;
     switch (snap.state) {
     case XFERK_STATE_SUCCEEDED:
-        return NIXL_SUCCESS;
+        return req->last_check = NIXL_SUCCESS;
     case XFERK_STATE_DRAINED:
-        return NIXL_ERR_CANCELED;
+        return req->last_check = NIXL_ERR_CANCELED;
     default:
-        return snap.failure == XFERK_FAILURE_PATH ? NIXL_ERR_REMOTE_DISCONNECT : NIXL_ERR_BACKEND;
+        return req->last_check = snap.failure == XFERK_FAILURE_PATH ?
+            NIXL_ERR_REMOTE_DISCONNECT :
+            NIXL_ERR_BACKEND;
     }
 }
 
@@ -492,46 +521,45 @@ XferkEngine::finish(XferkReqH *req) const {
     }
 }
 
+// Waits until @op's memory is reusable, however long the kernel takes to
+// drain it (it escalates to the path's teardown; Documentation/lifecycle.md).
 void
-XferkEngine::reap_quarantined() const {
-    std::vector<XferkReqH *> done;
-    {
-        std::lock_guard<std::mutex> guard(lock_);
-        for (XferkReqH *req : quarantined_) {
-            xferk_op_snapshot snap;
-            if (req->op && !xferk_query(x_, req->op, &snap) && snap.physical_complete)
-                done.push_back(req);
-        }
+XferkEngine::wait_reusable(uint64_t op) const {
+    xferk_op_snapshot snap = {};
+
+    for (;;) {
+        int ret = xferk_wait(x_, op, xferk_now_ns() + kWaitRoundNs, XFERK_WAIT_PHYSICAL, &snap);
+        if ((!ret && snap.buffer_reusable) || (ret && ret != -ETIMEDOUT)) return;
+        NIXL_ERROR << "XFERK: still waiting for an op (" << xferk_state_name(snap.state)
+                   << ") to finish touching its memory";
     }
-    for (XferkReqH *req : done)
-        finish(req);
 }
 
-// Cancels and drains the op for at most drain_budget_ms. Fails while the op
-// is quarantined; the handle stays valid and a later call retries.
+// Cancels the op and drains it for at most drain_budget_ms. NIXL calls this
+// for a transfer in progress right after a checkXfer() that said so (then an
+// error keeps the handle and makes NIXL report NIXL_ERR_REPOST_ACTIVE), and
+// for every other handle it destroys, ignoring the result and reporting
+// success. So an op that is still not reusable fails the first kind of call
+// once, and otherwise is waited for: success always means reusable.
 nixl_status_t
 XferkEngine::releaseReqH(nixlBackendReqH *handle) const {
     auto *req = static_cast<XferkReqH *>(handle);
     xferk_op_snapshot snap = {};
 
-    reap_quarantined();
     if (req->op) {
         int ret = xferk_query(x_, req->op, &snap);
-        if (!ret && !snap.physical_complete)
+        if (!ret && !snap.buffer_reusable)
             ret = xferk_cancel_drain(x_, req->op, xferk_now_ns() + drain_budget_ns_, &snap);
-        if (ret) {
-            NIXL_ERROR << "XFERK: releaseReqH: the op is " << xferk_state_name(snap.state)
-                       << " (" << strerror(-ret)
-                       << "): its memory is not reusable yet; release again later";
-            std::lock_guard<std::mutex> guard(lock_);
-            quarantined_.insert(req);
-            return NIXL_ERR_BACKEND;
+        if (ret || !snap.buffer_reusable) {
+            if (req->last_check == NIXL_IN_PROG && !req->refused) {
+                NIXL_ERROR << "XFERK: releaseReqH: the op is " << xferk_state_name(snap.state)
+                           << ": its memory is not reusable yet; release again to wait";
+                req->refused = true;
+                return NIXL_ERR_BACKEND;
+            }
+            wait_reusable(req->op);
         }
         finish(req);
-    }
-    {
-        std::lock_guard<std::mutex> guard(lock_);
-        quarantined_.erase(req);
     }
     delete req;
     return NIXL_SUCCESS;
@@ -546,19 +574,18 @@ XferkEngine::arrive(uint64_t tag,
                     const std::string *agent,
                     const std::string *msg) const {
     std::lock_guard<std::mutex> guard(lock_);
+    size_t bytes = msg ? agent->size() + msg->size() : 0;
+    if (pending_bytes_ + bytes > kMaxPendingBytes) {
+        NIXL_ERROR << "XFERK: " << pending_bytes_
+                   << " bytes of notifications not yet taken; dropped one";
+        return;
+    }
+    pending_bytes_ += bytes;
     if (!tag) {
         if (msg) ready_.emplace_back(*agent, *msg);
         return;
     }
-    auto it = arrivals_.find(tag);
-    if (it == arrivals_.end()) {
-        if (arrivals_.size() >= kMaxArrivals) {
-            NIXL_ERROR << "XFERK: too many notifications waiting for their data; dropped one";
-            return;
-        }
-        it = arrivals_.emplace(tag, Arrival()).first;
-    }
-    Arrival &a = it->second;
+    Arrival &a = arrivals_[tag];
     if (msg) {
         a.have_msg = true;
         a.agent = *agent;
@@ -567,8 +594,11 @@ XferkEngine::arrive(uint64_t tag,
     a.landed |= landed;
     a.failed |= failed;
     if (!a.have_msg || !(a.landed || a.failed)) return;
-    if (!a.failed) ready_.emplace_back(a.agent, a.msg);
-    arrivals_.erase(it);
+    if (a.failed)
+        pending_bytes_ -= a.agent.size() + a.msg.size();
+    else
+        ready_.emplace_back(a.agent, a.msg);
+    arrivals_.erase(tag);
 }
 
 nixl_status_t
@@ -578,7 +608,6 @@ XferkEngine::getNotifs(notif_list_t &notif_list) {
     uint64_t dropped;
 
     if (!notif_list.empty()) return NIXL_ERR_INVALID_PARAM;
-    reap_quarantined();
     while (!xferk_events(x_, ev, 64, xferk_now_ns(), &n, &dropped) && n) {
         if (dropped) NIXL_ERROR << "XFERK: " << dropped << " notifications dropped (queue full)";
         for (uint32_t i = 0; i < n; i++)
@@ -586,6 +615,8 @@ XferkEngine::getNotifs(notif_list_t &notif_list) {
                 arrive(ev[i].tag, true, ev[i].flags & XFERK_EVENT_INCOMPLETE, nullptr, nullptr);
     }
     std::lock_guard<std::mutex> guard(lock_);
+    for (const auto &n : ready_)
+        pending_bytes_ -= n.first.size() + n.second.size();
     notif_list.swap(ready_);
     return NIXL_SUCCESS;
 }

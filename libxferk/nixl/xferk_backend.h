@@ -4,10 +4,10 @@
  *
  * What it adds to NIXL is the guarantee xferk gives: a transfer's memory is
  * never reported reusable while a work request may still touch it.
- * checkXfer() reports an error only once the op is physically complete, or
- * when it is QUARANTINED; releaseReqH() cancels and drains, and fails while
- * the op is quarantined; deregisterMem() fails while an op on the region is
- * not physically complete.
+ * checkXfer() reports an error only once the op's memory is reusable, or
+ * when it is QUARANTINED; releaseReqH() cancels and drains, and succeeds
+ * only once the memory is reusable; deregisterMem() waits for the ops on
+ * the region.
  *
  * Locking: lock_ guards every map of the engine; libxferk calls are made
  * outside it except the short ones. A request handle is used by one NIXL
@@ -133,7 +133,11 @@ private:
     arrive(uint64_t tag, bool landed, bool failed, const std::string *agent,
            const std::string *msg) const;
     void
-    reap_quarantined() const;
+    wait_reusable(uint64_t op) const;
+    int
+    export_region(const xferk_key_t &key, const std::string &ip, xferk_token &tok);
+    void
+    forget_conn(const std::string &ip) const;
     void
     finish(XferkReqH *req) const;
 
@@ -149,9 +153,7 @@ private:
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
     mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
     mutable notif_list_t ready_;
-    /* Handles whose op was quarantined at release: their ops are released
-     * here once physically complete; the handles freed with the engine. */
-    mutable std::set<XferkReqH *> quarantined_;
+    mutable size_t pending_bytes_ = 0; /* of arrivals_' and ready_'s messages */
 };
 
 #endif

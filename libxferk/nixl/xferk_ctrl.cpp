@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <ctime>
 #include <unistd.h>
 
 namespace {
@@ -116,14 +117,35 @@ XferkCtrlServer::~XferkCtrlServer() {
         if (fd >= 0) close(fd);
 }
 
-// Serves until woken through wake_fd_. A connection is "authenticated" once
-// its hello carried the secret; every frame before that other than a good
-// hello closes it.
+namespace {
+constexpr size_t kMaxConns = 256;
+constexpr size_t kHelloBytes = 4 + 1 + sizeof(xferk_key_t);
+constexpr int kHelloSeconds = 5;
+constexpr struct timeval kIoTimeout = {10, 0};
+
+// Constant-time comparison of the secret.
+bool
+same_secret(const char *p, const xferk_key_t &secret) {
+    uint8_t diff = 0;
+    for (size_t i = 0; i < secret.size(); i++)
+        diff |= (uint8_t)p[i] ^ secret[i];
+    return !diff;
+}
+} // namespace
+
+// Serves until woken through wake_fd_. Connections are read without
+// blocking into a buffer each, so no peer can hold the thread: before its
+// hello (with the secret) a connection may send kHelloBytes, within
+// kHelloSeconds; a bad hello, a frame length out of range or more than
+// kMaxConns connections close it. Replies are small and sent with a 10 s
+// send timeout; a peer that does not read them is dropped.
 void
 XferkCtrlServer::serve() {
     struct Conn {
         bool authenticated = false;
         std::string ip;
+        std::string in;
+        time_t since;
     };
     std::map<int, Conn> conns;
 
@@ -131,7 +153,7 @@ XferkCtrlServer::serve() {
         std::vector<struct pollfd> fds = {{wake_fd_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
         for (auto &c : conns)
             fds.push_back({c.first, POLLIN, 0});
-        if (poll(fds.data(), fds.size(), -1) < 0) {
+        if (poll(fds.data(), fds.size(), 1000) < 0) {
             if (errno == EINTR) continue;
             break;
         }
@@ -140,36 +162,56 @@ XferkCtrlServer::serve() {
             struct sockaddr_in sin = {};
             socklen_t slen = sizeof(sin);
             char ip[INET_ADDRSTRLEN] = "";
-            int fd = accept4(listen_fd_, (struct sockaddr *)&sin, &slen, SOCK_CLOEXEC);
-            if (fd >= 0) {
-                // A peer that stops halfway through a frame cannot stall
-                // the listener for longer than this.
-                struct timeval tv = {2, 0};
+            int fd = accept4(
+                listen_fd_, (struct sockaddr *)&sin, &slen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd >= 0 && conns.size() >= kMaxConns) {
+                close(fd);
+            } else if (fd >= 0) {
                 int one = 1;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
                 inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
-                conns[fd] = Conn{false, ip};
+                conns[fd] = Conn{false, ip, "", time(nullptr)};
             }
         }
+        std::vector<int> gone;
         for (size_t i = 2; i < fds.size(); i++) {
-            if (!fds[i].revents) continue;
             int fd = fds[i].fd;
-            std::string frame;
             Conn &conn = conns[fd];
-            bool keep = xferk_ctrl_recv(fd, frame);
-            if (keep && !conn.authenticated) {
-                keep = frame.size() == 1 + secret_.size() && frame[0] == 'H' &&
-                    !memcmp(frame.data() + 1, secret_.data(), secret_.size());
-                conn.authenticated = keep;
-            } else if (keep) {
-                std::string reply = handler_(frame, conn.ip);
-                keep = reply.empty() || xferk_ctrl_send(fd, reply);
+            bool keep = conn.authenticated || time(nullptr) - conn.since < kHelloSeconds;
+            if (keep && fds[i].revents) {
+                char buf[65536];
+                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+                keep = n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
+                if (n > 0) conn.in.append(buf, n);
             }
-            if (!keep) {
-                close(fd);
-                conns.erase(fd);
+            // Every complete frame in the buffer.
+            while (keep && conn.in.size() >= 4) {
+                uint32_t be;
+                memcpy(&be, conn.in.data(), 4);
+                uint32_t len = ntohl(be);
+                if (len == 0 || len > kMaxFrame ||
+                    (!conn.authenticated && len != kHelloBytes - 4)) {
+                    keep = false;
+                    break;
+                }
+                if (conn.in.size() < 4 + len) break;
+                std::string frame = conn.in.substr(4, len);
+                conn.in.erase(0, 4 + len);
+                if (!conn.authenticated) {
+                    keep = frame[0] == 'H' && same_secret(frame.data() + 1, secret_);
+                    conn.authenticated = keep;
+                } else {
+                    std::string reply = handler_(frame, conn.ip);
+                    keep = reply.empty() || xferk_ctrl_send(fd, reply);
+                }
             }
+            if (!conn.authenticated && conn.in.size() > kHelloBytes) keep = false;
+            if (!keep) gone.push_back(fd);
+        }
+        for (int fd : gone) {
+            close(fd);
+            conns.erase(fd);
         }
     }
     for (auto &c : conns)
@@ -177,7 +219,7 @@ XferkCtrlServer::serve() {
 }
 
 XferkCtrlClient::~XferkCtrlClient() {
-    if (fd_ >= 0) close(fd_);
+    shut();
 }
 
 bool
@@ -189,19 +231,35 @@ XferkCtrlClient::open(const std::string &ip, uint16_t port, const xferk_key_t &s
     sin.sin_port = htons(port);
     if (inet_pton(AF_INET, ip.c_str(), &sin.sin_addr) != 1) return false;
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0 || connect(fd_, (struct sockaddr *)&sin, sizeof(sin))) return false;
+    if (fd_ < 0) return false;
+    // Bounds connect() too (Linux applies SO_SNDTIMEO to it).
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &kIoTimeout, sizeof(kIoTimeout));
+    if (connect(fd_, (struct sockaddr *)&sin, sizeof(sin))) return false;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     return xferk_ctrl_send(fd_, std::string("H") + std::string(secret.begin(), secret.end()));
 }
 
+// A call that fails leaves the stream out of step: the connection is
+// closed, and every later call fails.
 bool
 XferkCtrlClient::call(const std::string &frame, std::string &reply) {
     std::lock_guard<std::mutex> guard(lock_);
-    return fd_ >= 0 && xferk_ctrl_send(fd_, frame) && xferk_ctrl_recv(fd_, reply);
+    if (fd_ >= 0 && xferk_ctrl_send(fd_, frame) && xferk_ctrl_recv(fd_, reply)) return true;
+    shut();
+    return false;
 }
 
 bool
 XferkCtrlClient::post(const std::string &frame) {
     std::lock_guard<std::mutex> guard(lock_);
-    return fd_ >= 0 && xferk_ctrl_send(fd_, frame);
+    if (fd_ >= 0 && xferk_ctrl_send(fd_, frame)) return true;
+    shut();
+    return false;
+}
+
+void
+XferkCtrlClient::shut() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
 }

@@ -8,14 +8,17 @@
  * travel here too; their ordering against the data comes from xferk's
  * data-landed notifications (see xferk_backend.cpp).
  *
- * Frames: a 4-byte big-endian length (at most XferkCtrl::kMaxFrame), then
- * that many bytes, the first a type:
+ * Frames: a 4-byte big-endian length (1 MiB at most), then that many bytes,
+ * the first a type (integers in the sender's byte order: both ends are x86):
  *   'H' secret[16]                  hello: the first frame of a connection
- *   'E' key[16] ip                  export the region with this key to ip
+ *   'E' key[16]                     export the region with this key to the
+ *                                   host the connection comes from
  *   'T' token | 'X' errno (4 bytes) the reply to 'E'
  *   'N' tag[8] namelen[2] name msg  a notification (no reply)
- * A connection whose hello does not carry the listener's secret, or that
- * sends a malformed frame, is closed.
+ * The listener closes a connection whose first frame is not a hello with
+ * its secret, that sends no hello within 5 s, or whose frame length is out
+ * of range; an unknown or short frame after the hello is ignored ('X' for
+ * a bad 'E').
  */
 #ifndef XFERK_CTRL_H
 #define XFERK_CTRL_H
@@ -87,7 +90,10 @@ public:
     post(const std::string &frame);
 
 private:
-    std::mutex lock_; /* one request at a time on the socket */
+    void
+    shut();
+
+    std::mutex lock_; /* one request at a time on the socket; guards fd_ */
     int fd_ = -1;
 };
 

@@ -15,5 +15,7 @@ prog=$XFERK_SRC/tests/nixl/abort_reuse.py
 cd /tmp || exit 1
 /usr/bin/python3 "$prog" XFERK "${args[@]}" --expect-clean
 rc=$?
+# A quarantined op's second release waits (tests/nixl/release_quarantined.py).
+/usr/bin/python3 "$XFERK_SRC/tests/nixl/release_quarantined.py" || rc=1
 /usr/bin/python3 "$prog" UCX "${args[@]}" || echo "UCX run failed (exit $?): reported, not judged"
 exit $rc

@@ -9,7 +9,8 @@ bytes a late RDMA access changes afterwards.
 READ: the initiator's destination is reused (filled with a canary) right
 after the release returned; WRITE: the target's buffer is. A release that
 fails (xferk: the op is quarantined) is not a license to reuse: the buffer
-is reused only once a later release succeeds. Prints one JSON line; exits 1
+is reused only once a later release succeeds (xferk's second release waits
+until the memory is reusable). Prints one JSON line; exits 1
 when a completed transfer is wrong, when no abort hit a transfer in flight
 (the experiment proved nothing), or, with --expect-clean, when any byte was
 corrupted.
@@ -74,7 +75,7 @@ def main():
     h = init.initialize_xfer("READ", ldesc, rdesc, target.name)
     t0 = time.monotonic()
     state = init.transfer(h)
-    while state == "PROC":
+    while state == "PROC" and time.monotonic() - t0 < 120:
         state = init.check_xfer_state(h)
     full_read_ms = (time.monotonic() - t0) * 1e3
     init.release_xfer_handle(h)
@@ -90,8 +91,9 @@ def main():
         states = {}  # "transfer()/check_xfer_state()" -> iterations
         release_ms = []
         for it in range(args.iterations):
-            local[:] = (it % 200) + 1
-            remote[:] = (it % 200) + 1 + (op == "WRITE")
+            # Never the canary.
+            local[:] = (it % 100) + 1
+            remote[:] = (it % 100) + 2
             h = init.initialize_xfer(op, ldesc, rdesc, target.name)
             posted = init.transfer(h)
             checked = init.check_xfer_state(h) if posted == "PROC" else "-"
