@@ -3,7 +3,8 @@
  * libxferk: the C library for /dev/xferk.
  *
  * Every function that can fail returns 0 (or a non-negative value) on
- * success and a negative errno on failure; errno itself is left alone.
+ * success and a negative errno on failure; the result is the error
+ * (errno may be changed by the system calls made, and means nothing).
  * Calls on one struct xferk may run in several threads at once (the struct
  * does not change after xferk_open(); each call is ioctls on its file),
  * except xferk_close(), which no other call on it may overlap.

@@ -69,8 +69,8 @@ random_tag() {
 }
 } // namespace
 
-// A region this engine registered. @exports: the exports made of it for
-// peers (and for this engine's own local transfers), undone at deregister.
+// A region this engine registered. @exports: its export and token for each
+// peer host (and this host, for local transfers), undone at deregister.
 // @users: request handles whose op may use the region.
 struct XferkLocalMD : public nixlBackendMD {
     XferkLocalMD() : nixlBackendMD(true) {}
@@ -79,8 +79,11 @@ struct XferkLocalMD : public nixlBackendMD {
     uintptr_t base = 0;
     size_t len = 0;
     xferk_key_t key;
-    std::vector<uint64_t> exports;
-    std::map<std::string, xferk_token> tokens; /* by peer ip: one export each */
+    struct Export {
+        uint64_t handle;
+        xferk_token token;
+    };
+    std::map<std::string, Export> exports; /* by peer ip: one each */
     std::set<XferkReqH *> users;
 };
 
@@ -203,8 +206,8 @@ XferkEngine::deregisterMem(nixlBackendMD *meta) {
         req->regions.erase(md->key);
     regions_.erase(md->key);
     guard.unlock();
-    for (uint64_t exp : md->exports)
-        xferk_unexport(x_, exp);
+    for (const auto &e : md->exports)
+        xferk_unexport(x_, e.second.handle);
     int ret = xferk_mr_dereg(x_, md->mr);
     delete md;
     return ret ? NIXL_ERR_BACKEND : NIXL_SUCCESS;
@@ -299,9 +302,9 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, xferk_
         std::lock_guard<std::mutex> guard(lock_);
         auto it = regions_.find(key);
         if (it == regions_.end()) return -ENOENT;
-        auto t = it->second->tokens.find(ip);
-        if (t != it->second->tokens.end()) {
-            tok = t->second;
+        auto e = it->second->exports.find(ip);
+        if (e != it->second->exports.end()) {
+            tok = e->second.token;
             return 0;
         }
         mr = it->second->mr;
@@ -317,14 +320,13 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, xferk_
     if (ret) return ret;
     std::unique_lock<std::mutex> guard(lock_);
     auto it = regions_.find(key);
-    if (it == regions_.end() || it->second->tokens.count(ip)) {
+    if (it == regions_.end() || it->second->exports.count(ip)) {
         // Deregistered, or exported by another thread meanwhile.
         guard.unlock();
         xferk_unexport(x_, exp);
         return it == regions_.end() ? -ENOENT : export_region(key, ip, tok);
     }
-    it->second->exports.push_back(exp);
-    it->second->tokens[ip] = tok;
+    it->second->exports[ip] = {exp, tok};
     return 0;
 }
 
