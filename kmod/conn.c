@@ -478,32 +478,59 @@ bool xferk_conn_qp_live(struct xferk_conn *c)
 	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 }
 
-/* Posts pending chunks while there are send slots. Called with c->lock. */
+/* Why a pending chunk may not be posted, or 0. Called with c->lock. */
+static int conn_chunk_refused(struct xferk_chunk *ch)
+{
+	if (xferk_chunk_cancelled(ch))
+		return -ECANCELED;
+	if (ch->remote->error)	/* written under c->lock */
+		return ch->remote->error;
+	if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
+		return -EIO;
+	return 0;
+}
+
+/*
+ * Posts pending chunks while there are send slots, in order, up to
+ * XFERK_POST_BATCH per call into the transport. A chunk it refused goes
+ * to @failed with its error; the ones behind it go back to the head of
+ * the queue. Called with c->lock.
+ */
 static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
-	struct xferk_chunk *ch;
+	struct xferk_chunk *batch[XFERK_POST_BATCH], *ch;
+	u32 n, i, posted;
+	int error = 0;
 
 	lockdep_assert_held(&c->lock);
 	while (xferk_conn_postable(c) && c->credits && !list_empty(&c->pending)) {
-		ch = list_first_entry(&c->pending, struct xferk_chunk, node);
-		list_del(&ch->node);
-		if (xferk_chunk_cancelled(ch))
-			ch->error = -ECANCELED;
-		else if (ch->remote->error)	/* written under c->lock */
-			ch->error = ch->remote->error;
-		else if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
-			ch->error = -EIO;
-		else
-			ch->error = c->transport->post(c, ch);
-		if (ch->error) {
-			list_add_tail(&ch->node, failed);
-			continue;
+		n = 0;
+		while (n < min_t(u32, c->credits, XFERK_POST_BATCH) &&
+		       !list_empty(&c->pending)) {
+			ch = list_first_entry(&c->pending, struct xferk_chunk,
+					      node);
+			list_del(&ch->node);
+			ch->error = conn_chunk_refused(ch);
+			if (ch->error)
+				list_add_tail(&ch->node, failed);
+			else
+				batch[n++] = ch;
 		}
-		ch->posted = true;
-		xferk_chunk_posted(ch);
-		c->credits--;
-		c->outstanding++;
-		list_add_tail(&ch->node, &c->posted);
+		posted = n ? c->transport->post(c, batch, n, &error) : 0;
+		for (i = 0; i < posted; i++) {
+			ch = batch[i];
+			ch->posted = true;
+			xferk_chunk_posted(ch);
+			list_add_tail(&ch->node, &c->posted);
+		}
+		c->credits -= posted;
+		c->outstanding += posted;
+		if (posted == n)
+			continue;
+		batch[posted]->error = error;
+		list_add_tail(&batch[posted]->node, failed);
+		for (i = n; i-- > posted + 1; )
+			list_add(&batch[i]->node, &c->pending);
 	}
 }
 
@@ -561,40 +588,66 @@ void xferk_conn_set_up(struct xferk_conn *c)
 	complete_failed(&failed);
 }
 
-/**
- * xferk_conn_queue() - hand a chunk to a connection
- * @c: the connection
- * @ch: the chunk, not yet posted
- *
- * The chunk is posted when a send slot is free (and the session has a
- * path), in the order chunks were queued; chunks a path's death flushed
- * are queued again behind those waiting. If the connection is down, or
- * the op was settled meanwhile, the chunk is completed unposted with an
- * error.
+/*
+ * Hands @n chunks, all on @c and not yet posted, to @c in one hold of its
+ * lock: see xferk_chunks_queue().
  */
-void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch)
+static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
 {
+	struct xferk_chunk *ch;
 	LIST_HEAD(failed);
+	u32 i;
 
 	if (atomic_dec_if_positive(&xferk_fault_fail_qp) >= 0)
 		xferk_conn_down(c, -EIO);
 	mutex_lock(&c->lock);
-	if (c->state == XFERK_CONN_DOWN) {
-		ch->error = c->error ?: -ENOTCONN;
-		list_add_tail(&ch->node, &failed);
-	} else if (!xferk_conn_postable(c) && xferk_chunk_cancelled(ch)) {
-		/*
-		 * It would wait for a path, but its op's deadline may have
-		 * dropped the others already (when postable, the kick drops it).
-		 */
-		ch->error = -ECANCELED;
-		list_add_tail(&ch->node, &failed);
-	} else {
-		list_add_tail(&ch->node, &c->pending);
-		conn_kick_locked(c, &failed);
+	for (i = 0; i < n; i++) {
+		ch = chs[i];
+		if (c->state == XFERK_CONN_DOWN) {
+			ch->error = c->error ?: -ENOTCONN;
+			list_add_tail(&ch->node, &failed);
+		} else if (!xferk_conn_postable(c) &&
+			   xferk_chunk_cancelled(ch)) {
+			/*
+			 * It would wait for a path, but its op's deadline may
+			 * have dropped the others already (when postable, the
+			 * kick drops it).
+			 */
+			ch->error = -ECANCELED;
+			list_add_tail(&ch->node, &failed);
+		} else {
+			list_add_tail(&ch->node, &c->pending);
+		}
 	}
+	conn_kick_locked(c, &failed);
 	mutex_unlock(&c->lock);
 	complete_failed(&failed);
+}
+
+/**
+ * xferk_chunks_queue() - hand chunks to their connections
+ * @chs: the chunks, not yet posted
+ * @n: how many
+ *
+ * Each run of chunks on the same connection is queued in one hold of its
+ * lock and posted in batches. A chunk is posted when a send slot is free
+ * (and the session has a path), in the order chunks were queued; chunks
+ * a path's death flushed are queued again behind those waiting. If the
+ * connection is down, or the op was settled meanwhile, the chunk is
+ * completed unposted with an error. A chunk may be complete (and its op
+ * gone) once this returns; @chs is not touched after its run was queued.
+ */
+void xferk_chunks_queue(struct xferk_chunk **chs, u32 n)
+{
+	u32 i, run;
+
+	for (i = 0; i < n; i += run) {
+		struct xferk_conn *c = chs[i]->remote->conn;
+
+		for (run = 1; i + run < n && chs[i + run]->remote->conn == c; run++)
+			;
+		conn_queue(c, chs + i, run);
+	}
 }
 
 /*

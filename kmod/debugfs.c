@@ -155,7 +155,7 @@ static const char *const xferk_qstate_names[] = {
 /* Every device's queue: windows, classes, and the ops waiting in them. */
 static int queue_show(struct seq_file *m, void *unused)
 {
-	ktime_t now = ktime_get();
+	ktime_t now = xferk_queue_now();
 	struct xferk_sched_item *it;
 	struct xferk_qdev *q;
 	int i;

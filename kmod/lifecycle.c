@@ -151,6 +151,13 @@ bool xferk_life_physical(const struct xferk_life *l)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_life_physical);
 
+/* Would the next terminal chunk make the op physically complete? */
+bool xferk_life_last_chunk(const struct xferk_life *l)
+{
+	return l->terminal_chunks + 1 == l->total_chunks;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_life_last_chunk);
+
 /**
  * xferk_life_posted() - a chunk was handed to the device
  * @l: the op
@@ -185,8 +192,9 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_life_unposted);
  * @bytes: the chunk's length
  * @posted: the chunk was posted (else it was dropped before posting)
  * @error: 0, or the chunk's failure as a negative errno
- * @frag_done: this was the last chunk of its fragment
- * @now: current time
+ * @frags_done: fragments whose last chunk this was
+ * @now: current time; used only when the op becomes physically complete
+ *	(callers read the clock only for xferk_life_last_chunk())
  *
  * A failure is recorded as the op's first error if it has none; the op
  * becomes FAILED (or SUCCEEDED) only once every chunk is terminal, because
@@ -197,7 +205,7 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_life_unposted);
  * Return: XFERK_LIFE_* bits; XFERK_LIFE_PHYSICAL exactly once per op.
  */
 unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
-				   bool posted, int error, bool frag_done,
+				   bool posted, int error, u32 frags_done,
 				   ktime_t now)
 {
 	unsigned int ret = 0;
@@ -213,8 +221,7 @@ unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
 		l->transferred_bytes += bytes;
 	else
 		life_fail(l, error, xferk_chunk_failure(error));
-	if (frag_done)
-		l->completed_frags++;
+	l->completed_frags += frags_done;
 	l->terminal_chunks++;
 	if (!xferk_life_physical(l))
 		return 0;

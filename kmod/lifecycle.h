@@ -78,7 +78,7 @@ void xferk_life_init(struct xferk_life *l, u64 total_bytes, u32 total_frags,
 unsigned int xferk_life_posted(struct xferk_life *l, u64 bytes);
 void xferk_life_unposted(struct xferk_life *l, u64 bytes);
 unsigned int xferk_life_chunk_done(struct xferk_life *l, u64 bytes,
-				   bool posted, int error, bool frag_done,
+				   bool posted, int error, u32 frags_done,
 				   ktime_t now);
 unsigned int xferk_life_deadline(struct xferk_life *l);
 bool xferk_life_cancelling(const struct xferk_life *l);
@@ -86,6 +86,7 @@ unsigned int xferk_life_cancel(struct xferk_life *l);
 unsigned int xferk_life_drain_start(struct xferk_life *l);
 unsigned int xferk_life_drain_expired(struct xferk_life *l);
 bool xferk_life_physical(const struct xferk_life *l);
+bool xferk_life_last_chunk(const struct xferk_life *l);
 void xferk_life_snapshot(const struct xferk_life *l,
 			 struct xferk_op_snapshot *snap);
 

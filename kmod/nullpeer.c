@@ -14,19 +14,23 @@
 
 static struct workqueue_struct *xferk_null_wq;
 
-/* Completes the chunks that are due, oldest first (they are in due order). */
+/*
+ * Completes the chunks that are due, oldest first (they are in due order).
+ * The clock is read again only when the first chunk seems not due yet.
+ */
 static void null_complete_due(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, null_work);
 	struct xferk_chunk *ch;
-	ktime_t now;
+	ktime_t now = ktime_get();
 
 	for (;;) {
 		mutex_lock(&c->lock);
 		ch = list_first_entry_or_null(&c->posted, struct xferk_chunk,
 					      node);
-		now = ktime_get();
+		if (ch && ktime_after(ch->due, now))
+			now = ktime_get();
 		if (ch && ktime_after(ch->due, now)) {
 			queue_delayed_work(xferk_null_wq, &c->null_work,
 					   nsecs_to_jiffies(ktime_sub(ch->due, now)) + 1);
@@ -39,13 +43,23 @@ static void null_complete_due(struct work_struct *work)
 	}
 }
 
-static int null_post(struct xferk_conn *c, struct xferk_chunk *ch)
+/*
+ * One batch is due at one time: the clock is read once per call, and not
+ * at all without a delay (due at 0: at once).
+ */
+static u32 null_post(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+		     int *error)
 {
-	ch->due = ktime_add_ns(ktime_get(), c->null_delay_ns);
+	ktime_t due = c->null_delay_ns ?
+		      ktime_add_ns(ktime_get(), c->null_delay_ns) : 0;
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		chs[i]->due = due;
 	if (list_empty(&c->posted))
 		mod_delayed_work(xferk_null_wq, &c->null_work,
 				 nsecs_to_jiffies(c->null_delay_ns));
-	return 0;
+	return n;
 }
 
 static void null_unpost(struct xferk_conn *c, struct xferk_chunk *ch)

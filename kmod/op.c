@@ -188,8 +188,11 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 		xferk_queue_chunk_done(ch, error);
 	spin_lock_irqsave(&op->lock, flags);
 	late = op->life.late_completions;
+	/* The clock only for the last chunk: the op's physical time. */
 	what = xferk_life_chunk_done(&op->life, ch->len, ch->sent, error,
-				     ch->last_in_frag, ktime_get());
+				     ch->frags_done,
+				     xferk_life_last_chunk(&op->life) ?
+				     ktime_get() : 0);
 	late = op->life.late_completions - late;
 	state = op->life.state;
 	spin_unlock_irqrestore(&op->lock, flags);
@@ -447,12 +450,29 @@ static enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-/* Copies fragment @i of the caller's array, following the struct rules. */
-static int copy_frag(struct xferk_frag *f, u64 base, u32 frag_size, u32 i)
+/*
+ * Copies the caller's fragment array, following the struct rules: in one
+ * copy when its entries have this kernel's size, else one by one.
+ */
+static int copy_frags(struct xferk_frag *frags,
+		      const struct xferk_ioc_submit *a)
 {
-	void __user *src = u64_to_user_ptr(base + (u64)i * frag_size);
+	u32 i;
+	int ret;
 
-	return copy_struct_from_user(f, sizeof(*f), src, frag_size);
+	if (a->frag_size == sizeof(*frags))
+		return copy_from_user(frags, u64_to_user_ptr(a->frags),
+				      (size_t)a->nr_frags * sizeof(*frags)) ?
+		       -EFAULT : 0;
+	for (i = 0; i < a->nr_frags; i++) {
+		ret = copy_struct_from_user(&frags[i], sizeof(*frags),
+					    u64_to_user_ptr(a->frags +
+							    (u64)i * a->frag_size),
+					    a->frag_size);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /* Checks one fragment against its handles; takes no references. */
@@ -493,16 +513,50 @@ static int check_frag(struct xferk_file *xf, const struct xferk_frag *f,
 	return 0;
 }
 
-static void op_fill_chunks(struct xferk_op *op, u32 *next,
-			   const struct xferk_frag *f, struct xferk_region *r,
-			   struct xferk_remote *rm)
+/*
+ * Does fragment @i (> 0) continue fragment @i - 1, so that one chunk may
+ * carry bytes of both? Same region, remote and opcode, and the bytes
+ * follow each other on both sides.
+ */
+static bool frag_continues(const struct xferk_frag *frags,
+			   struct xferk_region **regions,
+			   struct xferk_remote **remotes, u32 i)
 {
-	u64 done = 0;
+	const struct xferk_frag *p = &frags[i - 1], *f = &frags[i];
 
-	while (done < f->len) {
+	return regions[i] == regions[i - 1] && remotes[i] == remotes[i - 1] &&
+	       f->opcode == p->opcode && f->offset == p->offset + p->len &&
+	       f->remote_offset == p->remote_offset + p->len;
+}
+
+/* The end of the run of fragments from @i on that continue each other. */
+static u32 frag_run_end(const struct xferk_frag *frags,
+			struct xferk_region **regions,
+			struct xferk_remote **remotes, u32 nr, u32 i)
+{
+	for (i++; i < nr && frag_continues(frags, regions, remotes, i); i++)
+		;
+	return i;
+}
+
+/*
+ * Cuts the run frags[0..@nr) (fragments that continue each other, on @r
+ * and @rm) into chunks as one range: a chunk may end inside a fragment or
+ * carry the ends of several (@frags_done).
+ */
+static void op_fill_run(struct xferk_op *op, u32 *next,
+			const struct xferk_frag *frags, u32 nr,
+			struct xferk_region *r, struct xferk_remote *rm)
+{
+	u64 done = 0, run_len = 0, frag_end = frags[0].len;
+	u32 f = 0, i;
+
+	for (i = 0; i < nr; i++)
+		run_len += frags[i].len;
+	while (done < run_len) {
 		struct xferk_chunk *ch = &op->chunks[(*next)++];
-		u64 len = xferk_chunk_len(r->addr + f->offset + done,
-					  f->len - done,
+		u64 len = xferk_chunk_len(r->addr + frags[0].offset + done,
+					  run_len - done,
 					  rm->conn->max_chunk_pages,
 					  rm->conn->max_chunk_bytes);
 
@@ -512,12 +566,16 @@ static void op_fill_chunks(struct xferk_op *op, u32 *next,
 		ch->remote = rm;
 		xferk_region_get(r);
 		xferk_remote_get(rm);
-		ch->offset = f->offset + done;
+		ch->offset = frags[0].offset + done;
 		ch->len = len;
-		ch->remote_addr = rm->iova + f->remote_offset + done;
-		ch->opcode = f->opcode;
+		ch->remote_addr = rm->iova + frags[0].remote_offset + done;
+		ch->opcode = frags[0].opcode;
 		done += len;
-		ch->last_in_frag = done == f->len;
+		for (; f < nr && frag_end <= done; f++) {
+			ch->frags_done++;
+			if (f + 1 < nr)
+				frag_end += frags[f + 1].len;
+		}
 	}
 }
 
@@ -551,6 +609,25 @@ static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
 	return 0;
 }
 
+/*
+ * Around the admission queue: every chunk to its connection now, in
+ * batches. The caller's reference keeps the op; a batch's chunks may be
+ * complete once it was queued, the ones after it cannot.
+ */
+static void op_queue_direct(struct xferk_op *op)
+{
+	struct xferk_chunk *batch[XFERK_POST_BATCH];
+	u32 i, n = 0;
+
+	for (i = 0; i < op->nr_chunks; i++) {
+		batch[n++] = &op->chunks[i];
+		if (n == ARRAY_SIZE(batch) || i + 1 == op->nr_chunks) {
+			xferk_chunks_queue(batch, n);
+			n = 0;
+		}
+	}
+}
+
 /**
  * xferk_op_submit() - validate a batch, publish it as an op and start it
  * @xf: the submitting file
@@ -572,7 +649,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	struct xferk_frag *frags;
 	struct xferk_op *op;
 	u64 total_bytes = 0, nr_chunks = 0;
-	u32 i, next = 0;
+	u32 i, j, end, next = 0;
 	ktime_t deadline;
 	int ret;
 
@@ -606,11 +683,9 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	for (i = 0; i < a->nr_frags; i++) {
-		ret = copy_frag(&frags[i], a->frags, a->frag_size, i);
-		if (ret)
-			goto out_free;
-	}
+	ret = copy_frags(frags, a);
+	if (ret)
+		goto out_free;
 
 	/* Validate everything before publishing anything. */
 	mutex_lock(&xf->lock);
@@ -626,8 +701,16 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		}
 		if (frags[i].opcode == XFERK_OP_READ)
 			op->read_bytes += frags[i].len;
+	}
+	/* Runs of fragments that continue each other are cut as one range. */
+	for (i = 0; i < a->nr_frags; i = end) {
+		u64 run_len = 0;
+
+		end = frag_run_end(frags, regions, remotes, a->nr_frags, i);
+		for (j = i; j < end; j++)
+			run_len += frags[j].len;
 		nr_chunks += xferk_chunk_count(regions[i]->addr + frags[i].offset,
-					       frags[i].len,
+					       run_len,
 					       remotes[i]->conn->max_chunk_pages,
 					       remotes[i]->conn->max_chunk_bytes,
 					       XFERK_MAX_OP_WRS - nr_chunks);
@@ -688,8 +771,11 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	op->submit_flags = a->flags;
 	op->drain_budget_ns = a->drain_budget_ns;
 	op->deadline = deadline;
-	for (i = 0; i < a->nr_frags; i++)
-		op_fill_chunks(op, &next, &frags[i], regions[i], remotes[i]);
+	for (i = 0; i < a->nr_frags; i = end) {
+		end = frag_run_end(frags, regions, remotes, a->nr_frags, i);
+		op_fill_run(op, &next, &frags[i], end - i, regions[i],
+			    remotes[i]);
+	}
 	ret = xferk_handle_add_limited(xf, &op->hobj, XFERK_H_OP);
 	if (ret)
 		goto out_unfill;
@@ -732,9 +818,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	if (op->qdev)
 		xferk_queue_start(op);
 	else
-		for (i = 0; i < nr_chunks; i++)
-			xferk_conn_queue(op->chunks[i].remote->conn,
-					 &op->chunks[i]);
+		op_queue_direct(op);
 	xferk_op_put(op);
 	op = NULL;
 	ret = 0;

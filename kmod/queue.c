@@ -9,7 +9,7 @@
  *                                  published; -EBUSY publishes nothing
  *            xferk_queue_start()   after publishing: on the class list
  *   dispatch queue_kick()          picks chunks under xferk_queue_lock,
- *                                  posts them (xferk_conn_queue()) after
+ *                                  posts them (xferk_chunks_queue()) after
  *   complete xferk_queue_chunk_done()  frees the windows, kicks; an error
  *                                  drops the op's undispatched chunks
  *   cancel   xferk_queue_drop()    cancel, deadline, error: undispatched
@@ -25,6 +25,11 @@
  * guards every qdev's sched, the qdev list and every account. One lock for
  * all devices keeps per-file accounts, which span devices, exact; hosts
  * have few RDMA devices.
+ *
+ * Clock: the queue's times (admission, aging, the histograms) come from
+ * xferk_queue_now(), not from the clocksource: it is read for every chunk
+ * dispatched and completed, where a clocksource read can cost more than
+ * the rest (HPET: an emulated device access).
  *
  * Lifetime: a device (rdma.c) and each connection on it hold a reference
  * to its qdev, an op one to the qdev it was admitted to; the qdev outlives
@@ -66,7 +71,7 @@ struct xferk_sched_limits xferk_queue_limits = {
 	.lookahead = 32,
 };
 
-#define KICK_BATCH	16	/* chunks picked per lock hold */
+#define KICK_BATCH	XFERK_POST_BATCH	/* chunks picked per lock hold */
 #define KICK_ROUNDS	8	/* batches per call; the rest in kick_work */
 
 static struct workqueue_struct *xferk_queue_wq;
@@ -171,6 +176,19 @@ void xferk_qacct_put(struct xferk_qacct *a)
 	kref_put(&a->ref, qacct_release);
 }
 
+/**
+ * xferk_queue_now() - the admission queue's clock
+ *
+ * local_clock(): nanoseconds, cheap everywhere, monotonic on one CPU and
+ * within a tick or so across CPUs: ample for aging in hundreds of
+ * milliseconds and for statistics. Never compared with ktime_get() times
+ * (deadlines).
+ */
+ktime_t xferk_queue_now(void)
+{
+	return ns_to_ktime(local_clock());
+}
+
 /* Tells the model about the chunk the op dispatches next. */
 static void set_next(struct xferk_op *op)
 {
@@ -212,7 +230,7 @@ int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
 	spin_lock(&xferk_queue_lock);
 	it->window_bytes = a->window_bytes ?: xferk_queue_limits.op_window_bytes;
 	it->window_chunks = a->window_chunks ?: xferk_queue_limits.op_window_chunks;
-	ret = xferk_sched_admit(&q->sched, it, &acct->a, ktime_get());
+	ret = xferk_sched_admit(&q->sched, it, &acct->a, xferk_queue_now());
 	spin_unlock(&xferk_queue_lock);
 	if (ret)
 		return ret;
@@ -236,9 +254,11 @@ void xferk_queue_unadmit(struct xferk_op *op)
 /*
  * Posts chunks while the model allows; one dispatcher per device (see the
  * top of this file). Called with xferk_queue_lock, which it releases; the
- * caller holds a reference to @q.
+ * caller holds a reference to @q. @now: the caller's recent reading of
+ * xferk_queue_now(), the time of every batch of this call (they are
+ * microseconds apart; the model ages in hundreds of milliseconds).
  */
-static void queue_kick_locked(struct xferk_qdev *q)
+static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 	__releases(&xferk_queue_lock)
 {
 	struct xferk_chunk *batch[KICK_BATCH];
@@ -258,7 +278,7 @@ static void queue_kick_locked(struct xferk_qdev *q)
 		for (n = 0; n < KICK_BATCH; n++) {
 			struct xferk_op *op;
 
-			it = xferk_sched_next(&q->sched, ktime_get());
+			it = xferk_sched_next(&q->sched, now);
 			if (!it)
 				break;
 			op = container_of(it, struct xferk_op, qitem);
@@ -275,9 +295,9 @@ static void queue_kick_locked(struct xferk_qdev *q)
 			trace_xferk_chunk_dispatch(batch[i]->op->id,
 						   batch[i]->remote->conn->id,
 						   batch[i]->len, 0);
-			batch[i]->dispatched_at = ktime_get();
-			xferk_conn_queue(batch[i]->remote->conn, batch[i]);
+			batch[i]->dispatched_at = now;
 		}
+		xferk_chunks_queue(batch, n);
 		spin_lock(&xferk_queue_lock);
 		if (++rounds == KICK_ROUNDS) {
 			handoff = true;
@@ -295,8 +315,10 @@ static void queue_kick_locked(struct xferk_qdev *q)
 
 static void queue_kick(struct xferk_qdev *q)
 {
+	ktime_t now = xferk_queue_now();
+
 	spin_lock(&xferk_queue_lock);
-	queue_kick_locked(q);
+	queue_kick_locked(q, now);
 }
 
 static void queue_kick_work(struct work_struct *work)
@@ -311,14 +333,14 @@ static void queue_kick_work(struct work_struct *work)
 void xferk_queue_start(struct xferk_op *op)
 {
 	struct xferk_sched_item *it = &op->qitem;
-	ktime_t now = ktime_get();
+	ktime_t now = xferk_queue_now();
 
 	spin_lock(&xferk_queue_lock);
 	/* A cancel may have dropped every chunk since the op was published. */
 	if (it->undispatched_chunks)
 		set_next(op);
 	xferk_sched_start(&op->qdev->sched, it, now);
-	queue_kick_locked(op->qdev);
+	queue_kick_locked(op->qdev, now);
 }
 
 /*
@@ -377,15 +399,16 @@ void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
 	struct xferk_qdev *q = op->qdev;
+	ktime_t now = xferk_queue_now();
 	u32 from = 0, dropped = 0;
 
 	spin_lock(&xferk_queue_lock);
 	xferk_sched_complete(&q->sched, &op->qitem, ch->len,
 			     &ch->remote->conn->sqp,
-			     ktime_sub(ktime_get(), ch->dispatched_at));
+			     ktime_sub(now, ch->dispatched_at));
 	if (error)
 		dropped = queue_cancel_locked(op, &from);
-	queue_kick_locked(q);
+	queue_kick_locked(q, now);
 	complete_dropped(op, from, dropped);
 }
 

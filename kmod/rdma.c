@@ -107,6 +107,8 @@ struct xferk_cm_rej {
  * @conns: attached connections (xferk_devs_lock)
  * @released: completed when @ref drops to zero
  * @qdev: the device's admission queue (ref)
+ * @maps: regions mapped for the device (struct xferk_dma_map.dev_node,
+ *	xferk_dma_lock)
  */
 struct xferk_dev {
 	struct ib_device *ibdev;
@@ -114,15 +116,46 @@ struct xferk_dev {
 	struct list_head conns;
 	struct completion released;
 	struct xferk_qdev *qdev;
+	struct list_head maps;
 };
 
 /**
+ * struct xferk_dma_map - a region's pages DMA-mapped for one device
+ * @next: the region's next map (region->maps)
+ * @dev: the device; NULL once the device's removal unmapped the pages
+ *	(written under xferk_dma_lock, read without it by posters)
+ * @dev_node: in @dev's maps while mapped (xferk_dma_lock)
+ * @npages: pages mapped (the region's)
+ * @dir: DMA_BIDIRECTIONAL, or DMA_TO_DEVICE for a region the device
+ *	never writes (only a source of WRITEs)
+ * @dma: each page's DMA address, whole pages
+ *
+ * Made when a connection on the device first posts a chunk of the region,
+ * as ib_umem maps at registration: posting then builds SGEs from @dma and
+ * maps nothing. Lives until the region goes or the device does, whichever
+ * is first; either waits until nothing posted can use it (a chunk holds
+ * its region; a device goes only once its connections are gone).
+ */
+struct xferk_dma_map {
+	struct xferk_dma_map *next;
+	struct xferk_dev *dev;
+	struct list_head dev_node;
+	unsigned long npages;
+	enum dma_data_direction dir;
+	u64 dma[];
+};
+
+/* Makes and tears down maps; posting reads them without it. */
+static DEFINE_MUTEX(xferk_dma_lock);
+
+/**
  * struct xferk_send - one send slot of a connection: a posted chunk's
- * work request and the DMA mapping of its pages
+ * work request
  * @node: on conn->free_sends while free (conn->lock)
  * @cqe: its completion
  * @ch: the chunk it carries while posted
- * @nr_sge: pages mapped, one entry of @sge each
+ * @nr_sge: entries of @sge: one per page, or per run of pages whose DMA
+ *	addresses follow each other
  * @sge: the work request's scatter/gather list
  * @wr: the RDMA READ or WRITE
  */
@@ -187,6 +220,105 @@ atomic_t xferk_fault_qp_error = ATOMIC_INIT(0);
 /* Fault injection: announce no capability, use none (an old peer). */
 bool xferk_fault_no_caps;
 
+/* ---- DMA maps of regions ---- */
+
+static void dma_map_undo(struct xferk_dma_map *m, struct ib_device *ibdev,
+			 unsigned long n)
+{
+	while (n--)
+		ib_dma_unmap_page(ibdev, m->dma[n], PAGE_SIZE, m->dir);
+}
+
+/*
+ * The map of @r for @d, made now if it has none. Called with the posting
+ * connection's lock; its array (8 bytes a page, as the region's page
+ * array) is charged to the task that posts first: the submitter, or no
+ * one when a completion's worker posts. Return: the map, or NULL (no
+ * memory, or a mapping failed).
+ */
+static struct xferk_dma_map *region_dma_map(struct xferk_region *r,
+					    struct xferk_dev *d)
+{
+	struct xferk_dma_map *m;
+	unsigned long i;
+
+	/* Pairs with the release below: a map seen is a map filled. */
+	for (m = smp_load_acquire(&r->maps); m; m = m->next)
+		if (READ_ONCE(m->dev) == d)
+			return m;
+	mutex_lock(&xferk_dma_lock);
+	/* Another connection on the device may have made it meanwhile. */
+	for (m = r->maps; m && m->dev != d; m = m->next)
+		;
+	if (m)
+		goto out;
+	m = kvzalloc(struct_size(m, dma, r->npages),
+		     XFERK_GFP_USER | __GFP_NOWARN);
+	if (!m)
+		goto out;
+	m->dir = r->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+	for (i = 0; i < r->npages; i++) {
+		m->dma[i] = ib_dma_map_page(d->ibdev, r->pages[i], 0, PAGE_SIZE,
+					    m->dir);
+		if (ib_dma_mapping_error(d->ibdev, m->dma[i])) {
+			dma_map_undo(m, d->ibdev, i);
+			kvfree(m);
+			m = NULL;
+			goto out;
+		}
+		cond_resched();
+	}
+	m->npages = r->npages;
+	m->dev = d;
+	list_add(&m->dev_node, &d->maps);
+	m->next = r->maps;
+	/* Publishes the filled map to the lockless readers above. */
+	smp_store_release(&r->maps, m);
+out:
+	mutex_unlock(&xferk_dma_lock);
+	return m;
+}
+
+/* Unmaps @m from its device, which keeps it no more. xferk_dma_lock held. */
+static void dma_map_unmap_locked(struct xferk_dma_map *m)
+{
+	lockdep_assert_held(&xferk_dma_lock);
+	dma_map_undo(m, m->dev->ibdev, m->npages);
+	list_del(&m->dev_node);
+	WRITE_ONCE(m->dev, NULL);
+}
+
+/**
+ * xferk_region_unmap() - the region is going: unmap and free its maps
+ * @r: the region; no chunk of it is posted or will be
+ */
+void xferk_region_unmap(struct xferk_region *r)
+{
+	struct xferk_dma_map *m;
+
+	if (!r->maps)
+		return;
+	mutex_lock(&xferk_dma_lock);
+	while ((m = r->maps)) {
+		r->maps = m->next;
+		if (m->dev)
+			dma_map_unmap_locked(m);
+		kvfree(m);
+	}
+	mutex_unlock(&xferk_dma_lock);
+}
+
+/* The device is going and no connection uses it: unmap what it has. */
+static void dev_unmap_all(struct xferk_dev *d)
+{
+	struct xferk_dma_map *m, *tmp;
+
+	mutex_lock(&xferk_dma_lock);
+	list_for_each_entry_safe(m, tmp, &d->maps, dev_node)
+		dma_map_unmap_locked(m);
+	mutex_unlock(&xferk_dma_lock);
+}
+
 /* ---- devices ---- */
 
 static void dev_release(struct kref *ref)
@@ -208,6 +340,7 @@ static int xferk_ib_add(struct ib_device *ibdev)
 	d->ibdev = ibdev;
 	kref_init(&d->ref);
 	INIT_LIST_HEAD(&d->conns);
+	INIT_LIST_HEAD(&d->maps);
 	init_completion(&d->released);
 	mutex_lock(&xferk_devs_lock);
 	ib_set_client_data(ibdev, &xferk_ib_client, d);
@@ -234,6 +367,7 @@ static void xferk_ib_remove(struct ib_device *ibdev, void *client_data)
 	mutex_unlock(&xferk_devs_lock);
 	kref_put(&d->ref, dev_release);
 	wait_for_completion(&d->released);
+	dev_unmap_all(d);
 	xferk_qdev_put(d->qdev);
 	kfree(d);
 }
@@ -311,53 +445,43 @@ static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	xferk_conn_chunk_done(c, s->ch, wc_errno(wc->status));
 }
 
-static enum dma_data_direction chunk_dir(const struct xferk_chunk *ch)
+/*
+ * The chunk's pages as @s's SGEs, from the region's map for the device:
+ * one per page, pages whose DMA addresses follow each other merged.
+ */
+static int send_map(struct xferk_conn *c, struct xferk_send *s,
+		    const struct xferk_chunk *ch)
 {
-	return ch->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
-}
-
-static void send_unmap(struct ib_device *dev, struct xferk_send *s,
-		       enum dma_data_direction dir)
-{
-	while (s->nr_sge) {
-		s->nr_sge--;
-		ib_dma_unmap_page(dev, s->sge[s->nr_sge].addr,
-				  s->sge[s->nr_sge].length, dir);
-	}
-}
-
-/* Maps the chunk's pages into @s's SGEs, one per page. */
-static int send_map(struct ib_device *dev, struct xferk_send *s,
-		    const struct xferk_chunk *ch, u32 lkey)
-{
-	const struct xferk_region *r = ch->region;
-	enum dma_data_direction dir = chunk_dir(ch);
+	struct xferk_region *r = ch->region;
 	u64 uaddr = r->addr + ch->offset;
 	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
 	unsigned int off = offset_in_page(uaddr);
-	u32 left = ch->len;
+	u32 left = ch->len, lkey = c->pd->local_dma_lkey;
+	struct xferk_dma_map *m = region_dma_map(r, c->dev);
 
+	if (!m)
+		return -ENOMEM;
 	s->nr_sge = 0;
 	while (left) {
 		u32 len = min_t(u32, left, PAGE_SIZE - off);
-		u64 addr = ib_dma_map_page(dev, r->pages[page++], off, len, dir);
+		u64 addr = m->dma[page++] + off;
+		struct ib_sge *prev = s->nr_sge ? &s->sge[s->nr_sge - 1] : NULL;
 
-		if (ib_dma_mapping_error(dev, addr)) {
-			send_unmap(dev, s, dir);
-			return -EIO;
-		}
-		s->sge[s->nr_sge++] = (struct ib_sge) {
-			.addr = addr, .length = len, .lkey = lkey,
-		};
+		if (prev && prev->addr + prev->length == addr)
+			prev->length += len;
+		else
+			s->sge[s->nr_sge++] = (struct ib_sge) {
+				.addr = addr, .length = len, .lkey = lkey,
+			};
 		left -= len;
 		off = 0;
 	}
 	return 0;
 }
 
-static int conn_rdma_post(struct xferk_conn *c, struct xferk_chunk *ch)
+/* Gives @ch a send slot with its mapped pages and work request. */
+static int send_prepare(struct xferk_conn *c, struct xferk_chunk *ch)
 {
-	struct ib_device *dev = c->pd->device;
 	struct xferk_send *s;
 	int ret;
 
@@ -368,9 +492,10 @@ static int conn_rdma_post(struct xferk_conn *c, struct xferk_chunk *ch)
 						     ch->offset) + ch->len,
 				      PAGE_SIZE) > c->max_chunk_pages))
 		return -EIO;
-	ret = send_map(dev, s, ch, c->pd->local_dma_lkey);
+	ret = send_map(c, s, ch);
 	if (ret)
 		return ret;
+	list_del(&s->node);
 	s->ch = ch;
 	s->cqe.done = conn_rdma_chunk_done;
 	s->wr = (struct ib_rdma_wr) {
@@ -383,35 +508,74 @@ static int conn_rdma_post(struct xferk_conn *c, struct xferk_chunk *ch)
 		.remote_addr = ch->remote_addr,
 		.rkey = ch->remote->rkey,
 	};
-	if (atomic_dec_if_positive(&xferk_fault_qp_error) >= 0) {
-		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
-
-		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
-	}
-	ret = ib_post_send(c->qp, &s->wr.wr, NULL);
-	if (ret) {
-		send_unmap(dev, s, chunk_dir(ch));
-		s->ch = NULL;
-		if (ret == -ENOMEM)
-			return -ENOMEM;
-		/* A QP that refuses a valid post is not ready to send. */
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
-		return -EIO;
-	}
-	list_del(&s->node);
 	ch->send = s;
 	return 0;
 }
 
+/*
+ * Undoes send_prepare(), or a post once its work request is terminal: the
+ * pages stay mapped (the region's map).
+ */
 static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
 {
 	struct xferk_send *s = ch->send;
 
 	lockdep_assert_held(&c->lock);
-	send_unmap(c->pd->device, s, chunk_dir(ch));
 	s->ch = NULL;
 	ch->send = NULL;
 	list_add(&s->node, &c->free_sends);
+}
+
+/*
+ * The chunks' work requests as one chain, one ib_post_send() (one
+ * doorbell). Every one is signaled: its completion is what returns its
+ * send slot and counts its chunk in the op, so each chunk learns its own
+ * outcome, and a flushed or failed work request is its own chunk's. (On
+ * an RC send queue one completion would also vouch for every work request
+ * before it, and failed ones always complete; moderation is left until a
+ * device's completion rate, not its posting, limits xferk.)
+ */
+static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
+			  u32 n, int *error)
+{
+	const struct ib_send_wr *bad = NULL;
+	struct ib_send_wr *first = NULL, **link = &first;
+	u32 ready, i;
+	int ret = 0;
+
+	for (ready = 0; ready < n; ready++) {
+		ret = send_prepare(c, chs[ready]);
+		if (ret)
+			break;
+		*link = &chs[ready]->send->wr.wr;
+		link = &chs[ready]->send->wr.wr.next;
+	}
+	*error = ret;
+	if (!ready)
+		return 0;
+	if (atomic_dec_if_positive(&xferk_fault_qp_error) >= 0) {
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
+	}
+	ret = ib_post_send(c->qp, first, &bad);
+	if (!ret)
+		return ready;
+	/* The driver posted the work requests before @bad, none after. */
+	for (i = 0; i < ready && &chs[i]->send->wr.wr != bad; i++)
+		;
+	WARN_ON_ONCE(i == ready);
+	n = i;
+	for (; i < ready; i++)
+		conn_rdma_unpost(c, chs[i]);
+	if (ret == -ENOMEM) {
+		*error = -ENOMEM;
+	} else {
+		/* A QP that refuses a valid post is not ready to send. */
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		*error = -EIO;
+	}
+	return n;
 }
 
 /*
@@ -913,10 +1077,13 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 	}
 	/*
 	 * One CQE per chunk, an export's registration, a keepalive probe,
-	 * each message buffer.
+	 * each message buffer. An unbound workqueue: completion handling (the
+	 * op's accounting, the queue, the next posts, io_uring completions)
+	 * runs on any CPU, not only on the one whose softirq raised it (a
+	 * software device's tasklets run there too).
 	 */
 	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 2 + XFERK_MSG_SENDS +
-			    XFERK_MSG_RECVS, 0, IB_POLL_WORKQUEUE);
+			    XFERK_MSG_RECVS, 0, IB_POLL_UNBOUND_WORKQUEUE);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
 		c->cq = NULL;

@@ -6,8 +6,9 @@
  * RLIMIT_MEMLOCK unless CAP_IPC_LOCK, pages are pinned with FOLL_LONGTERM
  * in batches, and a partial pin is undone. A region is reference counted:
  * its handle holds one reference, every op using it one more (RDS rule: the
- * pages outlive every in-flight op). The pages are unpinned when the last
- * reference goes, which may be in the completion worker.
+ * pages outlive every in-flight op). The pages are DMA-unmapped (rdma.c
+ * maps them once per device) and unpinned when the last reference goes,
+ * which may be in the completion worker.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -153,6 +154,7 @@ static void region_release(struct kref *ref)
 	spin_lock(&xferk_regions_lock);
 	list_del(&r->node);
 	spin_unlock(&xferk_regions_lock);
+	xferk_region_unmap(r);
 	region_unpin(r);
 	/* Last: a reader that sees the quarantine empty sees the pages unpinned. */
 	if (r->deregistered)

@@ -254,6 +254,8 @@ extern struct xferk_stats xferk_stats;
 
 /* region.c */
 
+struct xferk_dma_map;
+
 /**
  * struct xferk_region - pinned user memory
  * @hobj: handle-table entry
@@ -271,6 +273,9 @@ extern struct xferk_stats xferk_stats;
  * @exports: exports of this region (struct xferk_export.region_node)
  * @node: in xferk_regions (xferk_regions_lock), for the quarantine table
  * @deregistered_at: when the handle went
+ * @maps: its pages DMA-mapped for each RDMA device that posted them
+ *	(rdma.c): added under xferk_dma_lock and published with release
+ *	semantics, read without the lock; freed when the region goes
  */
 struct xferk_region {
 	struct xferk_hobj hobj;
@@ -288,6 +293,7 @@ struct xferk_region {
 	struct list_head exports;
 	struct list_head node;
 	ktime_t deregistered_at;
+	struct xferk_dma_map *maps;
 };
 
 extern spinlock_t xferk_regions_lock;
@@ -303,6 +309,12 @@ void xferk_region_deregister(struct xferk_region *r);
 
 /* Chunks (send work requests) in flight per connection. */
 #define XFERK_QP_CTXS	128
+
+/*
+ * Chunks posted with one call into the device (one ib_post_send() of a
+ * chain, one doorbell), and picked per hold of the queue's lock.
+ */
+#define XFERK_POST_BATCH	16
 
 /*
  * A connection is a session with the peer (its PD, exports, key, ids, its
@@ -416,9 +428,11 @@ struct xferk_revoke {
 /**
  * struct xferk_transport - what differs between the RDMA and null peers
  * @name: for tables
- * @post: hand one chunk to the device; called with conn->lock held, with a
- *	free send slot (conn->credits); 0, -ENOMEM or -EIO (then nothing
- *	was posted)
+ * @post: hand @n chunks (at most XFERK_POST_BATCH) to the device in one
+ *	call, in order; called with conn->lock held, with a free send slot
+ *	for each (conn->credits). Return: how many were posted, always the
+ *	first ones of @chs; when fewer than @n, *@error (-ENOMEM or -EIO)
+ *	says why the next one was not, and nothing after it was posted
  * @unpost: undo what @post set up (DMA mapping, send slot) once the
  *	chunk's work request is terminal; called with conn->lock held
  * @export: make e->addr..+len of the calling process remotely accessible
@@ -443,7 +457,8 @@ struct xferk_revoke {
  */
 struct xferk_transport {
 	const char *name;
-	int (*post)(struct xferk_conn *c, struct xferk_chunk *ch);
+	u32 (*post)(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+		    int *error);
 	void (*unpost)(struct xferk_conn *c, struct xferk_chunk *ch);
 	int (*export)(struct xferk_conn *c, struct xferk_export *e);
 	void (*unexport)(struct xferk_conn *c, struct xferk_export *e);
@@ -695,7 +710,7 @@ bool xferk_conn_qp_live(struct xferk_conn *c);
 void xferk_conn_flush_posted(struct xferk_conn *c);
 bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
 			  siphash_key_t *key);
-void xferk_conn_queue(struct xferk_conn *c, struct xferk_chunk *ch);
+void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
@@ -706,6 +721,7 @@ struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
 					    u64 conn_id, struct net *net);
 
 /* rdma.c: devices, rdma_cm, QPs, the listener */
+void xferk_region_unmap(struct xferk_region *r);
 int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
 struct xferk_conn *xferk_conn_connect(struct net *net,
@@ -842,7 +858,8 @@ int xferk_remote_listen(struct xferk_remote *rm);
  * @remote_addr: the peer's address
  * @len: bytes (at most a work request's, far below 4 GiB)
  * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
- * @last_in_frag: the fragment's last chunk
+ * @frags_done: fragments whose last byte it carries (chunks may carry
+ *	bytes of several fragments that follow each other, see op.c)
  * @posted: handed to the device and not yet reclaimed (conn->lock)
  * @sent: was handed to the device and is counted in flight: since its
  *	last post, unless it was queued again (xferk_chunk_unposted())
@@ -866,7 +883,7 @@ struct xferk_chunk {
 	u64 remote_addr;
 	u32 len;
 	u8 opcode;
-	bool last_in_frag;
+	u32 frags_done;
 	bool posted;
 	bool sent;
 	bool dispatched;
@@ -1223,6 +1240,7 @@ void xferk_queue_unadmit(struct xferk_op *op);
 void xferk_queue_start(struct xferk_op *op);
 void xferk_queue_drop(struct xferk_op *op);
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error);
+ktime_t xferk_queue_now(void);
 int xferk_queue_module_init(void);
 void xferk_queue_module_exit(void);
 

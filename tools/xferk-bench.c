@@ -4,16 +4,20 @@
  *
  *   xferk-bench ctrl [--quick] [--json FILE]
  *   xferk-bench qos [--quick] [--json FILE] [--peer IP]
+ *   xferk-bench bw [--quick] [--json FILE] [--peer IP]
  *
  * ctrl: the control-plane cost of an op, on the scripted null peer (no
- * data moves; needs CAP_SYS_ADMIN). For 1, 16, 256 and 4096 fragments per
- * op it measures
+ * data moves; needs CAP_SYS_ADMIN). For 1, 16, 256 and 4096 fragments of
+ * 64 bytes per op it measures
  *   ioctl      XFERK_IOC_SUBMIT + XFERK_IOC_WAIT (physical) + RELEASE
  *   io_uring   B parked SUBMITs (auto-release) per io_uring_enter, B = 1,
  *              16, 64, until all B CQEs are reaped
  *   nop        B IORING_OP_NOPs per io_uring_enter: the ring's floor
  * and prints the median and 95th percentile per op and per fragment, as a
- * table and as JSON (stdout, or FILE). Every op must succeed: exit 0, or 1
+ * table and as JSON (stdout, or FILE). The fragments follow each other
+ * (layout "contig": the kernel carries a run of them in shared chunks);
+ * "scatter" rows (ioctl, and io_uring batch 16) repeat 16, 256 and 4096
+ * fragments with a 64-byte gap between them: one chunk each. Every op must succeed: exit 0, or 1
  * on any failure. --quick is a smoke run of every path with few ops.
  *
  * qos: the admission queue over a real RDMA device (PEER, default
@@ -23,8 +27,26 @@
  * flight), with the queue (its qp_window, and 4) and with queue_bypass;
  * and the bulk throughput of 1, 2, 4 and 8 processes with both windows.
  * Needs root (queue_bypass, qp_window).
+ *
+ * bw: the data path over a real RDMA device (rxe0, PEER as for qos) next
+ * to perftest in the same run. For WRITE and READ, 4 KiB, 64 KiB, 1 MiB
+ * and 16 MiB messages and queue depths 1, 8 and 64 (not 16 MiB x 64): one
+ * process keeps DEPTH single-fragment ops in flight through io_uring for
+ * 2 s (after a 0.5 s warm-up), then ib_write_bw/ib_read_bw runs with the
+ * same -s and -t (one QP) for about as many messages. Each row reports
+ * MB/s (10^6 bytes), million messages per second and the busy CPU seconds
+ * of the whole machine (user, nice, system, irq, softirq from /proc/stat)
+ * per GiB moved, and the ratios xferk/perftest. Then 1, 2, 4 and 8
+ * processes, each with its own file and 4 x 1 MiB WRITEs in flight, share
+ * the host's connection: aggregate MB/s and Jain's fairness index. The
+ * admission queue's windows are opened for the run (qp_window 124,
+ * dev_window_bytes, op_window_bytes 1 GiB, op_window_chunks 1024) and
+ * restored after it; qos measures the queue's policy. Without perftest
+ * only xferk's rows are printed. --quick: 4 KiB and 1 MiB, depths 1 and 64,
+ * 0.5 s per row. Needs root (the queue's windows).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +71,7 @@ static const char *const method_names[] = { "ioctl", "io_uring", "nop" };
 
 struct result {
 	enum method method;
+	int scatter;
 	unsigned int batch;
 	unsigned int frags;
 	unsigned int samples;
@@ -59,7 +82,9 @@ struct result {
 struct bench {
 	struct xferk *x;
 	struct io_uring ring;
-	struct xferk_frag frags[MAX_FRAGS];
+	struct xferk_frag contig[MAX_FRAGS];
+	struct xferk_frag scatter[MAX_FRAGS];
+	struct xferk_frag *frags;	/* the layout measured */
 	struct xferk_ioc_submit subs[MAX_BATCH];
 	double *samples;
 	struct result results[64];
@@ -159,7 +184,8 @@ static int measure(struct bench *b, enum method m, unsigned int frags,
 	}
 	qsort(b->samples, n, sizeof(double), cmp_double);
 	*r = (struct result) {
-		.method = m, .batch = batch, .frags = frags, .samples = n,
+		.method = m, .scatter = b->frags == b->scatter,
+		.batch = batch, .frags = frags, .samples = n,
 		.op_median_ns = percentile(b->samples, n, 0.5),
 		.op_p95_ns = percentile(b->samples, n, 0.95),
 	};
@@ -177,6 +203,7 @@ static const struct result *find(const struct bench *b, enum method m,
 
 	for (i = 0; i < b->nr_results; i++)
 		if (b->results[i].method == m && b->results[i].batch == batch &&
+		    !b->results[i].scatter &&
 		    (m == M_NOP || b->results[i].frags == frags))
 			return &b->results[i];
 	return NULL;
@@ -186,8 +213,8 @@ static void print_table(const struct bench *b)
 {
 	unsigned int i;
 
-	printf("%-9s %5s %5s %8s %12s %12s %12s %12s %8s %9s\n", "method",
-	       "batch", "frags", "samples", "op_med_ns", "op_p95_ns",
+	printf("%-9s %-7s %5s %5s %8s %12s %12s %12s %12s %8s %9s\n", "method",
+	       "layout", "batch", "frags", "samples", "op_med_ns", "op_p95_ns",
 	       "frag_med_ns", "frag_p95_ns", "vs_nop", "vs_ioctl");
 	for (i = 0; i < b->nr_results; i++) {
 		const struct result *r = &b->results[i];
@@ -195,16 +222,18 @@ static void print_table(const struct bench *b)
 		const struct result *ioc = find(b, M_IOCTL, r->frags, 1);
 		unsigned int frags = r->method == M_NOP ? 1 : r->frags;
 
-		printf("%-9s %5u %5u %8u %12.0f %12.0f %12.1f %12.1f ",
-		       method_names[r->method], r->batch,
+		printf("%-9s %-7s %5u %5u %8u %12.0f %12.0f %12.1f %12.1f ",
+		       method_names[r->method],
+		       r->method == M_NOP ? "-" : r->scatter ? "scatter" : "contig",
+		       r->batch,
 		       r->method == M_NOP ? 0 : r->frags, r->samples,
 		       r->op_median_ns, r->op_p95_ns, r->op_median_ns / frags,
 		       r->op_p95_ns / frags);
-		if (r->method == M_URING && nop)
+		if (r->method == M_URING && nop && !r->scatter)
 			printf("%8.1f ", r->op_median_ns / nop->op_median_ns);
 		else
 			printf("%8s ", "-");
-		if (r->method == M_URING && ioc)
+		if (r->method == M_URING && ioc && !r->scatter)
 			printf("%9.2f\n", r->op_median_ns / ioc->op_median_ns);
 		else
 			printf("%9s\n", "-");
@@ -220,10 +249,11 @@ static void print_json(const struct bench *b, FILE *f)
 		const struct result *r = &b->results[i];
 		unsigned int frags = r->method == M_NOP ? 1 : r->frags;
 
-		fprintf(f, "  {\"method\": \"%s\", \"batch\": %u, \"frags\": %u, "
+		fprintf(f, "  {\"method\": \"%s\", \"layout\": \"%s\", \"batch\": %u, \"frags\": %u, "
 			"\"samples\": %u, \"op_median_ns\": %.0f, "
 			"\"op_p95_ns\": %.0f, \"frag_median_ns\": %.1f, "
 			"\"frag_p95_ns\": %.1f}%s\n", method_names[r->method],
+			r->method == M_NOP ? "-" : r->scatter ? "scatter" : "contig",
 			r->batch, r->method == M_NOP ? 0 : r->frags, r->samples,
 			r->op_median_ns, r->op_p95_ns, r->op_median_ns / frags,
 			r->op_p95_ns / frags, i + 1 < b->nr_results ? "," : "");
@@ -233,7 +263,8 @@ static void print_json(const struct bench *b, FILE *f)
 
 static int setup(struct bench *b)
 {
-	static uint8_t local[MAX_FRAGS * FRAG_LEN], remote[MAX_FRAGS * FRAG_LEN];
+	static uint8_t local[2 * MAX_FRAGS * FRAG_LEN];
+	static uint8_t remote[2 * MAX_FRAGS * FRAG_LEN];
 	uint64_t conn, mr, rmr, exp, rem;
 	struct xferk_token tok;
 	unsigned int i;
@@ -259,12 +290,17 @@ static int setup(struct bench *b)
 		fprintf(stderr, "setup: %s\n", strerror(-ret));
 		return ret;
 	}
-	for (i = 0; i < MAX_FRAGS; i++)
-		b->frags[i] = (struct xferk_frag) {
+	for (i = 0; i < MAX_FRAGS; i++) {
+		b->contig[i] = (struct xferk_frag) {
 			.mr = mr, .offset = i * FRAG_LEN, .len = FRAG_LEN,
 			.remote = rem, .remote_offset = i * FRAG_LEN,
 			.opcode = XFERK_OP_WRITE,
 		};
+		b->scatter[i] = b->contig[i];
+		b->scatter[i].offset = 2 * i * FRAG_LEN;
+		b->scatter[i].remote_offset = 2 * i * FRAG_LEN;
+	}
+	b->frags = b->contig;
 	return 0;
 }
 
@@ -299,6 +335,13 @@ static int bench_ctrl(int quick, const char *json)
 		for (j = 0; j < 3; j++)
 			if (measure(&b, M_URING, frag_counts[i], batches[j], ops))
 				return 1;
+		if (!i)
+			continue;
+		b.frags = b.scatter;
+		if (measure(&b, M_IOCTL, frag_counts[i], 1, ops) ||
+		    measure(&b, M_URING, frag_counts[i], 16, ops))
+			return 1;
+		b.frags = b.contig;
 	}
 	print_table(&b);
 	if (json) {
@@ -316,7 +359,11 @@ static int bench_ctrl(int quick, const char *json)
 	return 0;
 }
 
-/* qos: a loopback transfer setup of @len bytes: local source, remote range. */
+/*
+ * qos, bw: a loopback transfer setup of @len bytes over PEER: a local
+ * region (source of WRITEs, destination of READs) and an imported remote
+ * range of the same length (written and read).
+ */
 struct qos_end {
 	struct xferk *x;
 	uint64_t mr;
@@ -325,6 +372,9 @@ struct qos_end {
 
 static int qos_setup(struct qos_end *e, const char *peer, size_t len)
 {
+	const uint32_t local = XFERK_ACCESS_LOCAL_SRC | XFERK_ACCESS_LOCAL_DST;
+	const uint32_t remote = XFERK_ACCESS_REMOTE_WRITE |
+				XFERK_ACCESS_REMOTE_READ;
 	uint8_t *src = mmap(NULL, len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	/* One extra page: Documentation/testing.md (rxe). */
@@ -340,79 +390,131 @@ static int qos_setup(struct qos_end *e, const char *peer, size_t len)
 	if (!ret)
 		ret = xferk_connect(e->x, peer, 0, 10000, &conn);
 	if (!ret)
-		ret = xferk_mr_reg(e->x, src, len, XFERK_ACCESS_LOCAL_SRC, &e->mr);
+		ret = xferk_mr_reg(e->x, src, len, local, &e->mr);
 	if (!ret)
-		ret = xferk_mr_reg(e->x, dst, len + 4096,
-				   XFERK_ACCESS_REMOTE_WRITE, &dst_mr);
+		ret = xferk_mr_reg(e->x, dst, len + 4096, remote, &dst_mr);
 	if (!ret)
-		ret = xferk_export(e->x, conn, dst_mr, 0, len + 4096,
-				   XFERK_ACCESS_REMOTE_WRITE, &tok, &exp);
+		ret = xferk_export(e->x, conn, dst_mr, 0, len + 4096, remote,
+				   &tok, &exp);
 	if (!ret)
 		ret = xferk_import(e->x, conn, &tok, &e->remote);
 	if (ret)
-		fprintf(stderr, "qos setup: %s\n", strerror(-ret));
+		fprintf(stderr, "setup: %s\n", strerror(-ret));
 	return ret;
 }
 
 #define BULK_LEN	(1UL << 20)
 #define BULK_DEPTH	4
 #define MAX_WORKERS	8
+#define MAX_DEPTH	64
+
+/*
+ * A stream: DEPTH ops of one LEN-byte fragment each (all at offset 0) kept
+ * in flight through io_uring, auto-released.
+ */
+struct stream {
+	struct qos_end e;
+	struct io_uring ring;
+	struct xferk_frag frag;
+	struct xferk_ioc_submit subs[MAX_DEPTH];
+	unsigned int depth;
+	unsigned int inflight;
+	uint8_t prio;
+};
+
+static int stream_init(struct stream *st, const char *peer, size_t len,
+		       unsigned int depth, uint8_t opcode, uint8_t prio)
+{
+	int ret = qos_setup(&st->e, peer, len);
+
+	if (!ret)
+		ret = io_uring_queue_init(2 * MAX_DEPTH, &st->ring, 0);
+	st->frag = (struct xferk_frag) {
+		.mr = st->e.mr, .len = len, .remote = st->e.remote,
+		.opcode = opcode,
+	};
+	st->depth = depth;
+	st->inflight = 0;
+	st->prio = prio;
+	return ret;
+}
+
+static void stream_exit(struct stream *st)
+{
+	io_uring_queue_exit(&st->ring);
+	xferk_close(st->e.x);
+}
+
+/*
+ * Tops the stream up to its depth (unless @stop), in one io_uring_enter,
+ * waits for a completion and reaps every one that is there. The kernel is
+ * done with a submit argument when io_uring_submit() returns.
+ * Return: the completions reaped, 0 when nothing is in flight, or a
+ * negative errno.
+ */
+static int stream_step(struct stream *st, int stop)
+{
+	unsigned int n = stop ? 0 : st->depth - st->inflight, i;
+	struct io_uring_cqe *cqe;
+	int ok, ret;
+
+	for (i = 0; i < n; i++) {
+		st->subs[i] = (struct xferk_ioc_submit) {
+			.size = sizeof(st->subs[i]),
+			.flags = XFERK_SUBMIT_AUTO_RELEASE,
+			.frags = (uintptr_t)&st->frag, .nr_frags = 1,
+			.frag_size = sizeof(st->frag),
+			.deadline_ns = xferk_now_ns() + 50 * SEC,
+			.priority = st->prio,
+		};
+		io_uring_prep_xferk_submit(io_uring_get_sqe(&st->ring),
+					   xferk_fd(st->e.x), &st->subs[i]);
+	}
+	if (n) {
+		ret = io_uring_submit(&st->ring);
+		if (ret < 0 || (unsigned int)ret != n)
+			return ret < 0 ? ret : -EIO;
+		st->inflight += n;
+	}
+	if (!st->inflight)
+		return 0;
+	ret = io_uring_wait_cqe(&st->ring, &cqe);
+	for (n = 0, ok = 1; !ret; n++) {
+		ok &= xferk_cqe_succeeded(cqe);
+		io_uring_cqe_seen(&st->ring, cqe);
+		st->inflight--;
+		ret = io_uring_peek_cqe(&st->ring, &cqe);
+	}
+	if (!ok)
+		return -EIO;
+	return n ? (int)n : ret;
+}
 
 struct qos_shared {
 	volatile int stop;
 	volatile uint64_t bytes[MAX_WORKERS];
+	size_t len;
+	unsigned int depth;
+	uint8_t opcode;
+	uint8_t prio;
 };
 
-/* A bulk process: BULK_DEPTH 1 MiB WRITEs in flight until told to stop. */
+/* A worker process: a stream as @sh says, until told to stop. */
 static void bulk_worker(const char *peer, struct qos_shared *sh, int id,
 			int ready)
 {
-	struct xferk_ioc_submit subs[BULK_DEPTH];
-	struct xferk_frag frags[BULK_DEPTH];
-	struct io_uring_cqe *cqe;
-	struct io_uring ring;
-	struct qos_end e;
-	int i, inflight = 0;
+	struct stream st;
+	int ret;
 
-	if (qos_setup(&e, peer, BULK_DEPTH * BULK_LEN) ||
-	    io_uring_queue_init(2 * BULK_DEPTH, &ring, 0))
+	if (stream_init(&st, peer, sh->len, sh->depth, sh->opcode, sh->prio) ||
+	    write(ready, "R", 1) != 1)
 		_exit(1);
-	for (i = 0; i < BULK_DEPTH; i++)
-		frags[i] = (struct xferk_frag) {
-			.mr = e.mr, .offset = i * BULK_LEN, .len = BULK_LEN,
-			.remote = e.remote, .remote_offset = i * BULK_LEN,
-			.opcode = XFERK_OP_WRITE,
-		};
-	if (write(ready, "R", 1) != 1)
-		_exit(1);
-	for (i = 0; !sh->stop || inflight; ) {
-		while (!sh->stop && inflight < BULK_DEPTH) {
-			unsigned int slot = i++ % BULK_DEPTH;
-
-			subs[slot] = (struct xferk_ioc_submit) {
-				.size = sizeof(subs[slot]),
-				.flags = XFERK_SUBMIT_AUTO_RELEASE,
-				.frags = (uintptr_t)&frags[slot], .nr_frags = 1,
-				.frag_size = sizeof(frags[slot]),
-				.deadline_ns = xferk_now_ns() + 50 * SEC,
-				.priority = XFERK_PRIO_BULK,
-			};
-			io_uring_prep_xferk_submit(io_uring_get_sqe(&ring),
-						   xferk_fd(e.x), &subs[slot]);
-			inflight++;
-		}
-		if (io_uring_submit_and_wait(&ring, 1) < 0 ||
-		    io_uring_wait_cqe(&ring, &cqe))
-			_exit(1);
-		if (!xferk_cqe_succeeded(cqe))
-			_exit(1);
-		io_uring_cqe_seen(&ring, cqe);
-		inflight--;
-		sh->bytes[id] += BULK_LEN;
-	}
-	_exit(0);
+	while ((ret = stream_step(&st, sh->stop)) > 0)
+		sh->bytes[id] += ret * sh->len;
+	_exit(ret ? 1 : 0);
 }
 
+/* @n workers of (@len, @depth, @opcode, @prio); returns once all are ready. */
 static int start_workers(const char *peer, struct qos_shared *sh, int n,
 			 pid_t *pids)
 {
@@ -540,6 +642,10 @@ static int bench_qos(int quick, const char *json, const char *peer)
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED || window < 0 || qos_setup(&e, peer, 64 << 10))
 		return 1;
+	sh->len = BULK_LEN;
+	sh->depth = BULK_DEPTH;
+	sh->opcode = XFERK_OP_WRITE;
+	sh->prio = XFERK_PRIO_BULK;
 	for (i = 0, ret = 0; i < nsc && !ret; i++) {
 		ret = write_number(BYPASS, sc[i].bypass);
 		if (!ret)
@@ -617,17 +723,376 @@ static int bench_qos(int quick, const char *json, const char *peer)
 	return 0;
 }
 
+/*
+ * bw: bandwidth and message rate of one stream (an io_uring queue of
+ * single-fragment ops) next to perftest over the same device and depth,
+ * with the whole machine's busy CPU time per GiB moved; then 1 to 8
+ * processes sharing the host's connection.
+ */
+struct bw_row {
+	const char *who;	/* "xferk" or "perftest" */
+	uint8_t opcode;
+	size_t len;
+	unsigned int depth;
+	int ok;
+	double mb_s;		/* 10^6 bytes per second */
+	double kmps;		/* thousand messages per second */
+	double cpu_s_gib;	/* busy CPU seconds per GiB moved */
+};
+
+struct bw_opts {
+	const char *peer;
+	const char *dev;
+	double seconds;
+	int quick;
+	unsigned int port;
+};
+
+#define GIB		(1024.0 * 1024 * 1024)
+#define QUEUE_DIR	"/sys/class/misc/xferk/queue/"
+
+/*
+ * The admission queue's windows, opened for bw: perftest keeps DEPTH
+ * messages in flight whole, and so may xferk (the queue's policy is
+ * measured by qos). 124: the most a QP's window may be.
+ */
+static const struct { const char *name; long long bw; } bw_tunables[] = {
+	{ "qp_window", 124 },
+	{ "dev_window_bytes", 1LL << 30 },
+	{ "op_window_bytes", 1LL << 30 },
+	{ "op_window_chunks", 1024 },
+};
+
+/* Busy CPU time of the whole machine so far (user, nice, system, irq, softirq). */
+static double cpu_busy_s(void)
+{
+	unsigned long long v[7] = { 0 };
+	FILE *f = fopen("/proc/stat", "r");
+	int n = 0;
+
+	if (f) {
+		n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+			   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]);
+		fclose(f);
+	}
+	if (n != 7)
+		return -1;
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / sysconf(_SC_CLK_TCK);
+}
+
+/* One xferk row: a warm-up of a quarter of the time, then the measurement. */
+static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
+{
+	uint64_t n = 0, t0 = 0, t1 = 0, end;
+	struct stream st;
+	double c0 = 0, c1;
+	int ret;
+
+	ret = stream_init(&st, o->peer, r->len, r->depth, r->opcode,
+			  XFERK_PRIO_NORMAL);
+	end = xferk_now_ns() + (uint64_t)(o->seconds * SEC / 4);
+	while (!ret) {
+		ret = stream_step(&st, 0);
+		if (ret <= 0)
+			break;
+		n += ret;
+		ret = 0;
+		t1 = xferk_now_ns();
+		if (!t0 && t1 >= end) {
+			t0 = t1;
+			c0 = cpu_busy_s();
+			n = 0;
+			end = t0 + (uint64_t)(o->seconds * SEC);
+		} else if (t0 && t1 >= end) {
+			break;
+		}
+	}
+	c1 = cpu_busy_s();
+	while (!ret && st.inflight)
+		ret = stream_step(&st, 1) < 0 ? -EIO : 0;
+	stream_exit(&st);
+	if (ret)
+		return ret;
+	r->kmps = n * 1e6 / (double)(t1 - t0);
+	r->mb_s = r->kmps * r->len / 1e3;
+	r->cpu_s_gib = (c1 - c0) / (n * r->len / GIB);
+	r->ok = 1;
+	return 0;
+}
+
+/* Is a TCP socket listening on @port (any address)? */
+static int tcp_listening(unsigned int port)
+{
+	char line[256];
+	unsigned int p, st;
+	FILE *f = fopen("/proc/net/tcp", "r");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, " %*u: %*x:%x %*x:%*x %x", &p, &st) == 2 &&
+			p == port && st == 0x0a;
+	fclose(f);
+	return found;
+}
+
+static pid_t spawn(char *const argv[], int out_fd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		dup2(out_fd, 1);
+		dup2(out_fd, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * One perftest row: its server and client on this host, the client's
+ * lines as they come (stdbuf): the busy CPU time from its result header to
+ * its result line, @iters messages in between.
+ */
+static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
+		       unsigned long iters)
+{
+	const char *tool = r->opcode == XFERK_OP_WRITE ? "ib_write_bw" :
+							  "ib_read_bw";
+	char len[32], depth[16], n[32], port[16], line[512];
+	char *srv[] = { "timeout", "120", (char *)tool, "-d", (char *)o->dev,
+			"-x", "1", "-F", "-s", len, "-t", depth, "-n", n,
+			"-p", port, NULL };
+	char *cli[] = { "timeout", "120", "stdbuf", "-oL", (char *)tool, "-d",
+			(char *)o->dev, "-x", "1", "-F", "-s", len, "-t", depth,
+			"-n", n, "-p", port, (char *)o->peer, NULL };
+	int null = open("/dev/null", O_WRONLY), p[2], i, st, found = 0;
+	double c0 = -1, c1 = -1, peak, avg, mpps;
+	unsigned long bytes, it;
+	pid_t server, client;
+	FILE *f;
+
+	snprintf(len, sizeof(len), "%zu", r->len);
+	snprintf(depth, sizeof(depth), "%u", r->depth);
+	snprintf(n, sizeof(n), "%lu", iters);
+	snprintf(port, sizeof(port), "%u", o->port);
+	if (null < 0 || pipe(p))
+		return -errno;
+	server = spawn(srv, null);
+	for (i = 0; i < 300 && !tcp_listening(o->port); i++)
+		usleep(100000);
+	client = spawn(cli, p[1]);
+	close(p[1]);
+	f = fdopen(p[0], "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strstr(line, "#bytes") && strstr(line, "MsgRate"))
+			c0 = cpu_busy_s();
+		else if (c0 >= 0 && c1 < 0 &&
+			 sscanf(line, "%lu %lu %lf %lf %lf", &bytes, &it, &peak,
+				&avg, &mpps) == 5 && bytes == r->len) {
+			c1 = cpu_busy_s();
+			found = 1;
+		}
+	}
+	if (f)
+		fclose(f);
+	close(null);
+	waitpid(client, &st, 0);
+	waitpid(server, NULL, 0);
+	if (!found || mpps <= 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "%s -s %zu -t %u: no result\n", tool, r->len,
+			r->depth);
+		return -EIO;
+	}
+	r->kmps = mpps * 1e3;
+	r->mb_s = mpps * r->len;
+	r->cpu_s_gib = (c1 - c0) / (it * r->len / GIB);
+	r->ok = 1;
+	return 0;
+}
+
+static const char *op_name(uint8_t opcode)
+{
+	return opcode == XFERK_OP_WRITE ? "WRITE" : "READ";
+}
+
+static int bench_bw(int quick, const char *json, const char *peer)
+{
+	static const size_t lens[] = { 4096, 64 << 10, 1 << 20, 16 << 20 };
+	static const unsigned int depths[] = { 1, 8, 64 };
+	static const uint8_t opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
+	struct bw_opts o = { .peer = peer, .dev = "rxe0", .port = 18700,
+			     .seconds = quick ? 0.5 : 2, .quick = quick };
+	struct bw_row rows[2 * ARRAY_SIZE(opcodes) * ARRAY_SIZE(lens) *
+			   ARRAY_SIZE(depths)];
+	long long saved[ARRAY_SIZE(bw_tunables)];
+	double scale_mbs[4], fairness[4];
+	int have_perftest = !system("command -v ib_write_bw >/dev/null");
+	unsigned int nr = 0, i, j, k, w;
+	struct qos_shared *sh;
+	pid_t pids[MAX_WORKERS];
+	FILE *f = stdout;
+	int ret = 0;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 1;
+	if (!have_perftest)
+		printf("perftest (ib_write_bw) not installed: xferk rows only\n");
+	for (i = 0; i < ARRAY_SIZE(bw_tunables); i++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), QUEUE_DIR "%s", bw_tunables[i].name);
+		saved[i] = read_number(path);
+		if (saved[i] < 0 && !ret)
+			ret = -EIO;
+	}
+	for (i = 0; i < ARRAY_SIZE(bw_tunables) && !ret; i++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), QUEUE_DIR "%s", bw_tunables[i].name);
+		ret = write_number(path, bw_tunables[i].bw);
+	}
+	for (i = 0; i < ARRAY_SIZE(opcodes) && !ret; i++)
+		for (j = 0; j < ARRAY_SIZE(lens) && !ret; j++)
+			for (k = 0; k < ARRAY_SIZE(depths) && !ret; k++) {
+				struct bw_row *x = &rows[nr++], *p;
+
+				/* 16 MiB x 64 in flight: no room in the VM. */
+				if (lens[j] * depths[k] > (256UL << 20))
+					continue;
+				if (quick && (j == 1 || j == 3 || k == 1))
+					continue;
+				*x = (struct bw_row) { .who = "xferk",
+					.opcode = opcodes[i], .len = lens[j],
+					.depth = depths[k] };
+				ret = bw_xferk(&o, x);
+				if (ret || !have_perftest)
+					continue;
+				p = &rows[nr++];
+				*p = *x;
+				p->who = "perftest";
+				p->ok = 0;
+				o.port++;
+				/* About as long as xferk's run, at xferk's rate. */
+				ret = bw_perftest(&o, p,
+						  (unsigned long)(x->kmps * 1e3 * o.seconds) +
+						  2 * depths[k] + 5);
+			}
+	/* 1 to 8 processes, 1 MiB WRITEs, 4 each in flight, one connection. */
+	sh->len = BULK_LEN;
+	sh->depth = BULK_DEPTH;
+	sh->opcode = XFERK_OP_WRITE;
+	sh->prio = XFERK_PRIO_NORMAL;
+	for (i = 0; i < 4 && !ret; i++) {
+		int n = 1 << i;
+		uint64_t b0[MAX_WORKERS], t0, t1;
+		double sum = 0, sq = 0;
+
+		ret = start_workers(peer, sh, n, pids);
+		if (!ret) {
+			usleep(500000);
+			for (w = 0; w < (unsigned int)n; w++)
+				b0[w] = sh->bytes[w];
+			t0 = xferk_now_ns();
+			usleep((useconds_t)(o.seconds * 1e6));
+			t1 = xferk_now_ns();
+			for (w = 0; w < (unsigned int)n; w++) {
+				double b = (double)(sh->bytes[w] - b0[w]);
+
+				sum += b;
+				sq += b * b;
+			}
+			scale_mbs[i] = sum * 1e3 / (double)(t1 - t0);
+			/* Jain's index: 1 is a fair share for everyone. */
+			fairness[i] = sq > 0 ? sum * sum / (n * sq) : 0;
+		}
+		if (stop_workers(sh, n, pids) && !ret)
+			ret = -EIO;
+	}
+	for (i = ARRAY_SIZE(bw_tunables); i-- > 0; ) {
+		char path[128];
+
+		snprintf(path, sizeof(path), QUEUE_DIR "%s", bw_tunables[i].name);
+		if (saved[i] >= 0)
+			write_number(path, saved[i]);
+	}
+	if (ret) {
+		fprintf(stderr, "bw: %s\n", strerror(-ret));
+		return 1;
+	}
+	printf("queue windows opened:");
+	for (i = 0; i < ARRAY_SIZE(bw_tunables); i++)
+		printf(" %s %lld", bw_tunables[i].name, bw_tunables[i].bw);
+	printf("\n");
+	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row; CPU: whole machine, busy s/GiB\n",
+	       o.dev, o.seconds);
+	printf("%-5s %9s %5s %10s %10s %9s %10s %10s %9s %8s %8s\n", "op",
+	       "len", "depth", "xferk_MB/s", "pt_MB/s", "bw_ratio",
+	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu");
+	for (i = 0; i < nr; i++) {
+		const struct bw_row *x = &rows[i], *p = NULL;
+
+		if (!x->ok || strcmp(x->who, "xferk"))
+			continue;
+		if (i + 1 < nr && rows[i + 1].ok &&
+		    !strcmp(rows[i + 1].who, "perftest"))
+			p = &rows[i + 1];
+		printf("%-5s %9zu %5u %10.1f ", op_name(x->opcode), x->len,
+		       x->depth, x->mb_s);
+		if (p)
+			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f\n",
+			       p->mb_s, x->mb_s / p->mb_s, x->kmps, p->kmps,
+			       x->kmps / p->kmps, x->cpu_s_gib, p->cpu_s_gib);
+		else
+			printf("%10s %9s %10.2f %10s %9s %8.2f %8s\n", "-", "-",
+			       x->kmps, "-", "-", x->cpu_s_gib, "-");
+	}
+	printf("%-10s %10s %10s  (1 MiB WRITEs, %u in flight each, one connection)\n",
+	       "processes", "MB/s", "fairness", BULK_DEPTH);
+	for (i = 0; i < 4; i++)
+		printf("%-10d %10.1f %10.3f\n", 1 << i, scale_mbs[i], fairness[i]);
+	if (json) {
+		f = fopen(json, "w");
+		if (!f) {
+			perror(json);
+			return 1;
+		}
+	}
+	fprintf(f, "{\"benchmark\": \"bw\", \"device\": \"%s\", \"seconds\": %.1f, \"rows\": [\n",
+		o.dev, o.seconds);
+	for (i = 0, j = 0; i < nr; i++) {
+		const struct bw_row *r = &rows[i];
+
+		if (!r->ok)
+			continue;
+		fprintf(f, "%s  {\"who\": \"%s\", \"op\": \"%s\", \"len\": %zu, \"depth\": %u, \"mb_per_s\": %.1f, \"kmsg_per_s\": %.3f, \"cpu_s_per_gib\": %.3f}",
+			j++ ? ",\n" : "", r->who, op_name(r->opcode), r->len,
+			r->depth, r->mb_s, r->kmps, r->cpu_s_gib);
+	}
+	fprintf(f, "\n], \"processes\": [\n");
+	for (i = 0; i < 4; i++)
+		fprintf(f, "  {\"processes\": %d, \"mb_per_s\": %.1f, \"fairness\": %.3f}%s\n",
+			1 << i, scale_mbs[i], fairness[i], i < 3 ? "," : "");
+	fprintf(f, "]}\n");
+	if (f != stdout)
+		fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *json = NULL, *peer = "10.99.0.1";
-	int i, quick = 0, qos;
+	int i, quick = 0;
 
-	if (argc < 2 || (strcmp(argv[1], "ctrl") && strcmp(argv[1], "qos"))) {
-		fprintf(stderr, "usage: %s ctrl|qos [--quick] [--json FILE] [--peer IP]\n",
+	if (argc < 2 || (strcmp(argv[1], "ctrl") && strcmp(argv[1], "qos") &&
+			 strcmp(argv[1], "bw"))) {
+		fprintf(stderr, "usage: %s ctrl|qos|bw [--quick] [--json FILE] [--peer IP]\n",
 			argv[0]);
 		return 2;
 	}
-	qos = !strcmp(argv[1], "qos");
 	for (i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			quick = 1;
@@ -638,5 +1103,9 @@ int main(int argc, char **argv)
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
-	return qos ? bench_qos(quick, json, peer) : bench_ctrl(quick, json);
+	if (!strcmp(argv[1], "qos"))
+		return bench_qos(quick, json, peer);
+	if (!strcmp(argv[1], "bw"))
+		return bench_bw(quick, json, peer);
+	return bench_ctrl(quick, json);
 }

@@ -9,6 +9,11 @@
  * of its work requests is swallowed (fault knob swallow_completions, armed
  * while no other op is live on the host, so the op itself uses it), and
  * only the teardown of its connection can end that work request.
+ *
+ * A region that outlives the device (another file keeps it registered)
+ * was DMA-mapped for it by its first post: the device's removal unmaps it,
+ * and after the device is back the same region is mapped for the new one
+ * and moves the right bytes.
  */
 #include <unistd.h>
 
@@ -38,12 +43,28 @@ static void restore(void)
 	t_fault_clear();
 }
 
+/* A write of @len bytes seeded @seed from @l's source to its remote range. */
+static int kept_write(struct t_loop *l, size_t len, uint64_t seed)
+{
+	struct xferk_frag f = { .mr = l->src_mr, .len = len,
+				.remote = l->remote, .opcode = XFERK_OP_WRITE };
+	struct xferk_op_snapshot s;
+
+	t_fill(l->src, len, seed);
+	memset(l->dst, 0, len);
+	return t_run(l->x, &f, 1, &s) == XFERK_STATE_SUCCEEDED &&
+	       t_check(l->dst, len, seed) < 0 ? 0 : -EIO;
+}
+
 int main(void)
 {
-	uint64_t conn, mr_src, remote, op;
+	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	uint64_t conn, mr_src, remote, op, exp;
 	struct xferk_op_snapshot s;
+	struct xferk_token tok;
 	struct t_counters base;
 	struct xferk_frag f;
+	struct t_loop kept;
 	struct xferk *x;
 	uint8_t *src, *dst;
 	int ret;
@@ -52,6 +73,8 @@ int main(void)
 		return T_SKIP;
 	atexit(restore);
 	t_settle(&base);
+	t_loop_open(&kept, 1 << 20, (1 << 20) + SLACK);
+	T_EXPECT(kept_write(&kept, 1 << 20, 5) == 0, "kept region: first write");
 	src = t_map(LEN);
 	dst = t_map(LEN + SLACK);
 	if (setup(x, src, dst, &conn, &mr_src, &remote))
@@ -84,8 +107,10 @@ int main(void)
 	T_EXPECT(t_stat_wait("peers_connected", 0, t_scaled_ms(10000)) == 0,
 		 "peers_connected %lld", t_stat("peers_connected"));
 	xferk_close(x);
+	/* The kept file's two regions stay pinned. */
+	base.pinned_pages += 2 * (1 << 20) / 4096 + 1;
 	T_EXPECT(t_stat_wait("pinned_pages", base.pinned_pages, t_scaled_ms(10000)) ==
-		 base.pinned_pages, "pinned_pages %lld, was %lld",
+		 base.pinned_pages, "pinned_pages %lld, expected %lld",
 		 t_stat("pinned_pages"), base.pinned_pages);
 
 	/* The device comes back; so do connections. */
@@ -101,5 +126,17 @@ int main(void)
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(dst, 4096, 9) < 0,
 		 "write after re-add: %d", ret);
 	xferk_close(x);
+
+	/* The kept regions, over a new connection on the new device. */
+	ret = xferk_connect(kept.x, t_peer(), 0, t_connect_ms(), &kept.conn);
+	if (!ret)
+		ret = xferk_export(kept.x, kept.conn, kept.dst_mr, 0,
+				   kept.dst_len, rw, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(kept.x, kept.conn, &tok, &kept.remote);
+	T_EXPECT(ret == 0, "kept region: reconnect: %s", strerror(-ret));
+	T_EXPECT(!ret && kept_write(&kept, 1 << 20, 6) == 0,
+		 "kept region: write after re-add");
+	xferk_close(kept.x);
 	return t_result();
 }

@@ -86,6 +86,25 @@ static void life_success(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(SUCCEEDED));
 }
 
+/* One chunk may carry the ends of several fragments (a run of them). */
+static void life_chunk_ends_fragments(struct kunit *test)
+{
+	struct xferk_op_snapshot s;
+	struct xferk_life l;
+
+	xferk_life_init(&l, 300, 5, 2, 0);
+	xferk_life_posted(&l, 200);
+	xferk_life_posted(&l, 100);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 200, true, 0, 2, 1), 0U);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.completed_fragments, 2U);
+	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, true, 0, 3, 2),
+			XFERK_LIFE_WAKE | XFERK_LIFE_PHYSICAL);
+	xferk_life_snapshot(&l, &s);
+	KUNIT_EXPECT_EQ(test, s.completed_fragments, 5U);
+	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(SUCCEEDED));
+}
+
 /* FAILED only once everything is terminal; the first error sticks. */
 static void life_failure_waits_for_physical(struct kunit *test)
 {
@@ -99,9 +118,12 @@ static void life_failure_waits_for_physical(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, l.state, (u32)ST(IN_PROGRESS));
 	KUNIT_EXPECT_EQ(test, l.first_error, -EREMOTEIO);
 	KUNIT_EXPECT_FALSE(test, xferk_life_physical(&l));
+	KUNIT_EXPECT_FALSE(test, xferk_life_last_chunk(&l));
 	/* A flushed chunk reports another error: the first one stays. */
 	xferk_life_chunk_done(&l, 100, true, -ECANCELED, true, 2);
 	KUNIT_EXPECT_EQ(test, l.first_error, -EREMOTEIO);
+	/* Only the last chunk's time is read (the physical time). */
+	KUNIT_EXPECT_TRUE(test, xferk_life_last_chunk(&l));
 	/* The third chunk was never posted and is dropped. */
 	KUNIT_EXPECT_EQ(test, xferk_life_chunk_done(&l, 100, false, -ECANCELED,
 						    true, 3),
@@ -442,6 +464,7 @@ static void life_deadline_math(struct kunit *test)
 static struct kunit_case lifecycle_cases[] = {
 	KUNIT_CASE(life_transition_table),
 	KUNIT_CASE(life_success),
+	KUNIT_CASE(life_chunk_ends_fragments),
 	KUNIT_CASE(life_failure_waits_for_physical),
 	KUNIT_CASE(life_timeout_then_late_success),
 	KUNIT_CASE(life_error_then_deadline),

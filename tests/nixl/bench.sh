@@ -9,20 +9,37 @@ set -u
 out=/tmp/nixlbench
 mkdir -p "$out"
 port=12345
+# Busy CPU seconds of the whole machine so far (user, nice, system, irq,
+# softirq of /proc/stat).
+cpu_busy() {
+	awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f\n", ($2 + $3 + $4 + $7 + $8) / hz; exit }' /proc/stat
+}
+
+# One nixlbench pair (initiator, target) with ARGS; the initiator's output
+# in LOG, the target's in LOG.target. Its exit status.
+nixlbench_pair() {
+	local log=$1 rc
+	shift
+	port=$((port + 1))
+	# The first instance listens and is rank 0, the initiator, which
+	# prints the results; the second connects and is the target.
+	timeout 300 "$NIXLBENCH" --runtime_type ASIO --asio_address 127.0.0.1 \
+		--asio_port $port "$@" >"$log" 2>&1 &
+	sleep 1
+	timeout 300 "$NIXLBENCH" --runtime_type ASIO --asio_address 127.0.0.1 \
+		--asio_port $port "$@" >"$log.target" 2>&1
+	rc=$?
+	wait $! || rc=$?
+	return $rc
+}
+
 for backend in XFERK UCX; do
 	for op in WRITE READ; do
-		args=(--runtime_type ASIO --asio_address 127.0.0.1 --asio_port $port
-			--backend "$backend" --op_type "$op" --start_block_size 4096
-			--max_block_size $((1 << 20)) --total_buffer_size $((64 << 20))
-			--num_iter 64 --warmup_iter 8 --large_blk_iter_ftr 4)
-		port=$((port + 1))
-		# The first instance listens and is rank 0, the initiator, which
-		# prints the results; the second connects and is the target.
-		timeout 300 "$NIXLBENCH" "${args[@]}" >"$out/$backend-$op.log" 2>&1 &
-		sleep 1
-		timeout 300 "$NIXLBENCH" "${args[@]}" >"$out/$backend-$op.target" 2>&1
+		nixlbench_pair "$out/$backend-$op.log" --backend "$backend" \
+			--op_type "$op" --start_block_size 4096 \
+			--max_block_size $((1 << 20)) --total_buffer_size $((64 << 20)) \
+			--num_iter 64 --warmup_iter 8 --large_blk_iter_ftr 4
 		rc=$?
-		wait $! || rc=$?
 		if [ $rc -ne 0 ] && [ $backend = XFERK ]; then
 			echo "nixlbench $backend $op failed (exit $rc):"
 			cat "$out/$backend-$op.log" "$out/$backend-$op.target"
@@ -59,3 +76,34 @@ for (op, size), r in sorted(rows.items()):
                 "xferk_lat_us": xl, "ucx_lat_us": ul})
 print("JSON " + json.dumps(out))
 EOT
+
+# CPU per GiB: the busy CPU time of the whole machine over two runs of one
+# block size that differ only in iterations; their difference is the cost
+# of the extra bytes alone (agent setup, registration and warm-up cancel).
+echo "== CPU per GiB moved (whole machine, busy s/GiB; WRITE; difference of 16 and 144 iterations)"
+printf '%-6s %8s %10s\n' backend block cpu_s_gib
+entries=()
+for backend in XFERK UCX; do
+	for block in $((64 << 10)) $((1 << 20)); do
+		cpu=()
+		for iters in 16 144; do
+			c0=$(cpu_busy)
+			nixlbench_pair "$out/cpu-$backend-$block-$iters.log" \
+				--backend "$backend" --op_type WRITE \
+				--start_block_size $block --max_block_size $block \
+				--total_buffer_size $((64 << 20)) --num_iter $iters \
+				--warmup_iter 8 --large_blk_iter_ftr 1 || break
+			cpu+=("$(echo "$(cpu_busy) - $c0" | bc)")
+		done
+		if [ ${#cpu[@]} -ne 2 ]; then
+			echo "nixlbench $backend $block: failed"
+			[ $backend = XFERK ] && exit 1
+			continue
+		fi
+		gib=$(echo "scale=6; 128 * $block / 1073741824" | bc)
+		v=$(echo "scale=3; (${cpu[1]} - ${cpu[0]}) / $gib" | bc)
+		printf '%-6s %8s %10s\n' $backend $block "$v"
+		entries+=("{\"backend\": \"$backend\", \"block\": $block, \"cpu_s_per_gib\": $v}")
+	done
+done
+(IFS=,; echo "JSON [${entries[*]}]")

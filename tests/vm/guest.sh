@@ -146,7 +146,7 @@ run_integration() {
 # make bench: each benchmark whose name matches XFERK_ONLY.
 bench() {
 	local name
-	for name in ctrl qos nixl; do
+	for name in ctrl qos bw nixl; do
 		# shellcheck disable=SC2053
 		[[ $name == $XFERK_ONLY ]] || continue
 		case $name in
@@ -191,8 +191,10 @@ main() {
 			if [[ xferk-bench == $XFERK_ONLY ]]; then
 				run_test bench/ctrl-quick "$XFERK_BUILD/bin/xferk-bench" ctrl --quick
 				# RDMA ~28 times slower on the debug kernel: stock only.
-				[ "$XFERK_KERNEL" = debug ] ||
+				if [ "$XFERK_KERNEL" != debug ]; then
 					run_test bench/qos-quick "$XFERK_BUILD/bin/xferk-bench" qos --quick
+					run_test bench/bw-quick "$XFERK_BUILD/bin/xferk-bench" bw --quick
+				fi
 			fi
 		fi
 		run_test module/unload rmmod xferk
