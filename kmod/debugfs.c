@@ -213,6 +213,8 @@ void xferk_debugfs_init(void)
 	debugfs_create_atomic_t("fail_post", 0600, fault, &xferk_fault_fail_post);
 	debugfs_create_atomic_t("fail_qp", 0600, fault, &xferk_fault_fail_qp);
 	debugfs_create_atomic_t("qp_error", 0600, fault, &xferk_fault_qp_error);
+	debugfs_create_atomic_t("refuse_chain", 0600, fault,
+				&xferk_fault_refuse_chain);
 	debugfs_create_bool("no_caps", 0600, fault, &xferk_fault_no_caps);
 	debugfs_create_atomic_t("ignore_revokes", 0600, fault,
 				&xferk_fault_ignore_revokes);

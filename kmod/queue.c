@@ -255,8 +255,8 @@ void xferk_queue_unadmit(struct xferk_op *op)
  * Posts chunks while the model allows; one dispatcher per device (see the
  * top of this file). Called with xferk_queue_lock, which it releases; the
  * caller holds a reference to @q. @now: the caller's recent reading of
- * xferk_queue_now(), the time of every batch of this call (they are
- * microseconds apart; the model ages in hundreds of milliseconds).
+ * xferk_queue_now(), the time of the first batch; each later one reads
+ * the clock again (queueing a batch may sleep).
  */
 static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 	__releases(&xferk_queue_lock)
@@ -298,6 +298,7 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 			batch[i]->dispatched_at = now;
 		}
 		xferk_chunks_queue(batch, n);
+		now = xferk_queue_now();
 		spin_lock(&xferk_queue_lock);
 		if (++rounds == KICK_ROUNDS) {
 			handoff = true;

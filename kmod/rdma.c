@@ -47,9 +47,12 @@
  * QP dead at once.
  */
 #include <asm/unaligned.h>
+#include <linux/dma-mapping.h>
 #include <linux/inet.h>
+#include <linux/memcontrol.h>
 #include <linux/module.h>
 #include <linux/random.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_cache.h>
@@ -125,16 +128,20 @@ struct xferk_dev {
  * @dev: the device; NULL once the device's removal unmapped the pages
  *	(written under xferk_dma_lock, read without it by posters)
  * @dev_node: in @dev's maps while mapped (xferk_dma_lock)
- * @npages: pages mapped (the region's)
+ * @npages: pages mapped (the region's), 0 in @per_post mode
  * @dir: DMA_BIDIRECTIONAL, or DMA_TO_DEVICE for a region the device
  *	never writes (only a source of WRITEs)
+ * @per_post: the pages could not stay mapped (the device needs its DMA
+ *	synced, e.g. bounce buffers, or mapping them all failed): each post
+ *	maps its chunk's pages and its completion unmaps them
  * @dma: each page's DMA address, whole pages
  *
  * Made when a connection on the device first posts a chunk of the region,
  * as ib_umem maps at registration: posting then builds SGEs from @dma and
  * maps nothing. Lives until the region goes or the device does, whichever
  * is first; either waits until nothing posted can use it (a chunk holds
- * its region; a device goes only once its connections are gone).
+ * its region; a device goes only once its connections are gone). Its
+ * array is charged to the region owner's memory cgroup.
  */
 struct xferk_dma_map {
 	struct xferk_dma_map *next;
@@ -142,6 +149,7 @@ struct xferk_dma_map {
 	struct list_head dev_node;
 	unsigned long npages;
 	enum dma_data_direction dir;
+	bool per_post;
 	u64 dma[];
 };
 
@@ -156,6 +164,9 @@ static DEFINE_MUTEX(xferk_dma_lock);
  * @ch: the chunk it carries while posted
  * @nr_sge: entries of @sge: one per page, or per run of pages whose DMA
  *	addresses follow each other
+ * @per_post: @sge was mapped for this post (direction @dir): the
+ *	completion unmaps it
+ * @dir: the chunk's DMA direction
  * @sge: the work request's scatter/gather list
  * @wr: the RDMA READ or WRITE
  */
@@ -164,6 +175,8 @@ struct xferk_send {
 	struct ib_cqe cqe;
 	struct xferk_chunk *ch;
 	int nr_sge;
+	bool per_post;
+	enum dma_data_direction dir;
 	struct ib_sge sge[XFERK_MAX_SGE];
 	struct ib_rdma_wr wr;
 };
@@ -217,6 +230,8 @@ static struct ib_client xferk_ib_client;
 
 /* Fault injection: the next N posts find their QP moved to the error state. */
 atomic_t xferk_fault_qp_error = ATOMIC_INIT(0);
+/* Fault injection: the next N chains the device takes only half of. */
+atomic_t xferk_fault_refuse_chain = ATOMIC_INIT(0);
 /* Fault injection: announce no capability, use none (an old peer). */
 bool xferk_fault_no_caps;
 
@@ -225,57 +240,98 @@ bool xferk_fault_no_caps;
 static void dma_map_undo(struct xferk_dma_map *m, struct ib_device *ibdev,
 			 unsigned long n)
 {
-	while (n--)
+	while (n--) {
 		ib_dma_unmap_page(ibdev, m->dma[n], PAGE_SIZE, m->dir);
+		cond_resched();
+	}
+}
+
+/*
+ * Maps every page of @r for @ibdev into @m. Return: true, or false (and
+ * nothing mapped) if a mapping failed or a page would need its DMA synced
+ * around each transfer, which one long-lived mapping cannot do.
+ */
+static bool dma_map_pages(struct xferk_dma_map *m, struct xferk_region *r,
+			  struct ib_device *ibdev)
+{
+	unsigned long i;
+
+	for (i = 0; i < r->npages; i++) {
+		m->dma[i] = ib_dma_map_page(ibdev, r->pages[i], 0, PAGE_SIZE,
+					    m->dir);
+		if (ib_dma_mapping_error(ibdev, m->dma[i]) ||
+		    (!ib_uses_virt_dma(ibdev) &&
+		     dma_need_sync(ibdev->dma_device, m->dma[i]))) {
+			if (!ib_dma_mapping_error(ibdev, m->dma[i]))
+				i++;
+			dma_map_undo(m, ibdev, i);
+			return false;
+		}
+		cond_resched();
+	}
+	return true;
+}
+
+/* A new map of @r for @d, charged to the region owner's memory cgroup. */
+static struct xferk_dma_map *dma_map_create(struct xferk_region *r,
+					    struct xferk_dev *d)
+{
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(r->mm), *old;
+	struct xferk_dma_map *m;
+	bool whole;
+
+	old = set_active_memcg(memcg);
+	m = kvzalloc(struct_size(m, dma, r->npages),
+		     XFERK_GFP_USER | __GFP_NOWARN);
+	whole = m;
+	if (!m)		/* mapping per post needs no array */
+		m = kzalloc(sizeof(*m), XFERK_GFP_USER);
+	set_active_memcg(old);
+	mem_cgroup_put(memcg);
+	if (!m)
+		return NULL;
+	m->dev = d;
+	m->dir = r->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+	m->per_post = !whole || !dma_map_pages(m, r, d->ibdev);
+	m->npages = m->per_post ? 0 : r->npages;
+	return m;
 }
 
 /*
  * The map of @r for @d, made now if it has none. Called with the posting
- * connection's lock; its array (8 bytes a page, as the region's page
- * array) is charged to the task that posts first: the submitter, or no
- * one when a completion's worker posts. Return: the map, or NULL (no
- * memory, or a mapping failed).
+ * connection's lock; the pages are mapped without the global lock, which
+ * is taken only to publish the map (a racing twin is thrown away).
+ * Return: the map, or NULL (no memory).
  */
 static struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 					    struct xferk_dev *d)
 {
-	struct xferk_dma_map *m;
-	unsigned long i;
+	struct xferk_dma_map *m, *new;
 
 	/* Pairs with the release below: a map seen is a map filled. */
 	for (m = smp_load_acquire(&r->maps); m; m = m->next)
 		if (READ_ONCE(m->dev) == d)
 			return m;
+	new = dma_map_create(r, d);
+	if (!new)
+		return NULL;
 	mutex_lock(&xferk_dma_lock);
-	/* Another connection on the device may have made it meanwhile. */
+	/* Another connection on the device may have made one meanwhile. */
 	for (m = r->maps; m && m->dev != d; m = m->next)
 		;
-	if (m)
-		goto out;
-	m = kvzalloc(struct_size(m, dma, r->npages),
-		     XFERK_GFP_USER | __GFP_NOWARN);
-	if (!m)
-		goto out;
-	m->dir = r->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
-	for (i = 0; i < r->npages; i++) {
-		m->dma[i] = ib_dma_map_page(d->ibdev, r->pages[i], 0, PAGE_SIZE,
-					    m->dir);
-		if (ib_dma_mapping_error(d->ibdev, m->dma[i])) {
-			dma_map_undo(m, d->ibdev, i);
-			kvfree(m);
-			m = NULL;
-			goto out;
-		}
-		cond_resched();
+	if (!m) {
+		m = new;
+		new = NULL;
+		list_add(&m->dev_node, &d->maps);
+		m->next = r->maps;
+		/* Publishes the filled map to the lockless readers above. */
+		smp_store_release(&r->maps, m);
 	}
-	m->npages = r->npages;
-	m->dev = d;
-	list_add(&m->dev_node, &d->maps);
-	m->next = r->maps;
-	/* Publishes the filled map to the lockless readers above. */
-	smp_store_release(&r->maps, m);
-out:
 	mutex_unlock(&xferk_dma_lock);
+	if (new) {
+		dma_map_undo(new, d->ibdev, new->npages);
+		kvfree(new);
+	}
 	return m;
 }
 
@@ -445,9 +501,22 @@ static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	xferk_conn_chunk_done(c, s->ch, wc_errno(wc->status));
 }
 
+/* Unmaps what send_map() mapped for this post (per-post maps only). */
+static void send_unmap(struct ib_device *dev, struct xferk_send *s)
+{
+	if (!s->per_post)
+		return;
+	while (s->nr_sge) {
+		s->nr_sge--;
+		ib_dma_unmap_page(dev, s->sge[s->nr_sge].addr,
+				  s->sge[s->nr_sge].length, s->dir);
+	}
+}
+
 /*
- * The chunk's pages as @s's SGEs, from the region's map for the device:
- * one per page, pages whose DMA addresses follow each other merged.
+ * The chunk's pages as @s's SGEs: from the region's map for the device,
+ * pages whose DMA addresses follow each other merged; or, for a per-post
+ * map, each page mapped now for the chunk's direction, one SGE each.
  */
 static int send_map(struct xferk_conn *c, struct xferk_send *s,
 		    const struct xferk_chunk *ch)
@@ -458,16 +527,30 @@ static int send_map(struct xferk_conn *c, struct xferk_send *s,
 	unsigned int off = offset_in_page(uaddr);
 	u32 left = ch->len, lkey = c->pd->local_dma_lkey;
 	struct xferk_dma_map *m = region_dma_map(r, c->dev);
+	struct ib_device *dev = c->pd->device;
 
 	if (!m)
 		return -ENOMEM;
 	s->nr_sge = 0;
+	s->per_post = m->per_post;
+	s->dir = ch->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 	while (left) {
 		u32 len = min_t(u32, left, PAGE_SIZE - off);
-		u64 addr = m->dma[page++] + off;
 		struct ib_sge *prev = s->nr_sge ? &s->sge[s->nr_sge - 1] : NULL;
+		u64 addr;
 
-		if (prev && prev->addr + prev->length == addr)
+		if (s->per_post) {
+			addr = ib_dma_map_page(dev, r->pages[page], off, len,
+					       s->dir);
+			if (ib_dma_mapping_error(dev, addr)) {
+				send_unmap(dev, s);
+				return -EIO;
+			}
+		} else {
+			addr = m->dma[page] + off;
+		}
+		page++;
+		if (!s->per_post && prev && prev->addr + prev->length == addr)
 			prev->length += len;
 		else
 			s->sge[s->nr_sge++] = (struct ib_sge) {
@@ -514,13 +597,14 @@ static int send_prepare(struct xferk_conn *c, struct xferk_chunk *ch)
 
 /*
  * Undoes send_prepare(), or a post once its work request is terminal: the
- * pages stay mapped (the region's map).
+ * pages stay mapped (the region's map) unless they were mapped per post.
  */
 static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
 {
 	struct xferk_send *s = ch->send;
 
 	lockdep_assert_held(&c->lock);
+	send_unmap(c->pd->device, s);
 	s->ch = NULL;
 	ch->send = NULL;
 	list_add(&s->node, &c->free_sends);
@@ -558,7 +642,17 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
 
 		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
 	}
-	ret = ib_post_send(c->qp, first, &bad);
+	if (ready > 1 && atomic_dec_if_positive(&xferk_fault_refuse_chain) >= 0) {
+		/* As a driver whose queue takes the first half: bad_wr after. */
+		chs[ready / 2 - 1]->send->wr.wr.next = NULL;
+		ret = ib_post_send(c->qp, first, &bad);
+		if (!ret) {
+			bad = &chs[ready / 2]->send->wr.wr;
+			ret = -ENOMEM;
+		}
+	} else {
+		ret = ib_post_send(c->qp, first, &bad);
+	}
 	if (!ret)
 		return ready;
 	/* The driver posted the work requests before @bad, none after. */

@@ -1255,6 +1255,7 @@ extern u32 xferk_fault_delay_ms;
 extern atomic_t xferk_fault_fail_post;
 extern atomic_t xferk_fault_fail_qp;
 extern atomic_t xferk_fault_qp_error;
+extern atomic_t xferk_fault_refuse_chain;
 extern bool xferk_fault_no_caps;
 extern atomic_t xferk_fault_ignore_revokes;
 void xferk_debugfs_init(void);

@@ -56,7 +56,9 @@ static uint64_t null_remote(uint64_t delay_ns, uint64_t *conn)
  * 300 fragments on a slow peer: as many posted as the admission queue's
  * windows allow (the QP's 128 send slots when it is bypassed), the rest
  * queued. The cancel comes long before the posted ones complete; they
- * complete within the first half of the drain budget, on their own.
+ * complete within the first half of the drain budget, on their own. The
+ * fragments land in reverse order remotely, so none continues another:
+ * one chunk each.
  */
 static void cancel_queued_and_posted(void)
 {
@@ -71,7 +73,7 @@ static void cancel_queued_and_posted(void)
 	for (i = 0; i < 300; i++)
 		f[i] = (struct xferk_frag) { .mr = mr, .offset = i * 4096ULL,
 					     .len = 4096, .remote = remote,
-					     .remote_offset = i * 4096ULL,
+					     .remote_offset = (299 - i) * 4096ULL,
 					     .opcode = XFERK_OP_WRITE };
 	T_EXPECT(xferk_submit(x, f, 300, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
 	t0 = xferk_now_ns();

@@ -3,7 +3,10 @@
  * The fault knobs over soft-RoCE (Documentation/fault-injection.md): a
  * failed post fails the op with EIO without touching the device; delayed
  * completions delay the op, not its outcome; a failed QP fails the op once
- * its work requests are flushed. Pages come back every time.
+ * its work requests are flushed; a chain of work requests the device takes
+ * only half of (bad_wr in its middle) fails the op with ENOMEM once the
+ * half it took completed, and the connection goes on posting. Pages come
+ * back every time.
  */
 #include "test.h"
 
@@ -17,7 +20,7 @@ int main(void)
 	struct xferk_frag f;
 	struct t_loop l;
 	uint64_t t0;
-	int ret;
+	int i, ret;
 
 	t_loop_open(&l, 1 << 20, 1 << 20);
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
@@ -36,6 +39,24 @@ int main(void)
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && xferk_now_ns() - t0 >= 300 * MS,
 		 "delayed completion: %d after %llu ms", ret,
 		 (unsigned long long)(xferk_now_ns() - t0) / MS);
+
+	/*
+	 * 512 KiB: several chunks (128 KiB on rxe), dispatched as one chain
+	 * (not ending at the region's end: Documentation/testing.md, rxe).
+	 */
+	f.len = 512 << 10;
+	T_EXPECT(t_write_file(FAULT "refuse_chain", "1") == 0, "refuse_chain");
+	ret = t_run(l.x, &f, 1, &s);
+	T_EXPECT(t_read_number(FAULT "refuse_chain") == 0, "refuse_chain unused");
+	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -ENOMEM &&
+		 s.buffer_reusable && s.in_flight_bytes == 0 &&
+		 s.transferred_bytes > 0 && s.transferred_bytes < f.len,
+		 "refuse_chain: %d err %d, %llu bytes", ret, s.first_error,
+		 (unsigned long long)s.transferred_bytes);
+	for (i = 0; i < 8; i++)
+		T_EXPECT(t_run(l.x, &f, 1, &s) == XFERK_STATE_SUCCEEDED,
+			 "after refuse_chain: op %d: err %d", i, s.first_error);
+	f.len = 4096;
 
 	T_EXPECT(t_write_file(FAULT "fail_qp", "1") == 0, "fail_qp");
 	ret = t_run(l.x, &f, 1, &s);
