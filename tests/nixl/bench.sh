@@ -78,15 +78,16 @@ print("JSON " + json.dumps(out))
 EOT
 
 # CPU per GiB: the busy CPU time of the whole machine over two runs of one
-# block size that differ only in iterations; their difference is the cost
-# of the extra bytes alone (agent setup, registration and warm-up cancel).
-echo "== CPU per GiB moved (whole machine, busy s/GiB; WRITE; difference of 16 and 144 iterations)"
+# block size that differ only in iterations (16, and 16 plus 128 MiB worth);
+# their difference is the cost of the extra bytes alone (agent setup,
+# registration and warm-up cancel).
+echo "== CPU per GiB moved (whole machine, busy s/GiB; WRITE; difference of two runs, 128 MiB apart)"
 printf '%-6s %8s %10s\n' backend block cpu_s_gib
 entries=()
 for backend in XFERK UCX; do
 	for block in $((64 << 10)) $((1 << 20)); do
 		cpu=()
-		for iters in 16 144; do
+		for iters in 16 $((16 + (128 << 20) / block)); do
 			c0=$(cpu_busy)
 			nixlbench_pair "$out/cpu-$backend-$block-$iters.log" \
 				--backend "$backend" --op_type WRITE \
@@ -100,7 +101,7 @@ for backend in XFERK UCX; do
 			[ $backend = XFERK ] && exit 1
 			continue
 		fi
-		gib=$(echo "scale=6; 128 * $block / 1073741824" | bc)
+		gib=0.125
 		v=$(echo "scale=3; (${cpu[1]} - ${cpu[0]}) / $gib" | bc)
 		printf '%-6s %8s %10s\n' $backend $block "$v"
 		entries+=("{\"backend\": \"$backend\", \"block\": $block, \"cpu_s_per_gib\": $v}")
