@@ -280,8 +280,8 @@ void xferk_conn_down(struct xferk_conn *c, int error)
 
 	mutex_lock(&c->lock);
 	if (c->state != XFERK_CONN_DOWN) {
-		conn_set_state(c, XFERK_CONN_DOWN);
 		c->error = conn_errno(error);
+		conn_set_state(c, XFERK_CONN_DOWN);
 		first = true;
 	}
 	mutex_unlock(&c->lock);
@@ -317,8 +317,8 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 	mutex_lock(&c->lock);
 	state = c->state;
 	if (state == XFERK_CONN_UP && resumable) {
-		conn_set_state(c, XFERK_CONN_RECONNECTING);
 		c->error = conn_errno(error);
+		conn_set_state(c, XFERK_CONN_RECONNECTING);
 		c->attempts = 0;
 		c->next_attempt = ktime_get();
 		c->path_deaths++;

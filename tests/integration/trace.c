@@ -5,7 +5,10 @@
  * order: xferk_op_submit, xferk_chunk_dispatch, xferk_chunk_post,
  * xferk_chunk_done (error 0), xferk_op_physical (SUCCEEDED),
  * xferk_op_release; a CANCEL of it once physical adds xferk_op_cancel
- * before the release. Skips (77) without tracefs.
+ * before the release. A connection taken down (fault fail_qp, on a null
+ * peer) leaves an xferk_conn_state event to DOWN with the reason, EIO
+ * (regression: it reported the connection's previous error, 0). Skips
+ * (77) without tracefs.
  */
 #include <sys/mount.h>
 #include <unistd.h>
@@ -48,6 +51,33 @@ static void events_of(uint64_t op, char *out, size_t len)
 	fclose(f);
 }
 
+/*
+ * The errors of the xferk_conn_state events to DOWN in the trace buffer,
+ * joined by ' ' (other connections may go down meanwhile, each with its
+ * own reason).
+ */
+static void down_errors(char *out, size_t len)
+{
+	char path[256], line[1024], to[32];
+	FILE *f;
+	int e;
+
+	snprintf(path, sizeof(path), "%s/trace", tracefs);
+	snprintf(to, sizeof(to), "->%d error=", XFERK_CONN_STATE_DOWN);
+	out[0] = '\0';
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, to);
+
+		if (strstr(line, " xferk_conn_state:") && p &&
+		    sscanf(p + strlen(to), "%d", &e) == 1)
+			snprintf(out + strlen(out), len - strlen(out), " %d ", e);
+	}
+	fclose(f);
+}
+
 int main(void)
 {
 	static const char *const roots[] = { "/sys/kernel/tracing",
@@ -56,7 +86,8 @@ int main(void)
 	struct xferk_frag f;
 	struct t_loop l;
 	char got[1024], path[256];
-	uint64_t op;
+	uint64_t op, conn, exp, remote = 0;
+	struct xferk_token tok;
 	unsigned int i;
 
 	if (access(XFERK_DEVICE_PATH, F_OK))
@@ -99,6 +130,18 @@ int main(void)
 	T_EXPECT(!strcmp(got, "xferk_op_submit xferk_chunk_dispatch xferk_chunk_post "
 			 "xferk_chunk_done xferk_op_physical xferk_op_cancel "
 			 "xferk_op_release"), "events of a cancelled op: %s", got);
+	/* A connection that goes down says why. */
+	T_EXPECT(xferk_connect_null(l.x, 0, &conn) == 0 &&
+		 xferk_export(l.x, conn, l.dst_mr, 0, 4096,
+			      XFERK_ACCESS_REMOTE_WRITE, &tok, &exp) == 0 &&
+		 xferk_import(l.x, conn, &tok, &remote) == 0, "null peer");
+	f.remote = remote;
+	T_EXPECT(t_fault_set("fail_qp", 1) == 0, "fail_qp");
+	T_EXPECT(t_run(l.x, &f, 1, &s) == XFERK_STATE_FAILED, "op on a failed connection");
+	t_fault_clear();
+	down_errors(got, sizeof(got));
+	snprintf(path, sizeof(path), " %d ", -EIO);
+	T_EXPECT(strstr(got, path), "xferk_conn_state to DOWN: errors%s", got);
 	trace_write("events/xferk/enable", "0");
 	printf("# perf: perf record -e 'xferk:*' -a; bpftrace: tracepoint:xferk:xferk_op_physical { @[args->state] = count(); }\n");
 	return t_result();
