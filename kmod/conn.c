@@ -129,6 +129,7 @@ static void conn_recover(struct work_struct *work);
 static void conn_down_work(struct work_struct *work);
 static void conn_timer(struct work_struct *work);
 static void conn_keepalive(struct work_struct *work);
+static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n);
 
 /**
  * xferk_conn_init() - initialization shared by both transports
@@ -297,6 +298,28 @@ static bool conn_resumable(struct xferk_conn *c)
 	return c->transport->reconnect && READ_ONCE(xferk_reconnect_ms);
 }
 
+/*
+ * The session's path died: chunks waiting for a send slot that another
+ * rail of their remote can take now go there instead of waiting for the
+ * next path; one that cannot after all waits again.
+ */
+static void conn_reroute_pending(struct xferk_conn *c)
+{
+	struct xferk_chunk *ch, *tmp;
+	LIST_HEAD(moving);
+
+	mutex_lock(&c->lock);
+	list_for_each_entry_safe(ch, tmp, &c->pending, node)
+		if (xferk_chunk_may_reroute(ch))
+			list_move_tail(&ch->node, &moving);
+	mutex_unlock(&c->lock);
+	list_for_each_entry_safe(ch, tmp, &moving, node) {
+		list_del_init(&ch->node);
+		if (!xferk_chunk_reroute(ch))
+			conn_queue(c, &ch, 1);
+	}
+}
+
 /**
  * xferk_conn_path_down() - the session's current path died (may sleep)
  * @c: the connection
@@ -304,9 +327,10 @@ static bool conn_resumable(struct xferk_conn *c)
  * @cause: enum xferk_path_cause, for the counters
  *
  * A session that was up goes RECONNECTING and the recovery work replaces
- * the path; in RECONNECTING, the path attempt failed and the recovery work
- * makes the next one. A first connection that fails, or one whose paths
- * are not replaced, goes down with @error.
+ * the path (its waiting chunks that another rail can take move there);
+ * in RECONNECTING, the path attempt failed and the recovery work makes
+ * the next one. A first connection that fails, or one whose paths are not
+ * replaced, goes down with @error.
  */
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 {
@@ -331,8 +355,10 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 		xferk_conn_down(c, error);
 		return;
 	}
-	if (state == XFERK_CONN_UP)
+	if (state == XFERK_CONN_UP) {
 		xferk_conn_arm_timer(c, READ_ONCE(xferk_reconnect_ms));
+		conn_reroute_pending(c);
+	}
 	mod_delayed_work(xferk_conn_wq, &c->recover_work, 0);
 }
 
@@ -483,8 +509,8 @@ static int conn_chunk_refused(struct xferk_chunk *ch)
 {
 	if (xferk_chunk_cancelled(ch))
 		return -ECANCELED;
-	if (ch->remote->error)	/* written under c->lock */
-		return ch->remote->error;
+	if (xferk_chunk_remote(ch)->error)	/* written under c->lock */
+		return xferk_chunk_remote(ch)->error;
 	if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
 		return -EIO;
 	return 0;
@@ -553,6 +579,22 @@ static void fail_all(struct list_head *chunks, int error)
 		ch->error = error;
 }
 
+/*
+ * Chunks whose session or path failed under them, each with its ->error:
+ * each moves to another rail of its remote if one is up (rail.c), or is
+ * completed unposted. Without any connection's lock.
+ */
+static void reroute_or_complete(struct list_head *chunks)
+{
+	struct xferk_chunk *ch, *tmp;
+
+	list_for_each_entry_safe(ch, tmp, chunks, node) {
+		list_del_init(&ch->node);
+		if (!xferk_chunk_reroute(ch))
+			xferk_chunk_complete(ch, ch->error);
+	}
+}
+
 /**
  * xferk_conn_set_up() - the connection's (new) path is established
  * @c: the connection
@@ -596,6 +638,7 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
 {
 	struct xferk_chunk *ch;
 	LIST_HEAD(failed);
+	LIST_HEAD(down);
 	u32 i;
 
 	if (atomic_dec_if_positive(&xferk_fault_fail_qp) >= 0)
@@ -605,7 +648,7 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
 		ch = chs[i];
 		if (c->state == XFERK_CONN_DOWN) {
 			ch->error = c->error ?: -ENOTCONN;
-			list_add_tail(&ch->node, &failed);
+			list_add_tail(&ch->node, &down);
 		} else if (!xferk_conn_postable(c) &&
 			   xferk_chunk_cancelled(ch)) {
 			/*
@@ -622,6 +665,7 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
 	conn_kick_locked(c, &failed);
 	mutex_unlock(&c->lock);
 	complete_failed(&failed);
+	reroute_or_complete(&down);
 }
 
 /**
@@ -633,8 +677,9 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
  * lock and posted in batches. A chunk is posted when a send slot is free
  * (and the session has a path), in the order chunks were queued; chunks
  * a path's death flushed are queued again behind those waiting. If the
- * connection is down, or the op was settled meanwhile, the chunk is
- * completed unposted with an error. A chunk may be complete (and its op
+ * connection is down, the chunk moves to another rail of its remote, or
+ * is completed unposted with an error, as when the op was settled
+ * meanwhile. A chunk may be complete (and its op
  * gone) once this returns; @chs is not touched after its run was queued.
  */
 void xferk_chunks_queue(struct xferk_chunk **chs, u32 n)
@@ -642,27 +687,35 @@ void xferk_chunks_queue(struct xferk_chunk **chs, u32 n)
 	u32 i, run;
 
 	for (i = 0; i < n; i += run) {
-		struct xferk_conn *c = chs[i]->remote->conn;
+		struct xferk_conn *c = xferk_chunk_remote(chs[i])->conn;
 
-		for (run = 1; i + run < n && chs[i + run]->remote->conn == c; run++)
+		for (run = 1; i + run < n &&
+		     xferk_chunk_remote(chs[i + run])->conn == c; run++)
 			;
 		conn_queue(c, chs + i, run);
 	}
+}
+
+/* Did the chunk's path fail under it (not its own fault)? */
+static bool chunk_path_error(int error)
+{
+	return error == -ECONNRESET || error == -ETIMEDOUT;
 }
 
 /*
  * A posted chunk that came back with @error, its send slot returned: one
  * a path's death flushed (or whose retries it exhausted) was not at fault
  * and waits for the next path while the session lives, unless its op's
- * outcome is decided. Return: true if it was queued again. With c->lock.
+ * outcome is decided or another rail of its remote can take it now.
+ * Return: true if it was queued again. With c->lock.
  */
 static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 			       int error)
 {
 	lockdep_assert_held(&c->lock);
-	if ((error != -ECONNRESET && error != -ETIMEDOUT) ||
+	if (!chunk_path_error(error) ||
 	    c->state == XFERK_CONN_DOWN || !conn_resumable(c) ||
-	    xferk_chunk_cancelled(ch))
+	    xferk_chunk_may_reroute(ch) || xferk_chunk_cancelled(ch))
 		return false;
 	xferk_chunk_unposted(ch);
 	list_add_tail(&ch->node, &c->pending);
@@ -678,7 +731,8 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
  * @error: 0 or a negative errno (-ECONNRESET: flushed)
  *
  * Returns the send slot, posts what waits for it, and completes the chunk
- * (or queues it again, see conn_repost_locked()). A chunk the path's
+ * (or queues it again, see conn_repost_locked(), or moves it to another
+ * rail). A chunk the path's
  * teardown already reclaimed is left to it. Any error means the QP is in
  * the error state: the path posts nothing more and dies.
  */
@@ -698,8 +752,8 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	mutex_lock(&c->lock);
 	/* A key the peer refused stays so: its other chunks fail unposted. */
-	if (error == -EACCES && !ch->remote->error)
-		WRITE_ONCE(ch->remote->error, -EACCES);
+	if (error == -EACCES && !xferk_chunk_remote(ch)->error)
+		WRITE_ONCE(xferk_chunk_remote(ch)->error, -EACCES);
 	if (!ch->posted) {
 		mutex_unlock(&c->lock);
 		return;
@@ -715,7 +769,8 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	if (c->nr_acks_due)
 		xferk_msgs_kick_locked(c);
 	mutex_unlock(&c->lock);
-	if (!reposted)
+	if (!reposted &&
+	    !(chunk_path_error(error) && xferk_chunk_reroute(ch)))
 		xferk_chunk_complete(ch, error);
 	complete_failed(&failed);
 }
@@ -829,12 +884,12 @@ static void conn_teardown(struct xferk_conn *c)
 		xferk_conn_put(sibling);
 	}
 
-	/* 1. Stop posting. */
+	/* 1. Stop posting (other rails take what they can). */
 	mutex_lock(&c->lock);
 	list_splice_init(&c->pending, &chunks);
 	fail_all(&chunks, c->error ?: -ENOTCONN);
 	mutex_unlock(&c->lock);
-	complete_failed(&chunks);
+	reroute_or_complete(&chunks);
 
 	/* 2. The path; nothing re-arms the timer afterwards. */
 	conn_path_teardown(c);
@@ -998,16 +1053,15 @@ void xferk_conn_flush_posted(struct xferk_conn *c)
 		ch->posted = false;
 		c->transport->unpost(c, ch);
 		c->credits++;
-		if (!conn_repost_locked(c, ch, -ECONNRESET))
+		if (!conn_repost_locked(c, ch, -ECONNRESET)) {
+			ch->error = -ECONNRESET;
 			list_add_tail(&ch->node, &done);
+		}
 	}
 	c->outstanding = 0;
 	mutex_unlock(&c->lock);
 	wake_up_all(&c->idle);
-	list_for_each_entry_safe(ch, tmp, &done, node) {
-		list_del_init(&ch->node);
-		xferk_chunk_complete(ch, -ECONNRESET);
-	}
+	reroute_or_complete(&done);
 }
 
 static bool same_host(const struct sockaddr_storage *a,

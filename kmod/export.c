@@ -514,6 +514,7 @@ static void remote_release(struct kref *ref)
 		list_del(&rm->conn_node);
 		mutex_unlock(&rm->conn->lock);
 	}
+	xferk_remote_free_rails(rm);
 	xferk_conn_put(rm->conn);
 	kfree(rm);
 }
@@ -546,15 +547,16 @@ static struct xferk_conn *token_conn(struct xferk_conn *via,
 int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	struct xferk_ioc_import *a = &arg->import;
+	struct xferk_remote *rm, *primary = NULL;
 	struct xferk_token tok;
-	struct xferk_remote *rm;
 	struct xferk_hobj *ho;
 	struct xferk_conn *c;
 	int ret;
 
-	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+	if ((a->flags & ~XFERK_IMPORT_RAIL) || a->reserved ||
+	    !(a->flags & XFERK_IMPORT_RAIL) != !a->rail_of)
 		return -EINVAL;
-	if (!xferk_handle_room_limited(xf, XFERK_H_REMOTE))
+	if (!a->rail_of && !xferk_handle_room_limited(xf, XFERK_H_REMOTE))
 		return -EMFILE;
 	memcpy(&tok, a->token, sizeof(tok));
 	if (le32_to_cpu(tok.magic) != XFERK_TOKEN_MAGIC ||
@@ -587,6 +589,16 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		ret = -EACCES;
 		goto err;
 	}
+	if (a->rail_of) {
+		ho = xferk_handle_lookup(&xf->handles, a->rail_of,
+					 XFERK_H_REMOTE);
+		if (IS_ERR(ho)) {
+			ret = PTR_ERR(ho);
+			xferk_conn_put(rm->conn);
+			goto err;
+		}
+		primary = container_of(ho, struct xferk_remote, hobj);
+	}
 	/* Listed before it can be used: a revoke finds it. */
 	if (rm->id) {
 		ret = xferk_remote_listen(rm);
@@ -595,14 +607,22 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 			goto err;
 		}
 	}
-	ret = xferk_handle_add_limited(xf, &rm->hobj, XFERK_H_REMOTE);
+	if (primary) {
+		ret = xferk_remote_add_rail(primary, rm);
+		if (!ret)
+			a->handle = primary->hobj.handle;
+	} else {
+		ret = xferk_handle_add_limited(xf, &rm->hobj, XFERK_H_REMOTE);
+		if (!ret)
+			a->handle = rm->hobj.handle;
+	}
+	if (!ret)
+		xferk_conn_claim(rm->conn);
 	mutex_unlock(&xf->lock);
 	if (ret) {
 		xferk_remote_put(rm);
 		return ret;
 	}
-	xferk_conn_claim(rm->conn);
-	a->handle = rm->hobj.handle;
 	return 0;
 
 err:

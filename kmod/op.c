@@ -172,7 +172,8 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	unsigned int what;
 	u32 late, state;
 
-	trace_xferk_chunk_done(op->id, ch->remote->conn->id, ch->len, error);
+	trace_xferk_chunk_done(op->id, xferk_chunk_remote(ch)->conn->id, ch->len,
+			       error);
 	kref_get(&op->ref);
 	/*
 	 * Its error is the op's first before the queue drops the op's other
@@ -210,7 +211,8 @@ void xferk_chunk_posted(struct xferk_chunk *ch)
 	unsigned int what;
 
 	ch->sent = true;
-	trace_xferk_chunk_post(op->id, ch->remote->conn->id, ch->len, 0);
+	trace_xferk_chunk_post(op->id, xferk_chunk_remote(ch)->conn->id, ch->len,
+			       0);
 	spin_lock_irqsave(&op->lock, flags);
 	what = xferk_life_posted(&op->life, ch->len);
 	spin_unlock_irqrestore(&op->lock, flags);
@@ -220,7 +222,8 @@ void xferk_chunk_posted(struct xferk_chunk *ch)
 
 /*
  * A posted chunk is queued to be posted again (its path died): its bytes
- * are no longer in flight, until it is. Called under its connection's lock.
+ * are no longer in flight, until it is. Called by the chunk's holder:
+ * under its connection's lock, or with the chunk off every list.
  */
 void xferk_chunk_unposted(struct xferk_chunk *ch)
 {
@@ -548,17 +551,16 @@ static void op_fill_run(struct xferk_op *op, u32 *next,
 			const struct xferk_frag *frags, u32 nr,
 			struct xferk_region *r, struct xferk_remote *rm)
 {
-	u64 done = 0, run_len = 0, frag_end = frags[0].len;
-	u32 f = 0, i;
+	u64 done = 0, run_len = 0, frag_end = frags[0].len, max_bytes;
+	u32 f = 0, i, max_pages;
 
+	xferk_remote_limits(rm, &max_pages, &max_bytes);
 	for (i = 0; i < nr; i++)
 		run_len += frags[i].len;
 	while (done < run_len) {
 		struct xferk_chunk *ch = &op->chunks[(*next)++];
 		u64 len = xferk_chunk_len(r->addr + frags[0].offset + done,
-					  run_len - done,
-					  rm->conn->max_chunk_pages,
-					  rm->conn->max_chunk_bytes);
+					  run_len - done, max_pages, max_bytes);
 
 		INIT_LIST_HEAD(&ch->node);
 		ch->op = op;
@@ -566,9 +568,11 @@ static void op_fill_run(struct xferk_op *op, u32 *next,
 		ch->remote = rm;
 		xferk_region_get(r);
 		xferk_remote_get(rm);
+		ch->rail = xferk_remote_pick_rail(rm);
 		ch->offset = frags[0].offset + done;
 		ch->len = len;
-		ch->remote_addr = rm->iova + frags[0].remote_offset + done;
+		ch->remote_addr = xferk_chunk_remote(ch)->iova +
+				  frags[0].remote_offset + done;
 		ch->opcode = frags[0].opcode;
 		done += len;
 		for (; f < nr && frag_end <= done; f++) {
@@ -580,31 +584,35 @@ static void op_fill_run(struct xferk_op *op, u32 *next,
 }
 
 /*
- * The distinct connections of @nr remotes, with a reference each, into
- * @op->conns, sized to fit. Return: 0 or -ENOMEM.
+ * The distinct connections of @nr remotes and their rails, with a
+ * reference each, into @op->conns (sized for the rails of each run of
+ * fragments on one remote). Return: 0 or -ENOMEM.
  */
 static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
 			    u32 nr)
 {
-	u32 i, j, n = 0;
+	u32 i, j, k, n = 0;
 
-	for (i = 0; i < nr; i++) {
-		for (j = 0; j < i && remotes[j]->conn != remotes[i]->conn; j++)
-			;
-		n += j == i;
-	}
+	for (i = 0; i < nr; i++)
+		if (!i || remotes[i] != remotes[i - 1])
+			n += xferk_remote_nr_rails(remotes[i]);
 	op->conns = kvmalloc_array(n, sizeof(*op->conns), XFERK_GFP_USER);
 	if (!op->conns)
 		return -ENOMEM;
 	for (i = 0; i < nr; i++) {
-		struct xferk_conn *c = remotes[i]->conn;
-
-		for (j = 0; j < op->nr_conns && op->conns[j] != c; j++)
-			;
-		if (j < op->nr_conns)
+		if (i && remotes[i] == remotes[i - 1])
 			continue;
-		xferk_conn_get(c);
-		op->conns[op->nr_conns++] = c;
+		for (k = 0; k < xferk_remote_nr_rails(remotes[i]); k++) {
+			struct xferk_conn *c =
+				xferk_remote_rail_conn(remotes[i], k);
+
+			for (j = 0; j < op->nr_conns && op->conns[j] != c; j++)
+				;
+			if (j < op->nr_conns)
+				continue;
+			xferk_conn_get(c);
+			op->conns[op->nr_conns++] = c;
+		}
 	}
 	return 0;
 }
@@ -704,15 +712,15 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	}
 	/* Runs of fragments that continue each other are cut as one range. */
 	for (i = 0; i < a->nr_frags; i = end) {
-		u64 run_len = 0;
+		u64 run_len = 0, max_bytes;
+		u32 max_pages;
 
 		end = frag_run_end(frags, regions, remotes, a->nr_frags, i);
 		for (j = i; j < end; j++)
 			run_len += frags[j].len;
+		xferk_remote_limits(remotes[i], &max_pages, &max_bytes);
 		nr_chunks += xferk_chunk_count(regions[i]->addr + frags[i].offset,
-					       run_len,
-					       remotes[i]->conn->max_chunk_pages,
-					       remotes[i]->conn->max_chunk_bytes,
+					       run_len, max_pages, max_bytes,
 					       XFERK_MAX_OP_WRS - nr_chunks);
 		if (nr_chunks > XFERK_MAX_OP_WRS) {
 			ret = -E2BIG;

@@ -195,7 +195,7 @@ static void set_next(struct xferk_op *op)
 	struct xferk_chunk *ch = &op->chunks[op->dispatch_next];
 
 	op->qitem.next_len = ch->len;
-	op->qitem.next_qp = &ch->remote->conn->sqp;
+	op->qitem.next_qp = &xferk_chunk_remote(ch)->conn->sqp;
 }
 
 /**
@@ -284,6 +284,7 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 			op = container_of(it, struct xferk_op, qitem);
 			batch[n] = &op->chunks[op->dispatch_next++];
 			batch[n]->dispatched = true;
+			batch[n]->sqp = it->next_qp;
 			if (it->undispatched_chunks)
 				set_next(op);
 		}
@@ -293,7 +294,7 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 		/* A dispatched chunk keeps its op (and this qdev) alive. */
 		for (i = 0; i < n; i++) {
 			trace_xferk_chunk_dispatch(batch[i]->op->id,
-						   batch[i]->remote->conn->id,
+						   xferk_chunk_remote(batch[i])->conn->id,
 						   batch[i]->len, 0);
 			batch[i]->dispatched_at = now;
 		}
@@ -404,8 +405,7 @@ void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 	u32 from = 0, dropped = 0;
 
 	spin_lock(&xferk_queue_lock);
-	xferk_sched_complete(&q->sched, &op->qitem, ch->len,
-			     &ch->remote->conn->sqp,
+	xferk_sched_complete(&q->sched, &op->qitem, ch->len, ch->sqp,
 			     ktime_sub(now, ch->dispatched_at));
 	if (error)
 		dropped = queue_cancel_locked(op, &from);

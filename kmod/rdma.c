@@ -589,7 +589,7 @@ static int send_prepare(struct xferk_conn *c, struct xferk_chunk *ch)
 							    IB_WR_RDMA_READ,
 		.wr.send_flags = IB_SEND_SIGNALED,
 		.remote_addr = ch->remote_addr,
-		.rkey = ch->remote->rkey,
+		.rkey = xferk_chunk_remote(ch)->rkey,
 	};
 	ch->send = s;
 	return 0;

@@ -146,7 +146,8 @@ static bool revoke_posted_locked(struct xferk_conn *c,
 	struct xferk_chunk *ch;
 
 	list_for_each_entry(ch, &c->posted, node)
-		if (ch->remote->id == r->id && ch->remote->gen == r->gen)
+		if (xferk_chunk_remote(ch)->id == r->id &&
+		    xferk_chunk_remote(ch)->gen == r->gen)
 			return true;
 	return false;
 }

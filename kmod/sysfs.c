@@ -112,6 +112,7 @@ XFERK_PATH_DEATHS_ATTR(cancel, XFERK_PATH_CANCEL);
 XFERK_STAT_ATTR(reconnect_attempts);
 XFERK_STAT_ATTR(reconnects);
 XFERK_STAT_ATTR(chunks_reposted);
+XFERK_STAT_ATTR(chunks_rerouted);
 XFERK_STAT_ATTR(sessions_stale);
 XFERK_STAT_ATTR(conns_crossed);
 XFERK_STAT_ATTR(escalations_limited);
@@ -166,6 +167,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_reconnect_attempts.attr,
 	&dev_attr_reconnects.attr,
 	&dev_attr_chunks_reposted.attr,
+	&dev_attr_chunks_rerouted.attr,
 	&dev_attr_sessions_stale.attr,
 	&dev_attr_conns_crossed.attr,
 	&dev_attr_escalations_limited.attr,

@@ -67,7 +67,8 @@
 			 XFERK_FEAT_NULL_PEER | XFERK_FEAT_CANCEL | \
 			 XFERK_FEAT_URING | XFERK_FEAT_QUEUE | \
 			 XFERK_FEAT_SESSIONS | XFERK_FEAT_WINDOWS | \
-			 XFERK_FEAT_GROUPS | XFERK_FEAT_NOTIFY)
+			 XFERK_FEAT_GROUPS | XFERK_FEAT_NOTIFY | \
+			 XFERK_FEAT_RAILS)
 
 #define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
 				 XFERK_SUBMIT_AUTO_RELEASE | XFERK_SUBMIT_NOTIFY)
@@ -232,6 +233,7 @@ struct xferk_stats {
 	atomic64_t reconnect_attempts;
 	atomic64_t reconnects;
 	atomic64_t chunks_reposted;
+	atomic64_t chunks_rerouted;
 	atomic64_t sessions_stale;
 	atomic64_t conns_crossed;
 	atomic64_t escalations_limited;
@@ -805,6 +807,9 @@ struct xferk_export {
  *	it (a remote access error). Later chunks on it fail with it unposted
  *	(instead of killing a path each), a submit that names it fails with
  *	it. Set under @conn->lock, read locklessly.
+ * @rails: NULL, or the rails of a remote handle striped over several
+ *	sessions (XFERK_IMPORT_RAIL; rail.c), this one the first; set once,
+ *	under its file's lock. A rail is a remote of its own with no handle.
  */
 struct xferk_remote {
 	struct xferk_hobj hobj;
@@ -818,6 +823,22 @@ struct xferk_remote {
 	u64 gen;
 	struct list_head conn_node;
 	int error;
+	struct xferk_rails *rails;
+};
+
+/**
+ * struct xferk_rails - the sessions one remote handle's ops are striped over
+ * @nr: rails in @rail, >= 1; only grows, under the handle's file's lock,
+ *	published with smp_store_release() after its entry
+ * @next: the rail the next chunk cut tries first
+ * @rail: [0] is the handle's remote itself (no reference), the others
+ *	imports of the same bytes through other sessions (a reference each,
+ *	dropped when the handle's remote is freed: after every chunk)
+ */
+struct xferk_rails {
+	u32 nr;
+	atomic_t next;
+	struct xferk_remote *rail[XFERK_MAX_RAILS];
 };
 
 int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg);
@@ -832,6 +853,7 @@ void xferk_export_revoke(struct xferk_export *e);
 void xferk_region_revoke_exports(struct xferk_region *r);
 void xferk_conn_revoke_exports(struct xferk_conn *c);
 void xferk_remote_get(struct xferk_remote *rm);
+int xferk_remote_add_rail(struct xferk_remote *rm, struct xferk_remote *rail);
 void xferk_remote_put(struct xferk_remote *rm);
 
 /* revoke.c */
@@ -853,7 +875,8 @@ int xferk_remote_listen(struct xferk_remote *rm);
  * @node: on conn->pending or conn->posted (conn->lock)
  * @op: the op
  * @region: local region (ref until the op is physically complete)
- * @remote: remote range (ref, likewise)
+ * @remote: the fragment's remote handle (ref, likewise); the chunk goes
+ *	through its rail @rail (xferk_chunk_remote())
  * @offset: start within @region
  * @remote_addr: the peer's address
  * @len: bytes (at most a work request's, far below 4 GiB)
@@ -866,6 +889,10 @@ int xferk_remote_listen(struct xferk_remote *rm);
  * @dispatched: the admission queue let it go (charged to its windows
  *	until it is terminal)
  * @error: why an unposted chunk failed, for the completion path
+ * @rail: the rail of @remote it goes through (0: @remote itself); changed
+ *	only by whoever holds it off every list (xferk_chunk_reroute())
+ * @reroutes: times it moved to another rail (bounded)
+ * @sqp: the QP window the admission queue charged it to (dispatched)
  * @dispatched_at: when
  * @due: null peer: when to complete
  * @send: RDMA: the connection's send slot while posted (conn->lock)
@@ -887,7 +914,10 @@ struct xferk_chunk {
 	bool posted;
 	bool sent;
 	bool dispatched;
+	u8 rail;
+	u8 reroutes;
 	int error;
+	struct xferk_sched_qp *sqp;
 	ktime_t dispatched_at;
 	union {
 		ktime_t due;
@@ -1013,6 +1043,22 @@ bool xferk_chunk_cancelled(struct xferk_chunk *ch);
 void xferk_chunk_posted(struct xferk_chunk *ch);
 void xferk_chunk_unposted(struct xferk_chunk *ch);
 void xferk_op_put(struct xferk_op *op);
+
+/* The remote a chunk goes through: its handle's own, or one of its rails. */
+static inline struct xferk_remote *
+xferk_chunk_remote(const struct xferk_chunk *ch)
+{
+	return ch->rail ? ch->remote->rails->rail[ch->rail] : ch->remote;
+}
+
+/* rail.c */
+void xferk_remote_free_rails(struct xferk_remote *rm);
+void xferk_remote_limits(struct xferk_remote *rm, u32 *pages, u64 *bytes);
+u32 xferk_remote_nr_rails(struct xferk_remote *rm);
+struct xferk_conn *xferk_remote_rail_conn(struct xferk_remote *rm, u32 i);
+u8 xferk_remote_pick_rail(struct xferk_remote *rm);
+bool xferk_chunk_may_reroute(const struct xferk_chunk *ch);
+bool xferk_chunk_reroute(struct xferk_chunk *ch);
 
 int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg);

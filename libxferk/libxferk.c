@@ -190,6 +190,18 @@ XFERK_EXPORT int xferk_import(struct xferk *x, uint64_t conn,
 	return ret;
 }
 
+XFERK_EXPORT int xferk_import_rail(struct xferk *x, uint64_t conn,
+				   const struct xferk_token *token,
+				   uint64_t remote)
+{
+	struct xferk_ioc_import a = { .size = sizeof(a), .conn = conn,
+				      .flags = XFERK_IMPORT_RAIL,
+				      .rail_of = remote };
+
+	memcpy(a.token, token->bytes, sizeof(a.token));
+	return xferk_ioctl(x->fd, XFERK_IOC_IMPORT, &a);
+}
+
 XFERK_EXPORT int xferk_unimport(struct xferk *x, uint64_t remote)
 {
 	return drop(x, XFERK_IOC_UNIMPORT, remote);

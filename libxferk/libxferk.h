@@ -52,6 +52,8 @@ int xferk_export(struct xferk *x, uint64_t conn, uint64_t mr, uint64_t offset,
 int xferk_unexport(struct xferk *x, uint64_t export_handle);
 int xferk_import(struct xferk *x, uint64_t conn,
 		 const struct xferk_token *token, uint64_t *remote);
+int xferk_import_rail(struct xferk *x, uint64_t conn,
+		      const struct xferk_token *token, uint64_t remote);
 int xferk_unimport(struct xferk *x, uint64_t remote);
 int xferk_token_format(const struct xferk_token *token, char *buf,
 		       size_t len);

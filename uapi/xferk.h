@@ -38,7 +38,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	8
+#define XFERK_ABI_VERSION	9
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -60,6 +60,8 @@
 #define XFERK_FEAT_GROUPS	(1ULL << 8)
 /* XFERK_IOC_NOTIFY, XFERK_IOC_EVENTS, XFERK_SUBMIT_NOTIFY */
 #define XFERK_FEAT_NOTIFY	(1ULL << 9)
+/* XFERK_IMPORT_RAIL: a remote handle striped over several sessions */
+#define XFERK_FEAT_RAILS	(1ULL << 10)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -183,14 +185,29 @@ struct xferk_ioc_export {
 	__u64 reserved[2];
 };
 
+/* XFERK_IOC_IMPORT flags */
+#define XFERK_IMPORT_RAIL	(1U << 0)	/* add a rail to @rail_of */
+
+/* Most rails (sessions) one remote handle stripes over */
+#define XFERK_MAX_RAILS		8
+
 /**
  * struct xferk_ioc_import - XFERK_IOC_IMPORT: a remote handle from a token
  * @size: sizeof as the caller knows it
- * @flags: must be 0
+ * @flags: XFERK_IMPORT_*
  * @conn: a connection handle of this file (for a null peer's token: that
  *	null peer's); the token itself names the connection end to use
  * @token: the token as XFERK_IOC_EXPORT produced it on the peer
- * @handle: out: the remote handle for fragments
+ * @handle: out: the remote handle for fragments (with XFERK_IMPORT_RAIL:
+ *	@rail_of)
+ * @rail_of: with XFERK_IMPORT_RAIL, a remote handle of this file: the
+ *	token, an export of the same bytes on the peer through another
+ *	session (another local device or peer address), becomes one more
+ *	rail of it. Its ops are then striped over the rails, and a rail
+ *	whose session dies hands its unfinished work requests to the others.
+ *	Same length and access as @rail_of's (EINVAL), a session none of its
+ *	rails uses (EEXIST), at most XFERK_MAX_RAILS rails (E2BIG). 0
+ *	without the flag.
  * @reserved: must be 0
  */
 struct xferk_ioc_import {
@@ -199,7 +216,8 @@ struct xferk_ioc_import {
 	__u64 conn;
 	__u8 token[XFERK_TOKEN_SIZE];
 	__u64 handle;
-	__u64 reserved[2];
+	__u64 rail_of;
+	__u64 reserved;
 };
 
 /* Most blocks of one window (XFERK_IOC_WINDOW_OPEN) */

@@ -30,6 +30,8 @@ static const struct layout_case xferk_layout_cases[] = {
 	{ "xferk_ioc_export.token", offsetof(struct xferk_ioc_export, token), 56 },
 	{ "sizeof xferk_ioc_export", sizeof(struct xferk_ioc_export), 136 },
 	{ "xferk_ioc_import.token", offsetof(struct xferk_ioc_import, token), 16 },
+	{ "xferk_ioc_import.handle", offsetof(struct xferk_ioc_import, handle), 80 },
+	{ "xferk_ioc_import.rail_of", offsetof(struct xferk_ioc_import, rail_of), 88 },
 	{ "sizeof xferk_ioc_import", sizeof(struct xferk_ioc_import), 104 },
 	{ "xferk_frag.opcode", offsetof(struct xferk_frag, opcode), 40 },
 	{ "sizeof xferk_frag", sizeof(struct xferk_frag), 48 },

@@ -551,6 +551,17 @@ class Import(_Handle):
                    "xferk_unimport")
         self.closed = True
 
+    def add_rail(self, conn, token):
+        """xferk_import_rail(): the same bytes through another session
+        (``conn``, over another RDMA device) become one more rail of this
+        handle; its transfers are striped over the rails."""
+        fn = lib().import_rail
+        if fn is None:
+            raise XferkError(_errno.EOPNOTSUPP, "xferk_import_rail")
+        _check(fn(self._live(), conn.handle,
+                  ctypes.byref(Token(token)._to_c()), self.handle),
+               "xferk_import_rail")
+
     def notify(self, tag):
         """xferk_notify(): an XFERK_EVENT_NOTE with tag for the exporter."""
         fn = lib().notify

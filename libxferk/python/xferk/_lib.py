@@ -211,6 +211,8 @@ _PROTOS = {
                                     u64, _P(u64)]),
     "xferk_notify": (_c_int, [_vp, u64, u64]),
     "xferk_events": (_c_int, [_vp, _vp, u32, u64, _P(u32), _P(u64)]),
+    # XFERK_0.5
+    "xferk_import_rail": (_c_int, [_vp, u64, _P(Token), u64]),
 }
 
 

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Rails over two soft-RoCE devices: a remote handle imported through a
+ * session on rxe0 and, with xferk_import_rail(), through one on a second
+ * device (rxe1 on dummy1, which this test adds and removes).
+ *
+ *  - bad rails fail with their documented errno and change nothing;
+ *  - a WRITE and a READ are striped: both devices carry packets (their
+ *    own hw counters), every byte is right;
+ *  - rxe1 is removed mid-op: the op still succeeds with every byte, the
+ *    work requests cut for rxe1 moved to rxe0 (chunks_rerouted), and the
+ *    next op on the handle uses the rail that is left.
+ *
+ * The op is surely in flight when rxe1 goes: the first completion any of
+ * its work requests gets is held back (fault knobs delay_completions and
+ * delay_ms, armed while no other op is live), and while it is held the
+ * op's window keeps work requests of both rails undispatched.
+ */
+#include <sys/ioctl.h>
+
+#include "test.h"
+
+#define ADDR1	"10.99.1.1"
+#define SLACK	4096	/* see RXE_MAP_SLACK in two_process.c */
+#define RW	(XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE)
+
+static long long saved_delay_ms = -1;
+
+static void cleanup(void)
+{
+	int ret;
+
+	t_fault_clear();
+	if (saved_delay_ms >= 0)
+		t_fault_set("delay_ms", saved_delay_ms);
+	/* Either may be gone already. */
+	ret = system("rdma link delete rxe1 2>/dev/null; ip link del dummy1 2>/dev/null");
+
+	(void)ret;
+}
+
+static int add_device(void)
+{
+	int ret = system("ip link add dummy1 type dummy && "
+			 "ip addr add " ADDR1 "/24 dev dummy1 && "
+			 "ip link set dummy1 up && "
+			 "rdma link add rxe1 type rxe netdev dummy1");
+
+	T_EXPECT(ret == 0, "adding rxe1: %d", ret);
+	return ret;
+}
+
+/* Packets @dev sent so far (its soft-RoCE hw counter), or -1. */
+static long long sent_pkts(const char *dev)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts", dev);
+	return t_read_number(path);
+}
+
+static int run(struct xferk *x, uint64_t mr, uint64_t remote, uint64_t len,
+	       uint32_t opcode)
+{
+	struct xferk_frag f = { .mr = mr, .len = len, .remote = remote,
+				.opcode = opcode };
+	struct xferk_op_snapshot s;
+
+	return t_run(x, &f, 1, &s);
+}
+
+static void bad_rails(struct xferk *x, uint64_t c0, uint64_t c1, uint64_t dst_mr,
+		      uint64_t remote, const struct xferk_token *tok0,
+		      const struct xferk_token *tok1)
+{
+	struct xferk_ioc_import a = { .size = sizeof(a), .conn = c1,
+				      .rail_of = remote };
+	struct xferk_token short_tok;
+	uint64_t exp;
+
+	T_EXPECT_ERR(xferk_import_rail(x, c1, tok1, 0), EINVAL);
+	memcpy(a.token, tok1->bytes, sizeof(a.token));
+	T_EXPECT_ERR(ioctl(xferk_fd(x), XFERK_IOC_IMPORT, &a) ? -errno : 0,
+		     EINVAL);	/* rail_of without the flag */
+	T_EXPECT_ERR(xferk_import_rail(x, c0, tok0, remote), EEXIST);
+	T_EXPECT_ERR(xferk_import_rail(x, c1, tok1, dst_mr), EINVAL);	/* kind */
+	if (xferk_export(x, c1, dst_mr, 0, 4096, RW, &short_tok, &exp) == 0) {
+		T_EXPECT_ERR(xferk_import_rail(x, c1, &short_tok, remote), EINVAL);
+		xferk_unexport(x, exp);
+	} else {
+		T_EXPECT(0, "short export");
+	}
+}
+
+int main(void)
+{
+	const uint64_t len = (t_debug_kernel() ? 16ULL : 64ULL) << 20;
+	const unsigned int hold_ms = t_debug_kernel() ? 20000 : 10000;
+	uint64_t c0, c1, src_mr, dst_mr, exp0, exp1, remote, op;
+	long long pkts0, pkts1, rerouted;
+	struct xferk_token tok0, tok1;
+	struct xferk_op_snapshot s;
+	struct xferk_conn_info info;
+	struct xferk_frag f;
+	uint8_t *src, *dst;
+	struct xferk *x;
+	int ret;
+
+	if (xferk_open(&x))
+		return T_SKIP;
+	if (!(xferk_features(x) & XFERK_FEAT_RAILS)) {
+		printf("the module has no rails\n");
+		return T_SKIP;
+	}
+	saved_delay_ms = t_fault_get("delay_ms");
+	atexit(cleanup);
+	/* A teardown waits for the held completion, not destroying the QP. */
+	if (t_param_scoped("flush_timeout_ms", 2 * hold_ms) || add_device())
+		return T_FAIL;
+	src = t_map(len);
+	dst = t_map(len + SLACK);
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &c0);
+	if (!ret)
+		ret = xferk_connect(x, ADDR1, 0, t_connect_ms(), &c1);
+	if (!ret)
+		ret = xferk_mr_reg(x, src, len, XFERK_ACCESS_LOCAL_SRC |
+				   XFERK_ACCESS_LOCAL_DST, &src_mr);
+	if (!ret)
+		ret = xferk_mr_reg(x, dst, len + SLACK, RW, &dst_mr);
+	if (!ret)
+		ret = xferk_export(x, c0, dst_mr, 0, len + SLACK, RW, &tok0, &exp0);
+	if (!ret)
+		ret = xferk_export(x, c1, dst_mr, 0, len + SLACK, RW, &tok1, &exp1);
+	if (!ret)
+		ret = xferk_import(x, c0, &tok0, &remote);
+	if (ret) {
+		T_EXPECT(0, "setup: %s", strerror(-ret));
+		return T_FAIL;
+	}
+	bad_rails(x, c0, c1, dst_mr, remote, &tok0, &tok1);
+	T_EXPECT(xferk_import_rail(x, c1, &tok1, remote) == 0, "rail");
+	T_EXPECT_ERR(xferk_import_rail(x, c1, &tok1, remote), EEXIST);
+
+	/* Striped both ways: each device carries a good share. */
+	pkts0 = sent_pkts("rxe0");
+	pkts1 = sent_pkts("rxe1");
+	t_fill(src, len, 1);
+	T_EXPECT(run(x, src_mr, remote, len, XFERK_OP_WRITE) ==
+		 XFERK_STATE_SUCCEEDED && t_check(dst, len, 1) < 0, "striped write");
+	memset(src, 0, len);
+	T_EXPECT(run(x, src_mr, remote, len, XFERK_OP_READ) ==
+		 XFERK_STATE_SUCCEEDED && t_check(src, len, 1) < 0, "striped read");
+	pkts0 = sent_pkts("rxe0") - pkts0;
+	pkts1 = sent_pkts("rxe1") - pkts1;
+	/* Either device's share of 2 * len bytes, in packets of <= 4 KiB. */
+	T_EXPECT(pkts0 >= (long long)(len / 4096 / 2) &&
+		 pkts1 >= (long long)(len / 4096 / 2),
+		 "packets sent: rxe0 %lld, rxe1 %lld", pkts0, pkts1);
+
+	/* rxe1 goes away while the op is held in flight. */
+	rerouted = t_stat("chunks_rerouted");
+	t_fill(src, len, 2);
+	memset(dst, 0, len);
+	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
+		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
+	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
+	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(30000)) == 0,
+		 "no completion was held");
+	T_EXPECT(system("rdma link delete rxe1") == 0, "removing rxe1");
+	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED &&
+		 s.transferred_bytes == len && t_check(dst, len, 2) < 0,
+		 "op across the removal: %d %s, %llu of %llu bytes, error %d", ret,
+		 xferk_state_name(s.state), (unsigned long long)s.transferred_bytes,
+		 (unsigned long long)len, s.first_error);
+	xferk_release(x, op);
+	T_EXPECT(t_stat("chunks_rerouted") > rerouted,
+		 "chunks_rerouted %lld, was %lld", t_stat("chunks_rerouted"),
+		 rerouted);
+	T_EXPECT(xferk_conn_query(x, c1, &info) == 0 &&
+		 info.state == XFERK_CONN_STATE_DOWN, "rxe1's session: state %u",
+		 info.state);
+
+	/* The handle goes on over the rail that is left. */
+	t_fill(src, len, 3);
+	T_EXPECT(run(x, src_mr, remote, len, XFERK_OP_WRITE) ==
+		 XFERK_STATE_SUCCEEDED && t_check(dst, len, 3) < 0,
+		 "write after the removal");
+	xferk_close(x);
+	return t_result();
+}
