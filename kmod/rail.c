@@ -34,6 +34,7 @@
  * other contexts read @nr with smp_load_acquire(). A rail lives until the
  * handle's remote is freed, after the last chunk that may use it.
  */
+#include <kunit/visibility.h>
 #include <linux/slab.h>
 
 #include "xferk.h"
@@ -103,6 +104,7 @@ int xferk_remote_add_rail(struct xferk_remote *rm, struct xferk_remote *rail)
 	smp_store_release(&rm->rails->nr, nr + 1);
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_remote_add_rail);
 
 /* The remote @rm is freed: its rails go with it. */
 void xferk_remote_free_rails(struct xferk_remote *rm)
@@ -133,6 +135,7 @@ void xferk_remote_limits(struct xferk_remote *rm, u32 *pages, u64 *bytes)
 		*bytes = min(*bytes, rm->rails->rail[i]->conn->max_chunk_bytes);
 	}
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_remote_limits);
 
 /* The number of rails of @rm and its @i-th one's session, for op.c. */
 u32 xferk_remote_nr_rails(struct xferk_remote *rm)
@@ -164,6 +167,7 @@ u8 xferk_remote_pick_rail(struct xferk_remote *rm)
 			return (first + i) % nr;
 	return 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_remote_pick_rail);
 
 /* Does @op hold @c (it may only use the sessions it holds)? */
 static bool op_holds(const struct xferk_op *op, const struct xferk_conn *c)
@@ -203,6 +207,7 @@ bool xferk_chunk_may_reroute(const struct xferk_chunk *ch)
 {
 	return chunk_other_rail(ch) >= 0;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_chunk_may_reroute);
 
 /**
  * xferk_chunk_reroute() - move a chunk whose rail failed to another rail

@@ -7,6 +7,9 @@
  *  - bad rails fail with their documented errno and change nothing;
  *  - a WRITE and a READ are striped: both devices carry packets (their
  *    own hw counters), every byte is right;
+ *  - a rail's path dies under an op (fault qp_error): its flushed work
+ *    request moves to the other rail at once instead of waiting for the
+ *    session's next path, and the op succeeds with every byte;
  *  - rxe1 is removed mid-op: the op still succeeds with every byte, the
  *    work requests cut for rxe1 moved to rxe0 (chunks_rerouted), and the
  *    next op on the handle uses the rail that is left.
@@ -58,6 +61,22 @@ static long long sent_pkts(const char *dev)
 	snprintf(path, sizeof(path),
 		 "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts", dev);
 	return t_read_number(path);
+}
+
+/* Both ends of the sessions to each address are up again (30 s scaled). */
+static int sessions_up(void)
+{
+	uint64_t until = t_now_ms() + t_scaled_ms(30000);
+	char addr0[64];
+
+	snprintf(addr0, sizeof(addr0), "%s:", t_peer());
+	while (t_peers_matching(" up ", addr0) < 2 ||
+	       t_peers_matching(" up ", ADDR1 ":") < 2) {
+		if (t_now_ms() > until)
+			return -1;
+		usleep(20000);
+	}
+	return 0;
 }
 
 static int run(struct xferk *x, uint64_t mr, uint64_t remote, uint64_t len,
@@ -157,6 +176,20 @@ int main(void)
 	T_EXPECT(pkts0 >= (long long)(len / 4096 / 2) &&
 		 pkts1 >= (long long)(len / 4096 / 2),
 		 "packets sent: rxe0 %lld, rxe1 %lld", pkts0, pkts1);
+
+	/* A rail's path dies: its flushed work request moves. */
+	rerouted = t_stat("chunks_rerouted");
+	t_fill(src, len, 4);
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("qp_error", 1) == 0, "qp_error knob");
+	T_EXPECT(run(x, src_mr, remote, len, XFERK_OP_WRITE) ==
+		 XFERK_STATE_SUCCEEDED && t_check(dst, len, 4) < 0,
+		 "write across a path's death");
+	T_EXPECT(t_fault_get("qp_error") == 0, "qp_error not used");
+	T_EXPECT(t_stat("chunks_rerouted") > rerouted,
+		 "chunks_rerouted %lld, was %lld after a path's death",
+		 t_stat("chunks_rerouted"), rerouted);
+	T_EXPECT(sessions_up() == 0, "the session did not come back");
 
 	/* rxe1 goes away while the op is held in flight. */
 	rerouted = t_stat("chunks_rerouted");
