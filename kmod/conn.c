@@ -129,7 +129,9 @@ static void conn_recover(struct work_struct *work);
 static void conn_down_work(struct work_struct *work);
 static void conn_timer(struct work_struct *work);
 static void conn_keepalive(struct work_struct *work);
-static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n);
+static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+		       bool move);
+static void conn_move_chunks(struct xferk_conn *c, struct list_head *chunks);
 
 /**
  * xferk_conn_init() - initialization shared by both transports
@@ -301,7 +303,7 @@ static bool conn_resumable(struct xferk_conn *c)
 /*
  * The session's path died: chunks waiting for a send slot that another
  * rail of their remote can take now go there instead of waiting for the
- * next path; one that cannot after all waits again.
+ * next path (see conn_move_chunks()).
  */
 static void conn_reroute_pending(struct xferk_conn *c)
 {
@@ -313,11 +315,7 @@ static void conn_reroute_pending(struct xferk_conn *c)
 		if (xferk_chunk_may_reroute(ch))
 			list_move_tail(&ch->node, &moving);
 	mutex_unlock(&c->lock);
-	list_for_each_entry_safe(ch, tmp, &moving, node) {
-		list_del_init(&ch->node);
-		if (!xferk_chunk_reroute(ch))
-			conn_queue(c, &ch, 1);
-	}
+	conn_move_chunks(c, &moving);
 }
 
 /**
@@ -632,12 +630,15 @@ void xferk_conn_set_up(struct xferk_conn *c)
 
 /*
  * Hands @n chunks, all on @c and not yet posted, to @c in one hold of its
- * lock: see xferk_chunks_queue().
+ * lock: see xferk_chunks_queue(). @move: a chunk that would wait for @c's
+ * next path moves to another rail of its remote that is up.
  */
-static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
+static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+		       bool move)
 {
 	struct xferk_chunk *ch;
 	LIST_HEAD(failed);
+	LIST_HEAD(moving);
 	LIST_HEAD(down);
 	u32 i;
 
@@ -658,6 +659,9 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
 			 */
 			ch->error = -ECANCELED;
 			list_add_tail(&ch->node, &failed);
+		} else if (move && !xferk_conn_postable(c) &&
+			   xferk_chunk_may_reroute(ch)) {
+			list_add_tail(&ch->node, &moving);
 		} else {
 			list_add_tail(&ch->node, &c->pending);
 		}
@@ -666,6 +670,28 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n)
 	mutex_unlock(&c->lock);
 	complete_failed(&failed);
 	reroute_or_complete(&down);
+	conn_move_chunks(c, &moving);
+}
+
+/*
+ * Chunks whose session @c failed under them, not posted, on no list but
+ * @chunks: each moves to another rail of its remote that is up, or else
+ * is queued on @c again (behind the others: it waits for the next path,
+ * or completes as conn_queue() decides when @c is down or its op was
+ * settled). Without any connection's lock.
+ */
+static void conn_move_chunks(struct xferk_conn *c, struct list_head *chunks)
+{
+	struct xferk_chunk *ch, *tmp;
+
+	list_for_each_entry_safe(ch, tmp, chunks, node) {
+		list_del_init(&ch->node);
+		if (xferk_chunk_reroute(ch))
+			continue;
+		if (ch->sent)
+			xferk_chunk_unposted(ch);
+		conn_queue(c, &ch, 1, false);
+	}
 }
 
 /**
@@ -692,7 +718,7 @@ void xferk_chunks_queue(struct xferk_chunk **chs, u32 n)
 		for (run = 1; i + run < n &&
 		     xferk_chunk_remote(chs[i + run])->conn == c; run++)
 			;
-		conn_queue(c, chs + i, run);
+		conn_queue(c, chs + i, run, true);
 	}
 }
 
@@ -706,8 +732,7 @@ static bool chunk_path_error(int error)
  * A posted chunk that came back with @error, its send slot returned: one
  * a path's death flushed (or whose retries it exhausted) was not at fault
  * and waits for the next path while the session lives, unless its op's
- * outcome is decided or another rail of its remote can take it now.
- * Return: true if it was queued again. With c->lock.
+ * outcome is decided. Return: true if it was queued again. With c->lock.
  */
 static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 			       int error)
@@ -715,7 +740,7 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 	lockdep_assert_held(&c->lock);
 	if (!chunk_path_error(error) ||
 	    c->state == XFERK_CONN_DOWN || !conn_resumable(c) ||
-	    xferk_chunk_may_reroute(ch) || xferk_chunk_cancelled(ch))
+	    xferk_chunk_cancelled(ch))
 		return false;
 	xferk_chunk_unposted(ch);
 	list_add_tail(&ch->node, &c->pending);
@@ -730,9 +755,10 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
  * @ch: the chunk
  * @error: 0 or a negative errno (-ECONNRESET: flushed)
  *
- * Returns the send slot, posts what waits for it, and completes the chunk
- * (or queues it again, see conn_repost_locked(), or moves it to another
- * rail). A chunk the path's
+ * Returns the send slot, posts what waits for it, and completes the chunk,
+ * or queues it again (conn_repost_locked()), or, when its path failed under
+ * it and another rail of its remote is up, moves it there
+ * (conn_move_chunks()). A chunk the path's
  * teardown already reclaimed is left to it. Any error means the QP is in
  * the error state: the path posts nothing more and dies.
  */
@@ -740,7 +766,8 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error)
 {
 	LIST_HEAD(failed);
-	bool reposted;
+	LIST_HEAD(moving);
+	bool reposted = false;
 
 	/* A swallowed completion: the work request never reports. */
 	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
@@ -764,13 +791,17 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	c->credits++;
 	if (!--c->outstanding)
 		wake_up_all(&c->idle);
-	reposted = error && conn_repost_locked(c, ch, error);
+	if (chunk_path_error(error) && xferk_chunk_may_reroute(ch))
+		list_add_tail(&ch->node, &moving);
+	else
+		reposted = error && conn_repost_locked(c, ch, error);
 	conn_kick_locked(c, &failed);
 	if (c->nr_acks_due)
 		xferk_msgs_kick_locked(c);
 	mutex_unlock(&c->lock);
-	if (!reposted &&
-	    !(chunk_path_error(error) && xferk_chunk_reroute(ch)))
+	if (!list_empty(&moving))
+		conn_move_chunks(c, &moving);
+	else if (!reposted)
 		xferk_chunk_complete(ch, error);
 	complete_failed(&failed);
 }
@@ -1044,6 +1075,7 @@ void xferk_conn_flush_posted(struct xferk_conn *c)
 {
 	struct xferk_chunk *ch, *tmp;
 	LIST_HEAD(chunks);
+	LIST_HEAD(moving);
 	LIST_HEAD(done);
 
 	mutex_lock(&c->lock);
@@ -1053,15 +1085,19 @@ void xferk_conn_flush_posted(struct xferk_conn *c)
 		ch->posted = false;
 		c->transport->unpost(c, ch);
 		c->credits++;
-		if (!conn_repost_locked(c, ch, -ECONNRESET)) {
-			ch->error = -ECONNRESET;
+		if (xferk_chunk_may_reroute(ch))
+			list_add_tail(&ch->node, &moving);
+		else if (!conn_repost_locked(c, ch, -ECONNRESET))
 			list_add_tail(&ch->node, &done);
-		}
 	}
 	c->outstanding = 0;
 	mutex_unlock(&c->lock);
 	wake_up_all(&c->idle);
-	reroute_or_complete(&done);
+	conn_move_chunks(c, &moving);
+	list_for_each_entry_safe(ch, tmp, &done, node) {
+		list_del_init(&ch->node);
+		xferk_chunk_complete(ch, -ECONNRESET);
+	}
 }
 
 static bool same_host(const struct sockaddr_storage *a,

@@ -395,12 +395,17 @@ void xferk_queue_drop(struct xferk_op *op)
  *
  * Frees the windows it held and lets the next chunks go, in one hold of
  * the queue lock. After an error the op's remaining chunks are dropped
- * first: it cannot succeed any more.
+ * first: it cannot succeed any more. A chunk of a striped op may have
+ * held the QP window of a connection on another device (rail.c): that
+ * device's queue may have work waiting for the window, and is kicked too
+ * (the op holds the connection, the connection its queue).
  */
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
 	struct xferk_qdev *q = op->qdev;
+	struct xferk_qdev *qp_q = container_of(ch->sqp, struct xferk_conn,
+					       sqp)->qdev;
 	ktime_t now = xferk_queue_now();
 	u32 from = 0, dropped = 0;
 
@@ -410,6 +415,8 @@ void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 	if (error)
 		dropped = queue_cancel_locked(op, &from);
 	queue_kick_locked(q, now);
+	if (qp_q && qp_q != q)
+		queue_kick(qp_q);
 	complete_dropped(op, from, dropped);
 }
 

@@ -15,20 +15,25 @@
  * every chunk fits every rail.
  *
  * Failover: a chunk whose rail failed under it (its work request flushed
- * or out of retries, its session down, its path dead while it waited) and
- * that was not at fault moves to another rail whose session is up, among
- * the sessions its op holds, unless its op's outcome is decided
- * (deadline, cancel, failure): xferk_chunk_reroute(). Only a chunk whose
+ * or out of retries, its session down, its path dead while it waited, its
+ * session without a path when it is handed over) and that was not at
+ * fault moves to another rail whose session is up, among the sessions its
+ * op holds and whose device takes it in one work request, unless its op's
+ * outcome is decided (deadline, cancel, failure): xferk_chunk_reroute(). Only a chunk whose
  * work request is terminal or was never posted moves (a flushed one
  * counts when its completion arrived or its QP was destroyed), so as with
  * a repost on a new path, an RDMA READ or WRITE of pinned, unchanged
  * buffers is done again, never twice at once. A chunk that finds no rail
- * up fails (or waits for its session's next path) as without rails.
+ * up waits for its session's next path, or fails if the session is down,
+ * as without rails.
  *
  * The admission queue: an op is admitted to the queue of its fragments'
  * first rails' device and charged to the QP window of the rail each
  * chunk was cut for (struct xferk_chunk.sqp, which it releases even
- * after a move); a moved chunk is queued on its new session directly.
+ * after a move; a window on another device's connection kicks that
+ * device's queue too when it frees); a moved chunk is queued on its new
+ * session directly. A notification (XFERK_SUBMIT_NOTIFY) goes through
+ * the handle's own session, as without rails.
  *
  * Locking: a handle's rails only grow, under its file's lock; readers in
  * other contexts read @nr with smp_load_acquire(). A rail lives until the
@@ -180,17 +185,36 @@ static bool op_holds(const struct xferk_op *op, const struct xferk_conn *c)
 	return false;
 }
 
-/* Another rail @ch could move to now, or -1. */
+/*
+ * Does @ch fit one work request of @c's device? It was cut for the rails
+ * its remote had at submit; a rail added later may be on a device that
+ * takes less.
+ */
+static bool chunk_fits(const struct xferk_chunk *ch, const struct xferk_conn *c)
+{
+	u64 start = ch->region->addr + ch->offset;
+
+	return ch->len <= c->max_chunk_bytes &&
+	       DIV_ROUND_UP(offset_in_page(start) + ch->len, PAGE_SIZE) <=
+	       c->max_chunk_pages;
+}
+
+/*
+ * Another rail @ch could move to now, or -1: its session is up, its op
+ * holds that session, and it takes the chunk in one work request.
+ */
 static int chunk_other_rail(const struct xferk_chunk *ch)
 {
-	struct xferk_remote *rm = ch->remote;
+	struct xferk_remote *rm = ch->remote, *rail;
 	u32 nr = rails_nr(rm), i, r;
 
 	if (nr == 1 || ch->reroutes >= XFERK_MAX_REROUTES)
 		return -1;
 	for (i = 1; i < nr; i++) {
 		r = (ch->rail + i) % nr;
-		if (rail_up(rail_at(rm, r)) && op_holds(ch->op, rail_at(rm, r)->conn))
+		rail = rail_at(rm, r);
+		if (rail_up(rail) && op_holds(ch->op, rail->conn) &&
+		    chunk_fits(ch, rail->conn))
 			return r;
 	}
 	return -1;

@@ -430,7 +430,7 @@ static const int errs_export[] = { EBADF, ESTALE, ERANGE, EACCES, EPERM, EMFILE,
 static const int errs_window[] = { EBADF, ESTALE, ERANGE, EACCES, EPERM, EMFILE,
 				   ENOMEM, ENOTCONN, ECONNRESET, EIO,
 				   EOPNOTSUPP, 0 };
-static const int errs_import[] = { EBADF, ESTALE, EACCES, EMFILE, ENOMEM, 0 };
+static const int errs_import[] = { EBADF, ESTALE, EACCES, EMFILE, ENOMEM, EEXIST, 0 };
 static const int errs_submit[] = { EPERM, ETIMEDOUT, EMFILE, ENOMEM, EBADF,
 				   ESTALE, ERANGE, EACCES, EBUSY, EXDEV,
 				   ESHUTDOWN, EOPNOTSUPP, 0 };

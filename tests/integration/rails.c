@@ -7,9 +7,16 @@
  *  - bad rails fail with their documented errno and change nothing;
  *  - a WRITE and a READ are striped: both devices carry packets (their
  *    own hw counters), every byte is right;
- *  - a rail's path dies under an op (fault qp_error): its flushed work
- *    request moves to the other rail at once instead of waiting for the
- *    session's next path, and the op succeeds with every byte;
+ *  - a QP window two devices' queues share: a striped op (queued on
+ *    rxe0's device) holds the window of the rxe1 session's QP (qp_window
+ *    1, its one work request's completion held back), a plain op on that
+ *    session waits in rxe1's queue; when the window frees, that queue is
+ *    kicked too and the plain op goes (it stalled before);
+ *  - a rail's path dies under an op (fault qp_error) and its new paths
+ *    are refused (fault connect_version): its flushed work request and
+ *    every later one cut for it move to the other rail instead of waiting
+ *    for the session's next path, and the op succeeds with every byte
+ *    while that session is still reconnecting;
  *  - rxe1 is removed mid-op: the op still succeeds with every byte, the
  *    work requests cut for rxe1 moved to rxe0 (chunks_rerouted), and the
  *    next op on the handle uses the rail that is left.
@@ -26,16 +33,29 @@
 #define ADDR1	"10.99.1.1"
 #define SLACK	4096	/* see RXE_MAP_SLACK in two_process.c */
 #define RW	(XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE)
+#define FAULT_VERSION	"/sys/kernel/debug/xferk/fault/connect_version"
 
 static long long saved_delay_ms = -1;
+static long long saved_qp_window = -1;
+
+static int qp_window_set(long long v)
+{
+	char val[32];
+
+	snprintf(val, sizeof(val), "%lld", v);
+	return t_write_file("/sys/class/misc/xferk/queue/qp_window", val);
+}
 
 static void cleanup(void)
 {
 	int ret;
 
 	t_fault_clear();
+	t_write_file(FAULT_VERSION, "0");
 	if (saved_delay_ms >= 0)
 		t_fault_set("delay_ms", saved_delay_ms);
+	if (saved_qp_window >= 0)
+		qp_window_set(saved_qp_window);
 	/* Either may be gone already. */
 	ret = system("rdma link delete rxe1 2>/dev/null; ip link del dummy1 2>/dev/null");
 
@@ -77,6 +97,79 @@ static int sessions_up(void)
 		usleep(20000);
 	}
 	return 0;
+}
+
+static int reconnecting(struct xferk *x, uint64_t conn)
+{
+	struct xferk_conn_info info;
+
+	return !xferk_conn_query(x, conn, &info) &&
+	       info.state == XFERK_CONN_STATE_RECONNECTING;
+}
+
+/* One of the two sessions is (or soon is: 10 s scaled) reconnecting. */
+static int one_reconnecting(struct xferk *x, uint64_t c0, uint64_t c1)
+{
+	uint64_t until = t_now_ms() + t_scaled_ms(10000);
+
+	while (reconnecting(x, c0) + reconnecting(x, c1) != 1) {
+		if (t_now_ms() > until)
+			return -1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/*
+ * A striped op's only work request goes through rxe1's session (a fresh
+ * handle's rotation starts at its second rail) and holds that QP's window
+ * (qp_window 1) while its completion is held; a plain op on that session,
+ * queued on rxe1's device, must go once the window frees.
+ */
+static void shared_window(struct xferk *x, uint64_t c0, uint64_t c1,
+			  uint64_t src_mr, const struct xferk_token *tok0,
+			  const struct xferk_token *tok1)
+{
+	const unsigned int hold_ms = t_debug_kernel() ? 5000 : 2000;
+	uint64_t striped, plain, op1, op2;
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	int ret;
+
+	if (xferk_import(x, c0, tok0, &striped) ||
+	    xferk_import_rail(x, c1, tok1, striped) ||
+	    xferk_import(x, c1, tok1, &plain)) {
+		T_EXPECT(0, "imports");
+		return;
+	}
+	saved_qp_window = t_queue_stat("qp_window");
+	T_EXPECT(qp_window_set(1) == 0, "qp_window");
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
+		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
+	f = (struct xferk_frag) { .mr = src_mr, .len = 1 << 20,
+				  .remote = striped, .opcode = XFERK_OP_WRITE };
+	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op1) == 0,
+		 "striped op");
+	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(10000)) == 0,
+		 "no completion was held");
+	f.remote = plain;
+	f.remote_offset = 1 << 20;
+	T_EXPECT(xferk_submit(x, &f, 1, xferk_now_ns() +
+			      t_scaled_ms(30000) * 1000000ULL, 0, &op2) == 0,
+		 "plain op");
+	ret = xferk_wait(x, op2, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
+		 "plain op behind the shared window: %d %s", ret,
+		 xferk_state_name(s.state));
+	ret = xferk_wait(x, op1, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED, "striped op: %s",
+		 xferk_state_name(s.state));
+	xferk_release(x, op1);
+	xferk_release(x, op2);
+	T_EXPECT(qp_window_set(saved_qp_window) == 0, "qp_window back");
+	xferk_unimport(x, striped);
+	xferk_unimport(x, plain);
 }
 
 static int run(struct xferk *x, uint64_t mr, uint64_t remote, uint64_t len,
@@ -177,18 +270,34 @@ int main(void)
 		 pkts1 >= (long long)(len / 4096 / 2),
 		 "packets sent: rxe0 %lld, rxe1 %lld", pkts0, pkts1);
 
-	/* A rail's path dies: its flushed work request moves. */
+	shared_window(x, c0, c1, src_mr, &tok0, &tok1);
+
+	/*
+	 * A rail's path dies and stays dead: the op does not wait for it
+	 * (reconnect_ms is far longer than the op).
+	 */
 	rerouted = t_stat("chunks_rerouted");
 	t_fill(src, len, 4);
+	T_EXPECT(t_param_scoped("reconnect_ms", 600000) == 0, "reconnect_ms");
 	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_fault_set("qp_error", 1) == 0, "qp_error knob");
-	T_EXPECT(run(x, src_mr, remote, len, XFERK_OP_WRITE) ==
-		 XFERK_STATE_SUCCEEDED && t_check(dst, len, 4) < 0,
-		 "write across a path's death");
+	T_EXPECT(t_write_file(FAULT_VERSION, "1") == 0 &&
+		 t_fault_set("qp_error", 1) == 0, "fault knobs");
+	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	ret = xferk_submit(x, &f, 1, xferk_now_ns() +
+			   t_scaled_ms(60000) * 1000000ULL, 0, &op);
+	if (!ret)
+		ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED &&
+		 t_check(dst, len, 4) < 0, "write across a path's death: %d %s",
+		 ret, xferk_state_name(s.state));
+	xferk_release(x, op);
 	T_EXPECT(t_fault_get("qp_error") == 0, "qp_error not used");
 	T_EXPECT(t_stat("chunks_rerouted") > rerouted,
 		 "chunks_rerouted %lld, was %lld after a path's death",
 		 t_stat("chunks_rerouted"), rerouted);
+	T_EXPECT(one_reconnecting(x, c0, c1) == 0, "no session waits for a path");
+	T_EXPECT(t_write_file(FAULT_VERSION, "0") == 0, "connect_version");
 	T_EXPECT(sessions_up() == 0, "the session did not come back");
 
 	/* rxe1 goes away while the op is held in flight. */

@@ -16,6 +16,7 @@ struct rail_fixture {
 	struct xferk_remote rm[NCONN];	/* rm[i] through c[i]; rm[0] the handle's */
 	struct xferk_conn *held[NCONN];
 	struct xferk_op op;
+	struct xferk_region r;
 	struct xferk_chunk ch;
 };
 
@@ -36,7 +37,9 @@ static int rail_init(struct kunit *test)
 	}
 	f->op.conns = f->held;
 	f->op.nr_conns = NCONN;
-	f->ch = (struct xferk_chunk) { .op = &f->op, .remote = &f->rm[0] };
+	f->r.addr = 0x100000;
+	f->ch = (struct xferk_chunk) { .op = &f->op, .remote = &f->rm[0],
+				       .region = &f->r, .len = 4096 };
 	test->priv = f;
 	return 0;
 }
@@ -133,6 +136,15 @@ static void rail_reroute_targets(struct kunit *test)
 	f->op.nr_conns = 1;
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
 	f->op.nr_conns = NCONN;
+	/* ...whose device takes it in one work request... */
+	f->ch.len = 8192;
+	f->c[1].max_chunk_pages = 1;
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
+	f->c[1].max_chunk_pages = 2;
+	KUNIT_EXPECT_TRUE(test, xferk_chunk_may_reroute(&f->ch));
+	f->c[1].max_chunk_bytes = 4096;
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
+	f->c[1].max_chunk_bytes = SZ_1M;
 	/* ...and a bounded number of times. */
 	f->ch.reroutes = 2 * XFERK_MAX_RAILS;
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));

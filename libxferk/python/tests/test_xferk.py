@@ -159,6 +159,18 @@ def test_token_forms(loop):
         assert imp.handle
 
 
+def test_add_rail_errors(loop):
+    # A rail through the session the handle uses already.
+    with pytest.raises(xferk.XferkError) as e:
+        loop.remote.add_rail(loop.conn, loop.export.token)
+    assert e.value.errno == errno.EEXIST
+    # Same session, but the rail is another range: its length differs.
+    with loop.dst.export(loop.conn, 0, 4096) as short:
+        with pytest.raises(xferk.XferkError) as e:
+            loop.remote.add_rail(loop.conn, short.token)
+        assert e.value.errno == errno.EINVAL
+
+
 # --- transfers ------------------------------------------------------------
 
 def test_loopback_write_read(loop, dev):
