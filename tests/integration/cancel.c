@@ -220,10 +220,9 @@ static void quarantine_limit(const struct t_counters *base)
 }
 
 /*
- * Over rxe: cancel right after submitting 64 MiB; queued chunks never go
- * out. The op's first completion is held back (fault knobs
- * delay_completions/delay_ms, armed while no other op is live, so this op
- * uses them), so the cancel surely comes before the op could finish.
+ * Over rxe: cancel 64 MiB while its first completion is held back
+ * (t_submit_held()), so surely before the op could finish; queued chunks
+ * never go out.
  */
 static void cancel_rdma_posted(void)
 {
@@ -241,10 +240,7 @@ static void cancel_rdma_posted(void)
 	}
 	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
-	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
-		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
-	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
+	T_EXPECT(t_submit_held(x, &f, 1, hold_ms, &op) == 0, "held op");
 	/* Posted chunks complete on their own within half the budget. */
 	ret = xferk_cancel_drain(x, op, xferk_now_ns() +
 				 (t_debug_kernel() ? 60000 : 30000) * MS, &s);

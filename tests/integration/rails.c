@@ -144,15 +144,9 @@ static void shared_window(struct xferk *x, uint64_t c0, uint64_t c1,
 	}
 	saved_qp_window = t_queue_stat("qp_window");
 	T_EXPECT(qp_window_set(1) == 0, "qp_window");
-	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
-		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
 	f = (struct xferk_frag) { .mr = src_mr, .len = 1 << 20,
 				  .remote = striped, .opcode = XFERK_OP_WRITE };
-	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op1) == 0,
-		 "striped op");
-	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(10000)) == 0,
-		 "no completion was held");
+	T_EXPECT(t_submit_held(x, &f, 1, hold_ms, &op1) == 0, "striped op");
 	f.remote = plain;
 	f.remote_offset = 1 << 20;
 	T_EXPECT(xferk_submit(x, &f, 1, xferk_now_ns() +
@@ -306,12 +300,7 @@ int main(void)
 	memset(dst, 0, len);
 	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
-	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
-		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
-	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
-	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(30000)) == 0,
-		 "no completion was held");
+	T_EXPECT(t_submit_held(x, &f, 1, hold_ms, &op) == 0, "held op");
 	T_EXPECT(system("rdma link delete rxe1") == 0, "removing rxe1");
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED &&

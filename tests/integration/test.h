@@ -602,6 +602,33 @@ static inline int t_quiet(void)
 }
 
 /*
+ * Submits @n fragments as an op whose first completion is held back
+ * @hold_ms (fault knobs delay_completions and delay_ms, armed while no
+ * other op is live, so the op uses them): once this returns 0 the op is
+ * surely in flight for that long. The caller restores delay_ms. 0, or -1
+ * (with a message).
+ */
+static inline int t_submit_held(struct xferk *x, const struct xferk_frag *f,
+				uint32_t n, unsigned int hold_ms, uint64_t *op)
+{
+	int ret;
+
+	if (t_quiet() || t_fault_set("delay_ms", hold_ms) ||
+	    t_fault_set("delay_completions", 1))
+		return -1;
+	ret = xferk_submit(x, f, n, XFERK_DEADLINE_NONE, 0, op);
+	if (ret) {
+		fprintf(stderr, "submit: %s\n", strerror(-ret));
+		return -1;
+	}
+	if (t_fault_taken("delay_completions", t_scaled_ms(30000))) {
+		fprintf(stderr, "no completion of the op was held\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Ends the host's session to the peer (reconnect_ms 0 and a write on a
  * QP the fault knob kills): the next CONNECT makes a new one, with a new
  * handshake. 0 when the session is down. Restores every module parameter
