@@ -388,6 +388,26 @@ void xferk_queue_drop(struct xferk_op *op)
 	complete_dropped(op, from, dropped);
 }
 
+/*
+ * Every other device's queue, in its kick work: an item there may wait
+ * for a QP window that was just freed (see xferk_queue_chunk_done()).
+ */
+static void queue_kick_others(struct xferk_qdev *q)
+{
+	struct xferk_qdev *o;
+
+	spin_lock(&xferk_queue_lock);
+	list_for_each_entry(o, &xferk_qdevs, node) {
+		/* One being freed waits for the lock; it has no items. */
+		if (o == q || !kref_get_unless_zero(&o->ref))
+			continue;
+		/* A pending work holds a reference: ours is not the last. */
+		if (!queue_work(xferk_queue_wq, &o->kick_work))
+			xferk_qdev_put(o);
+	}
+	spin_unlock(&xferk_queue_lock);
+}
+
 /**
  * xferk_queue_chunk_done() - a dispatched chunk became terminal
  * @ch: the chunk; it is not yet counted terminal in its op
@@ -395,28 +415,30 @@ void xferk_queue_drop(struct xferk_op *op)
  *
  * Frees the windows it held and lets the next chunks go, in one hold of
  * the queue lock. After an error the op's remaining chunks are dropped
- * first: it cannot succeed any more. A chunk of a striped op may have
- * held the QP window of a connection on another device (rail.c): that
- * device's queue may have work waiting for the window, and is kicked too
- * (the op holds the connection, the connection its queue).
+ * first: it cannot succeed any more. The QP window of a connection that
+ * is a rail (rail.c) is shared by the queues of several devices: items of
+ * another device's queue may wait for it, so when it was full the other
+ * queues are kicked too, in their kick work.
  */
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
 	struct xferk_qdev *q = op->qdev;
-	struct xferk_qdev *qp_q = container_of(ch->sqp, struct xferk_conn,
-					       sqp)->qdev;
+	struct xferk_conn *qp_conn = container_of(ch->sqp, struct xferk_conn,
+						  sqp);
 	ktime_t now = xferk_queue_now();
 	u32 from = 0, dropped = 0;
+	bool was_full;
 
 	spin_lock(&xferk_queue_lock);
+	was_full = ch->sqp->outstanding >= xferk_queue_limits.qp_window;
 	xferk_sched_complete(&q->sched, &op->qitem, ch->len, ch->sqp,
 			     ktime_sub(now, ch->dispatched_at));
 	if (error)
 		dropped = queue_cancel_locked(op, &from);
 	queue_kick_locked(q, now);
-	if (qp_q && qp_q != q)
-		queue_kick(qp_q);
+	if (was_full && test_bit(XFERK_CONN_F_RAIL, &qp_conn->flags))
+		queue_kick_others(q);
 	complete_dropped(op, from, dropped);
 }
 

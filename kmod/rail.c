@@ -30,10 +30,11 @@
  * The admission queue: an op is admitted to the queue of its fragments'
  * first rails' device and charged to the QP window of the rail each
  * chunk was cut for (struct xferk_chunk.sqp, which it releases even
- * after a move; a window on another device's connection kicks that
- * device's queue too when it frees); a moved chunk is queued on its new
- * session directly. A notification (XFERK_SUBMIT_NOTIFY) goes through
- * the handle's own session, as without rails.
+ * after a move). A rail's QP window is thus shared by several devices'
+ * queues: when a full one frees, the other queues are kicked too
+ * (XFERK_CONN_F_RAIL, xferk_queue_chunk_done()). A moved chunk is queued
+ * on its new session directly. A notification (XFERK_SUBMIT_NOTIFY) goes
+ * through the handle's own session, as without rails.
  *
  * Locking: a handle's rails only grow, under its file's lock; readers in
  * other contexts read @nr with smp_load_acquire(). A rail lives until the
@@ -105,6 +106,9 @@ int xferk_remote_add_rail(struct xferk_remote *rm, struct xferk_remote *rail)
 		smp_store_release(&rm->rails, rails);
 	}
 	rm->rails->rail[nr] = rail;
+	/* Their QP windows are shared by several devices' queues. */
+	set_bit(XFERK_CONN_F_RAIL, &rm->conn->flags);
+	set_bit(XFERK_CONN_F_RAIL, &rail->conn->flags);
 	/* The entry before the count that covers it: seen by rails_nr(). */
 	smp_store_release(&rm->rails->nr, nr + 1);
 	return 0;

@@ -336,6 +336,7 @@ enum xferk_conn_state {
 #define XFERK_CONN_F_CLAIMED	1	/* a local object used it: never reaped */
 #define XFERK_CONN_F_KEYED	2	/* @peer_id and @token_key are set */
 #define XFERK_CONN_F_PROBING	3	/* a keepalive probe is posted */
+#define XFERK_CONN_F_RAIL	4	/* a remote handle's rail (rail.c) */
 
 struct xferk_conn;
 struct xferk_chunk;

@@ -11,7 +11,8 @@
  *    rxe0's device) holds the window of the rxe1 session's QP (qp_window
  *    1, its one work request's completion held back), a plain op on that
  *    session waits in rxe1's queue; when the window frees, that queue is
- *    kicked too and the plain op goes (it stalled before);
+ *    kicked too and the plain op goes (it stalled before); and the other
+ *    way round (the striped op waits in rxe0's queue);
  *  - a rail's path dies under an op (fault qp_error) and its new paths
  *    are refused (fault connect_version): its flushed work request and
  *    every later one cut for it move to the other rail instead of waiting
@@ -121,48 +122,71 @@ static int one_reconnecting(struct xferk *x, uint64_t c0, uint64_t c1)
 }
 
 /*
- * A striped op's only work request goes through rxe1's session (a fresh
- * handle's rotation starts at its second rail) and holds that QP's window
- * (qp_window 1) while its completion is held; a plain op on that session,
- * queued on rxe1's device, must go once the window frees.
+ * Op @held holds the QP window of rxe1's session (qp_window 1) while its
+ * one completion is held back; op @waiting, queued on the other device,
+ * needs the same window and must go once it frees.
+ */
+static void window_handover(struct xferk *x, const struct xferk_frag *held,
+			    const struct xferk_frag *waiting, const char *what)
+{
+	const unsigned int hold_ms = t_debug_kernel() ? 5000 : 2000;
+	struct xferk_op_snapshot s;
+	uint64_t op1, op2;
+	int ret;
+
+	T_EXPECT(t_submit_held(x, held, 1, hold_ms, &op1) == 0, "%s: held op",
+		 what);
+	T_EXPECT(xferk_submit(x, waiting, 1, xferk_now_ns() +
+			      t_scaled_ms(30000) * 1000000ULL, 0, &op2) == 0,
+		 "%s: waiting op", what);
+	ret = xferk_wait(x, op2, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
+		 "%s: the op behind the shared window: %d %s", what, ret,
+		 xferk_state_name(s.state));
+	ret = xferk_wait(x, op1, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
+		 "%s: the held op: %s", what, xferk_state_name(s.state));
+	xferk_release(x, op1);
+	xferk_release(x, op2);
+}
+
+/*
+ * A QP window two devices' queues share, both ways: a striped op's only
+ * work request goes through rxe1's session (a fresh handle's rotation
+ * starts at its second rail) while the op is queued on rxe0's device; a
+ * plain op on that session is queued on rxe1's.
  */
 static void shared_window(struct xferk *x, uint64_t c0, uint64_t c1,
 			  uint64_t src_mr, const struct xferk_token *tok0,
 			  const struct xferk_token *tok1)
 {
-	const unsigned int hold_ms = t_debug_kernel() ? 5000 : 2000;
-	uint64_t striped, plain, op1, op2;
-	struct xferk_op_snapshot s;
-	struct xferk_frag f;
-	int ret;
+	uint64_t striped[2], plain;
+	struct xferk_frag fs, fp;
+	int i;
 
-	if (xferk_import(x, c0, tok0, &striped) ||
-	    xferk_import_rail(x, c1, tok1, striped) ||
-	    xferk_import(x, c1, tok1, &plain)) {
-		T_EXPECT(0, "imports");
+	for (i = 0; i < 2; i++)
+		if (xferk_import(x, c0, tok0, &striped[i]) ||
+		    xferk_import_rail(x, c1, tok1, striped[i])) {
+			T_EXPECT(0, "striped imports");
+			return;
+		}
+	if (xferk_import(x, c1, tok1, &plain)) {
+		T_EXPECT(0, "plain import");
 		return;
 	}
 	saved_qp_window = t_queue_stat("qp_window");
 	T_EXPECT(qp_window_set(1) == 0, "qp_window");
-	f = (struct xferk_frag) { .mr = src_mr, .len = 1 << 20,
-				  .remote = striped, .opcode = XFERK_OP_WRITE };
-	T_EXPECT(t_submit_held(x, &f, 1, hold_ms, &op1) == 0, "striped op");
-	f.remote = plain;
-	f.remote_offset = 1 << 20;
-	T_EXPECT(xferk_submit(x, &f, 1, xferk_now_ns() +
-			      t_scaled_ms(30000) * 1000000ULL, 0, &op2) == 0,
-		 "plain op");
-	ret = xferk_wait(x, op2, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
-	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
-		 "plain op behind the shared window: %d %s", ret,
-		 xferk_state_name(s.state));
-	ret = xferk_wait(x, op1, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
-	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED, "striped op: %s",
-		 xferk_state_name(s.state));
-	xferk_release(x, op1);
-	xferk_release(x, op2);
+	fs = (struct xferk_frag) { .mr = src_mr, .len = 1 << 20,
+				   .remote = striped[0], .opcode = XFERK_OP_WRITE };
+	fp = fs;
+	fp.remote = plain;
+	fp.remote_offset = 1 << 20;
+	window_handover(x, &fs, &fp, "striped first");
+	fs.remote = striped[1];
+	window_handover(x, &fp, &fs, "plain first");
 	T_EXPECT(qp_window_set(saved_qp_window) == 0, "qp_window back");
-	xferk_unimport(x, striped);
+	for (i = 0; i < 2; i++)
+		xferk_unimport(x, striped[i]);
 	xferk_unimport(x, plain);
 }
 
