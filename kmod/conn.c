@@ -145,6 +145,8 @@ static void conn_move_chunks(struct xferk_conn *c, struct list_head *chunks);
 void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 		     struct net *net, bool active)
 {
+	int i;
+
 	kref_init(&c->ref);
 	INIT_LIST_HEAD(&c->node);
 	INIT_HLIST_NODE(&c->peer_node);
@@ -171,7 +173,16 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);
 	INIT_DELAYED_WORK(&c->keepalive_work, conn_keepalive);
 	spin_lock_init(&c->cm_lock);
-	init_completion(&c->cm_ready);
+	for (i = 0; i < XFERK_MAX_QPS; i++) {
+		c->lanes[i].conn = c;
+		c->lanes[i].index = i;
+		init_completion(&c->lanes[i].cm_ready);
+		/* The first's creator completes it; the others', once made. */
+		if (i)
+			complete_all(&c->lanes[i].cm_ready);
+	}
+	c->nr_qps = 1;
+	c->sqp.nr_qps = 1;
 	init_completion(&c->reg_done);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->free_sends);
@@ -498,7 +509,7 @@ bool xferk_conn_postable(struct xferk_conn *c)
 bool xferk_conn_qp_live(struct xferk_conn *c)
 {
 	lockdep_assert_held(&c->lock);
-	return c->qp && c->state != XFERK_CONN_DOWN &&
+	return c->lanes[0].qp && c->state != XFERK_CONN_DOWN &&
 	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 }
 
@@ -518,7 +529,9 @@ static int conn_chunk_refused(struct xferk_chunk *ch)
  * Posts pending chunks while there are send slots, in order, up to
  * XFERK_POST_BATCH per call into the transport. A chunk it refused goes
  * to @failed with its error; the ones behind it go back to the head of
- * the queue. Called with c->lock.
+ * the queue. Chunks it took none of without an error (its QPs' send
+ * queues are full) wait there too, until a completion kicks again.
+ * Called with c->lock.
  */
 static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
@@ -551,10 +564,15 @@ static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 		c->outstanding += posted;
 		if (posted == n)
 			continue;
-		batch[posted]->error = error;
-		list_add_tail(&batch[posted]->node, failed);
-		for (i = n; i-- > posted + 1; )
+		if (error) {
+			batch[posted]->error = error;
+			list_add_tail(&batch[posted]->node, failed);
+			posted++;
+		}
+		for (i = n; i-- > posted; )
 			list_add(&batch[i]->node, &c->pending);
+		if (!error && !posted)
+			break;
 	}
 }
 
@@ -625,6 +643,27 @@ void xferk_conn_set_up(struct xferk_conn *c)
 	}
 	mutex_unlock(&c->lock);
 	conn_drop_creator(c);
+	complete_failed(&failed);
+}
+
+/**
+ * xferk_conn_lane_up() - one more QP of the session's path is established
+ * @c: the session
+ * @l: the QP's lane (not the path's first)
+ *
+ * It takes chunks from now on, unless the path it joined is dying. On the
+ * accepting end it may be up before the path's first QP.
+ */
+void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l)
+{
+	LIST_HEAD(failed);
+
+	mutex_lock(&c->lock);
+	if (c->path_live && xferk_conn_qp_live(c) && l->qp) {
+		l->live = true;
+		conn_kick_locked(c, &failed);
+	}
+	mutex_unlock(&c->lock);
 	complete_failed(&failed);
 }
 
@@ -972,7 +1011,7 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 		return;
 	}
 	c->path_live = true;
-	reinit_completion(&c->cm_ready);
+	reinit_completion(&c->lanes[0].cm_ready);
 	c->next_attempt = ktime_add_ms(now, reconnect_backoff_ms(c->attempts++));
 	deadline = ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
 	c->attempt_deadline = deadline;
@@ -991,8 +1030,8 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
  * @c: the session, of an end the peer initiated
  *
  * For the accepting end, under the handshake's deadline like an attempt.
- * Its teardown waits for cm_ready, which the caller completes once the
- * new cm_id is the connection's.
+ * Its teardown waits for the first lane's cm_ready, which the caller
+ * completes once the new cm_id is the connection's.
  *
  * Return: false if the session has a path or is not RECONNECTING.
  */
@@ -1005,7 +1044,7 @@ bool xferk_conn_path_attach(struct xferk_conn *c)
 	ok = c->state == XFERK_CONN_RECONNECTING && !c->path_live;
 	if (ok) {
 		c->path_live = true;
-		reinit_completion(&c->cm_ready);
+		reinit_completion(&c->lanes[0].cm_ready);
 		c->attempt_deadline =
 			ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
 		clear_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
@@ -1393,6 +1432,7 @@ int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		.reconnects = c->reconnects,
 		.reposted = c->reposted,
 		.initiator = c->active,
+		.nr_qps = c->nr_qps,
 	};
 	mutex_unlock(&c->lock);
 	mutex_unlock(&xf->lock);

@@ -113,24 +113,41 @@ static unsigned int revokes_unanswered(const struct xferk_conn *c)
 	return n;
 }
 
+/* QPs of @c's path that take chunks now. With c->lock. */
+static u32 lanes_live(struct xferk_conn *c)
+{
+	u32 i, n = xferk_conn_postable(c);
+
+	for (i = 1; i < c->nr_qps; i++)
+		n += c->lanes[i].live;
+	return n;
+}
+
 static int peers_show(struct seq_file *m, void *unused)
 {
 	struct xferk_conn *c;
+	u32 i;
 
-	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path_live attempts reconnects reposted peer_caps revokes_unanswered answers_owed\n");
+	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path_live attempts reconnects reposted peer_caps revokes_unanswered answers_owed qps qps_live qp_posts\n");
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		mutex_lock(&c->lock);
-		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %d %u %llu %llu %#llx %u %u\n",
+		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %d %u %llu %llu %#llx %u %u %u %u ",
 			   c->id, c->transport->name,
 			   c->active ? "active" : "passive",
-			   conn_states[c->state], &c->peer, READ_ONCE(c->qp_num),
+			   conn_states[c->state], &c->peer,
+			   READ_ONCE(c->lanes[0].qp_num),
 			   c->outstanding, c->error,
 			   test_bit(XFERK_CONN_F_QP_DEAD, &c->flags),
 			   test_bit(XFERK_CONN_F_CLAIMED, &c->flags),
 			   c->path_gen, c->path_live, c->attempts,
 			   c->reconnects, c->reposted, c->peer_caps,
-			   revokes_unanswered(c), c->nr_acks_due);
+			   revokes_unanswered(c), c->nr_acks_due, c->nr_qps,
+			   lanes_live(c));
+		for (i = 0; i < c->nr_qps; i++)
+			seq_printf(m, "%s%llu", i ? "," : "",
+				   c->lanes[i].posts);
+		seq_putc(m, '\n');
 		mutex_unlock(&c->lock);
 	}
 	mutex_unlock(&xferk_conns_lock);

@@ -103,6 +103,22 @@ module_param_cb(max_passive_conns, &passive_limit_ops,
 MODULE_PARM_DESC(max_passive_conns,
 		 "Connections peers may open to this host's listener; more are refused (default 256, 0: none)");
 
+unsigned int xferk_qps_per_session = 1;
+
+static int qps_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, XFERK_MAX_QPS);
+}
+
+static const struct kernel_param_ops qps_ops = {
+	.set = qps_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(qps_per_session, &qps_ops, &xferk_qps_per_session, 0644);
+MODULE_PARM_DESC(qps_per_session,
+		 "RC QPs per path of a new session whose CONNECT names none (default 1, at most 8)");
+
 unsigned int xferk_passive_idle_ms = 300000;
 unsigned int xferk_handshake_timeout_ms = 10000;
 

@@ -100,12 +100,15 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	struct xferk_conn *c;
 	int ret;
 
-	if ((a->flags & ~XFERK_CONNECT_NULL_PEER) ||
-	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
+	if ((a->flags & ~XFERK_CONNECT_NULL_PEER) || a->reserved0 ||
+	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)) ||
+	    a->nr_qps > XFERK_MAX_QPS)
 		return -EINVAL;
 	if (a->flags & XFERK_CONNECT_NULL_PEER) {
 		if (!capable(CAP_SYS_ADMIN))
 			return -EPERM;
+		if (a->nr_qps)
+			return -EINVAL;
 	} else {
 		if (a->null_delay_ns ||
 		    a->timeout_ms > XFERK_CONNECT_MAX_TIMEOUT_MS)
@@ -123,7 +126,9 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		c = xferk_conn_null_create(a->null_delay_ns);
 	else
 		c = xferk_conn_connect(current->nsproxy->net_ns, &peer,
-				       a->timeout_ms ?: 5000, xf->qacct);
+				       a->timeout_ms ?: 5000,
+				       a->nr_qps ?: READ_ONCE(xferk_qps_per_session),
+				       xf->qacct);
 	if (IS_ERR(c)) {
 		kfree(cr);
 		return PTR_ERR(c);

@@ -431,7 +431,8 @@ void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 	bool was_full;
 
 	spin_lock(&xferk_queue_lock);
-	was_full = ch->sqp->outstanding >= xferk_queue_limits.qp_window;
+	was_full = ch->sqp->outstanding >=
+		   xferk_sched_qp_window(ch->sqp, xferk_queue_limits.qp_window);
 	xferk_sched_complete(&q->sched, &op->qitem, ch->len, ch->sqp,
 			     ktime_sub(now, ch->dispatched_at));
 	if (error)

@@ -31,6 +31,15 @@
  * we refuse gets struct xferk_cm_rej with a reason code (never an errno);
  * whatever reject a peer sends, the initiator maps it to one documented
  * errno.
+ * A session of several QPs (nr_qps, agreed in its first handshake: the
+ * initiator asks, the acceptor grants at most XFERK_MAX_QPS) makes each
+ * path's first QP by that handshake; once it is established the
+ * initiator connects every other QP of the path from the same source
+ * address, each request naming the session like a new path does (both
+ * ids, the path's sequence number, the QP's index, under the session's
+ * MAC); the acceptor takes it only for the path it has now, once per
+ * index, on the session's PD and CQ. Any QP of a path failing is the path
+ * dying.
  * Passive ends are bounded (max_passive_conns), their handshake is
  * bounded (handshake_timeout_ms), and one no local user claims within
  * passive_idle_ms is reaped.
@@ -75,7 +84,8 @@
 struct xferk_cm_msg {
 	__be32 magic;
 	__be16 version;
-	__be16 reserved;
+	u8 nr_qps;		/* new: asked, accepted: granted (0 means 1) */
+	u8 lane;		/* a QP joining a path: its index (1..) */
 	__be64 caps;
 	__be64 conn_id;		/* the sender's local connection id */
 	u8 key_half[16];	/* the sender's half of the token key (new) */
@@ -162,6 +172,7 @@ static DEFINE_MUTEX(xferk_dma_lock);
  * @node: on conn->free_sends while free (conn->lock)
  * @cqe: its completion
  * @ch: the chunk it carries while posted
+ * @lane: the QP it is posted on (while posted)
  * @nr_sge: entries of @sge: one per page, or per run of pages whose DMA
  *	addresses follow each other
  * @per_post: @sge was mapped for this post (direction @dir): the
@@ -174,6 +185,7 @@ struct xferk_send {
 	struct list_head node;
 	struct ib_cqe cqe;
 	struct xferk_chunk *ch;
+	struct xferk_lane *lane;
 	int nr_sge;
 	bool per_post;
 	enum dma_data_direction dir;
@@ -605,14 +617,39 @@ static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
 
 	lockdep_assert_held(&c->lock);
 	send_unmap(c->pd->device, s);
+	s->lane->posted--;
 	s->ch = NULL;
 	ch->send = NULL;
 	list_add(&s->node, &c->free_sends);
 }
 
 /*
- * The chunks' work requests as one chain, one ib_post_send() (one
- * doorbell). Every one is signaled: its completion is what returns its
+ * The path's QP with the fewest chunks posted, if it has room for one:
+ * the first while the path is postable, the others once they joined. The
+ * search starts after the last one picked, so QPs equally busy take turns.
+ */
+static struct xferk_lane *lane_pick(struct xferk_conn *c)
+{
+	struct xferk_lane *best = NULL, *l;
+	u32 i;
+
+	lockdep_assert_held(&c->lock);
+	for (i = 0; i < c->nr_qps; i++) {
+		l = &c->lanes[(c->next_lane + i) % c->nr_qps];
+		if ((l->index == 0 || l->live) &&
+		    (!best || l->posted < best->posted))
+			best = l;
+	}
+	if (!best || best->posted >= XFERK_QP_CTXS)
+		return NULL;
+	c->next_lane = best->index + 1;
+	return best;
+}
+
+/*
+ * The chunks' work requests as one chain on the least busy QP of the path,
+ * one ib_post_send() (one doorbell); as many as its send queue takes (the
+ * rest wait, *@error 0). Every one is signaled: its completion is what returns its
  * send slot and counts its chunk in the op, so each chunk learns its own
  * outcome, and a flushed or failed work request is its own chunk's. (On
  * an RC send queue one completion would also vouch for every work request
@@ -622,15 +659,22 @@ static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
 static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
 			  u32 n, int *error)
 {
+	struct xferk_lane *l = lane_pick(c);
 	const struct ib_send_wr *bad = NULL;
 	struct ib_send_wr *first = NULL, **link = &first;
 	u32 ready, i;
 	int ret = 0;
 
+	*error = 0;
+	if (!l)
+		return 0;
+	n = min_t(u32, n, XFERK_QP_CTXS - l->posted);
 	for (ready = 0; ready < n; ready++) {
 		ret = send_prepare(c, chs[ready]);
 		if (ret)
 			break;
+		chs[ready]->send->lane = l;
+		l->posted++;
 		*link = &chs[ready]->send->wr.wr;
 		link = &chs[ready]->send->wr.wr.next;
 	}
@@ -640,26 +684,29 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
 	if (atomic_dec_if_positive(&xferk_fault_qp_error) >= 0) {
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
-		ib_modify_qp(c->qp, &attr, IB_QP_STATE);
+		ib_modify_qp(l->qp, &attr, IB_QP_STATE);
 	}
 	if (ready > 1 && atomic_dec_if_positive(&xferk_fault_refuse_chain) >= 0) {
 		/* As a driver whose queue takes the first half: bad_wr after. */
 		chs[ready / 2 - 1]->send->wr.wr.next = NULL;
-		ret = ib_post_send(c->qp, first, &bad);
+		ret = ib_post_send(l->qp, first, &bad);
 		if (!ret) {
 			bad = &chs[ready / 2]->send->wr.wr;
 			ret = -ENOMEM;
 		}
 	} else {
-		ret = ib_post_send(c->qp, first, &bad);
+		ret = ib_post_send(l->qp, first, &bad);
 	}
-	if (!ret)
+	if (!ret) {
+		l->posts += ready;
 		return ready;
+	}
 	/* The driver posted the work requests before @bad, none after. */
 	for (i = 0; i < ready && &chs[i]->send->wr.wr != bad; i++)
 		;
 	WARN_ON_ONCE(i == ready);
 	n = i;
+	l->posts += n;
 	for (; i < ready; i++)
 		conn_rdma_unpost(c, chs[i]);
 	if (ret == -ENOMEM) {
@@ -682,18 +729,25 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	struct rdma_cm_id *id;
+	struct xferk_lane *l;
 
-	wait_for_completion(&c->cm_ready);
-	spin_lock_irq(&c->cm_lock);
-	id = c->cm_id;
-	c->cm_id = NULL;
-	spin_unlock_irq(&c->cm_lock);
-	if (id)
-		rdma_destroy_id(id);
+	/* Every QP's: none joins the path any more (it is marked dead). */
+	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++) {
+		wait_for_completion(&l->cm_ready);
+		spin_lock_irq(&c->cm_lock);
+		id = l->cm_id;
+		l->cm_id = NULL;
+		spin_unlock_irq(&c->cm_lock);
+		if (id)
+			rdma_destroy_id(id);
+	}
 	/* Also for a half-connected QP: error state flushes everything. */
-	if (!c->qp)
+	for (l = c->lanes + 1; l < c->lanes + XFERK_MAX_QPS; l++)
+		if (l->qp)
+			ib_modify_qp(l->qp, &attr, IB_QP_STATE);
+	if (!c->lanes[0].qp)
 		return;
-	ib_modify_qp(c->qp, &attr, IB_QP_STATE);
+	ib_modify_qp(c->lanes[0].qp, &attr, IB_QP_STATE);
 	/*
 	 * The message ring's flushes handled before the QP and CQ go (bounded,
 	 * like the chunks' wait): soft-RoCE frees a CQ whose completion
@@ -705,17 +759,27 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 }
 
 /*
- * QP first, then CQ: ib_free_cq() waits for a running completion callback.
- * A registration still waiting for its completion gets none now: it is
- * released here, as failed (before teardown revokes exports).
+ * QPs first, then the CQ: ib_free_cq() waits for a running completion
+ * callback. A registration still waiting for its completion gets none now:
+ * it is released here, as failed (before teardown revokes exports).
  */
 static void conn_rdma_quiesce(struct xferk_conn *c)
 {
-	if (c->qp)
-		ib_destroy_qp(c->qp);
+	struct ib_qp *qps[XFERK_MAX_QPS];
+	int i;
+
+	mutex_lock(&c->lock);
+	for (i = 0; i < XFERK_MAX_QPS; i++) {
+		qps[i] = c->lanes[i].qp;
+		c->lanes[i].qp = NULL;
+		c->lanes[i].live = false;
+	}
+	mutex_unlock(&c->lock);
+	for (i = 0; i < XFERK_MAX_QPS; i++)
+		if (qps[i])
+			ib_destroy_qp(qps[i]);
 	if (c->cq)
 		ib_free_cq(c->cq);
-	c->qp = NULL;
 	c->cq = NULL;
 	complete(&c->reg_done);
 }
@@ -758,14 +822,15 @@ static int conn_rdma_probe(struct xferk_conn *c)
 		.wr.wr_cqe = &c->keepalive_cqe,
 		.wr.send_flags = IB_SEND_SIGNALED,
 	};
+	struct ib_qp *qp = c->lanes[0].qp;
 	enum ib_port_state state;
 
 	lockdep_assert_held(&c->lock);
-	if (ib_get_cached_port_state(c->qp->device, c->qp->port, &state) ||
+	if (ib_get_cached_port_state(qp->device, qp->port, &state) ||
 	    state != IB_PORT_ACTIVE)
 		return -EAGAIN;
 	c->keepalive_cqe.done = conn_probe_done;
-	return ib_post_send(c->qp, &wr.wr, NULL);
+	return ib_post_send(qp, &wr.wr, NULL);
 }
 
 /* ---- session messages ---- */
@@ -793,7 +858,7 @@ static int msg_post_recv(struct xferk_conn *c, int i)
 	int ret;
 
 	c->msgs->recv_cqe[i].done = conn_msg_recv_done;
-	ret = ib_post_recv(c->qp, &wr, NULL);
+	ret = ib_post_recv(c->lanes[0].qp, &wr, NULL);
 	if (!ret)
 		atomic_inc(&c->msgs->inflight);
 	return ret;
@@ -889,7 +954,7 @@ static int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
 				      DMA_BIDIRECTIONAL);
 	m->send_seq[i] = seq;
 	m->send_cqe[i].done = conn_msg_send_done;
-	if (ib_post_send(c->qp, &wr, NULL)) {
+	if (ib_post_send(c->lanes[0].qp, &wr, NULL)) {
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
@@ -960,8 +1025,8 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 	/* What it reads if teardown, not the completion, releases it. */
 	WRITE_ONCE(c->reg_status, -ENOTCONN);
 	mutex_lock(&c->lock);
-	ret = xferk_conn_postable(c) ? ib_post_send(c->qp, &wr.wr, NULL) :
-				       -ENOTCONN;
+	ret = xferk_conn_postable(c) ?
+	      ib_post_send(c->lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
 	mutex_unlock(&c->lock);
 	if (ret == -ENOTCONN)
 		return ret;
@@ -1116,14 +1181,15 @@ const struct xferk_transport xferk_rdma_transport = {
  */
 static void conn_qp_event(struct ib_event *ev, void *ctx)
 {
-	struct xferk_conn *c = ctx;
+	struct xferk_lane *l = ctx;
+	struct xferk_conn *c = l->conn;
 	unsigned long flags;
 
 	switch (ev->event) {
 	case IB_EVENT_COMM_EST:
 		spin_lock_irqsave(&c->cm_lock, flags);
-		if (c->cm_id)
-			rdma_notify(c->cm_id, IB_EVENT_COMM_EST);
+		if (l->cm_id)
+			rdma_notify(l->cm_id, IB_EVENT_COMM_EST);
 		spin_unlock_irqrestore(&c->cm_lock, flags);
 		break;
 	case IB_EVENT_SQ_DRAINED:
@@ -1139,22 +1205,73 @@ static void conn_qp_event(struct ib_event *ev, void *ctx)
 }
 
 /*
- * CQ and QP of a new path on @id's (attached) device; the session's first
- * path also makes its PD and lists its send slots (allocated with the
- * connection, charged to whoever caused it; a dead path's teardown gives
- * every slot back). A later path must be on the session's device.
+ * Lane @l's QP on @id, on the session's PD and the path's CQ. Each QP's
+ * send queue takes XFERK_QP_CTXS chunks (lane_pick() keeps it so); the
+ * first's also a registration, a probe and the messages, and only it
+ * receives. Published under c->lock: a joining QP's request checks that
+ * the path has its first.
+ */
+static int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
+			  struct rdma_cm_id *id)
+{
+	struct ib_device *dev = id->device;
+	struct ib_qp_init_attr init = {
+		.event_handler = conn_qp_event,
+		.qp_context = l,
+		.send_cq = c->cq,
+		.recv_cq = c->cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.port_num = id->port_num,
+		.cap.max_send_wr = XFERK_QP_CTXS,
+		.cap.max_recv_wr = 1,
+		.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge,
+					  XFERK_MAX_SGE),
+		.cap.max_recv_sge = 1,
+	};
+	int ret;
+
+	if (dev != c->pd->device)
+		return -ENODEV;
+	if (!l->index) {
+		init.cap.max_send_wr += 2 + XFERK_MSG_SENDS;
+		init.cap.max_recv_wr = XFERK_MSG_RECVS;
+	}
+	ret = rdma_create_qp(id, c->pd, &init);
+	if (ret)
+		return ret;
+	mutex_lock(&c->lock);
+	l->qp = id->qp;
+	mutex_unlock(&c->lock);
+	WRITE_ONCE(l->qp_num, id->qp->qp_num);
+	/*
+	 * The path's QPs have the same capabilities. A device that claims 0
+	 * read SGEs still gets one page per chunk.
+	 */
+	if (!l->index)
+		c->max_chunk_pages = clamp_t(u32,
+					     min_t(u32, init.cap.max_send_sge,
+						   dev->attrs.max_sge_rd),
+					     1, XFERK_MAX_SGE);
+	return rdma_set_ack_timeout(id, XFERK_ACK_TIMEOUT);
+}
+
+/*
+ * CQ and first QP of a new path on @id's (attached) device; the session's
+ * first path also makes its PD and lists its send slots (allocated with
+ * the connection, charged to whoever caused it; a dead path's teardown
+ * gives every slot back). A later path must be on the session's device.
  */
 static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 {
 	struct ib_device *dev = id->device;
-	struct ib_qp_init_attr init = {};
 	int i, ret;
 
 	if (c->pd) {
 		if (c->pd->device != dev)
 			return -ENODEV;
 	} else {
-		for (i = 0; i < XFERK_QP_CTXS; i++)
+		for (i = 0; i < c->nr_qps * XFERK_QP_CTXS; i++)
 			list_add_tail(&c->sends[i].node, &c->free_sends);
 		c->pd = ib_alloc_pd(dev, 0);
 		if (IS_ERR(c->pd)) {
@@ -1170,44 +1287,25 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 		c->msgs->mapped = true;
 	}
 	/*
-	 * One CQE per chunk, an export's registration, a keepalive probe,
-	 * each message buffer. An unbound workqueue: completion handling (the
-	 * op's accounting, the queue, the next posts, io_uring completions)
-	 * runs on any CPU, not only on the one whose softirq raised it (a
-	 * software device's tasklets run there too).
+	 * One CQE per chunk (every QP's send slots), an export's
+	 * registration, a keepalive probe, each message buffer. An unbound
+	 * workqueue: completion handling (the op's accounting, the queue, the
+	 * next posts, io_uring completions) runs on any CPU, not only on the
+	 * one whose softirq raised it (a software device's tasklets run there
+	 * too).
 	 */
-	c->cq = ib_alloc_cq(dev, c, XFERK_QP_CTXS + 2 + XFERK_MSG_SENDS +
-			    XFERK_MSG_RECVS, 0, IB_POLL_UNBOUND_WORKQUEUE);
+	c->cq = ib_alloc_cq(dev, c, c->nr_qps * XFERK_QP_CTXS + 2 +
+			    XFERK_MSG_SENDS + XFERK_MSG_RECVS, 0,
+			    IB_POLL_UNBOUND_WORKQUEUE);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
 		c->cq = NULL;
 		return ret;
 	}
-	init.event_handler = conn_qp_event;
-	init.qp_context = c;
-	init.send_cq = c->cq;
-	init.recv_cq = c->cq;
-	init.qp_type = IB_QPT_RC;
-	init.sq_sig_type = IB_SIGNAL_REQ_WR;
-	init.port_num = id->port_num;
-	/* Chunks, registration, probe, messages. */
-	init.cap.max_send_wr = XFERK_QP_CTXS + 2 + XFERK_MSG_SENDS;
-	init.cap.max_recv_wr = XFERK_MSG_RECVS;
-	init.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge, XFERK_MAX_SGE);
-	init.cap.max_recv_sge = 1;
-	ret = rdma_create_qp(id, c->pd, &init);
+	ret = lane_create_qp(c, &c->lanes[0], id);
 	if (ret)
 		return ret;
-	c->qp = id->qp;
-	WRITE_ONCE(c->qp_num, c->qp->qp_num);
-	ret = msg_path_init(c);
-	if (ret)
-		return ret;
-	/* A device that claims 0 read SGEs still gets one page per chunk. */
-	c->max_chunk_pages = clamp_t(u32, min_t(u32, init.cap.max_send_sge,
-						dev->attrs.max_sge_rd),
-				     1, XFERK_MAX_SGE);
-	return rdma_set_ack_timeout(id, XFERK_ACK_TIMEOUT);
+	return msg_path_init(c);
 }
 
 /* ---- handshake ---- */
@@ -1230,16 +1328,18 @@ static u64 cm_msg_mac(const struct xferk_cm_msg *m, const struct xferk_conn *c)
 }
 
 /*
- * A message of a session's new path: both ids and the request's sequence
+ * A message of a session's new path, or of a QP joining its path (@lane
+ * its index, 0 for the path's first): both ids and the path's sequence
  * number (in the key half's first bytes), under the session's key.
  */
 static void cm_msg_init_resume(struct xferk_cm_msg *m,
-			       const struct xferk_conn *c, u64 seq)
+			       const struct xferk_conn *c, u64 seq, u32 lane)
 {
 	static const u8 no_key[16];
 
 	cm_msg_init(m, c, xferk_fault_connect_version ?: XFERK_PROTO_VERSION,
 		    no_key);
+	m->lane = lane;
 	put_unaligned_be64(seq, m->key_half);
 	m->resume_id = cpu_to_be64(c->peer_id);
 	m->mac = cpu_to_be64(cm_msg_mac(m, c));
@@ -1258,6 +1358,14 @@ static bool cm_msg_resumes(const struct xferk_cm_msg *m,
 	       be64_to_cpu(m->conn_id) == c->peer_id &&
 	       be64_to_cpu(m->resume_id) == c->local_id &&
 	       be64_to_cpu(m->mac) == cm_msg_mac(m, c);
+}
+
+/* Does @m accept lane @l into session @c's path, from its peer end? */
+static bool cm_msg_joins(const struct xferk_cm_msg *m,
+			 const struct xferk_conn *c, const struct xferk_lane *l)
+{
+	return cm_msg_resumes(m, c) && m->lane == l->index &&
+	       cm_msg_seq(m) == READ_ONCE(c->resume_seq);
 }
 
 /* The peer's private data as one of our messages, or NULL. */
@@ -1361,6 +1469,134 @@ static bool conn_resuming(struct xferk_conn *c)
 }
 
 /*
+ * The session's QPs per path: @nr of them (what the initiator asks, what
+ * the acceptor grants), one QP window each in the admission queue. Set
+ * before the session is keyed, so before anything is dispatched to it.
+ */
+static void conn_set_qps(struct xferk_conn *c, u32 nr)
+{
+	c->nr_qps = nr;
+	WRITE_ONCE(c->sqp.nr_qps, nr);
+}
+
+static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
+/*
+ * The initiator's QP @l joins the path: from @src (the first QP's source
+ * address, so on the same device), unless the path is already dying.
+ * Teardown, which marks it dead under c->lock first, waits for cm_ready.
+ */
+static void lane_start(struct xferk_conn *c, struct xferk_lane *l,
+		       struct sockaddr_storage *src)
+{
+	struct rdma_cm_id *id;
+	bool ok;
+	int ret;
+
+	id = rdma_create_id(c->net, xferk_cm_handler, l, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		xferk_conn_path_down(c, -ENOMEM, XFERK_PATH_QP);
+		return;
+	}
+	mutex_lock(&c->lock);
+	ok = xferk_conn_qp_live(c) && !l->cm_id;
+	if (ok) {
+		reinit_completion(&l->cm_ready);
+		spin_lock_irq(&c->cm_lock);
+		l->cm_id = id;
+		spin_unlock_irq(&c->cm_lock);
+	}
+	mutex_unlock(&c->lock);
+	if (!ok) {
+		rdma_destroy_id(id);
+		return;
+	}
+	ret = rdma_resolve_addr(id, (struct sockaddr *)src,
+				(struct sockaddr *)&c->peer, XFERK_RESOLVE_MS);
+	/* The handler's alone with @id now; teardown may destroy it. */
+	complete_all(&l->cm_ready);
+	if (ret)
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+}
+
+/* The path's first QP (@first) is established: the others join it. */
+static void lanes_start(struct xferk_conn *c, struct rdma_cm_id *first)
+{
+	struct sockaddr_storage src = first->route.addr.src_addr;
+	u32 i;
+
+	if (src.ss_family == AF_INET)
+		((struct sockaddr_in *)&src)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&src)->sin6_port = 0;
+	for (i = 1; i < c->nr_qps; i++)
+		lane_start(c, &c->lanes[i], &src);
+}
+
+/*
+ * Events of a QP joining a path (either end). Whatever fails is the
+ * path's failure; the teardown of a dying path destroys the cm_id before
+ * the QP it may have created here.
+ */
+static void lane_event(struct xferk_lane *l, struct rdma_cm_id *id,
+		       struct rdma_cm_event *ev)
+{
+	struct xferk_conn *c = l->conn;
+	const struct xferk_cm_msg *rep;
+	struct rdma_conn_param param;
+	struct xferk_cm_msg req;
+	int ret;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, XFERK_RESOLVE_MS);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ret = lane_create_qp(c, l, id);
+		if (ret)
+			break;
+		cm_msg_init_resume(&req, c, READ_ONCE(c->resume_seq), l->index);
+		conn_param_init(&param, id->device, &req, sizeof(req));
+		ret = rdma_connect_locked(id, &param);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		rep = cm_msg_parse(ev->param.conn.private_data,
+				   ev->param.conn.private_data_len);
+		if (c->active && (!rep || !cm_msg_joins(rep, c, l))) {
+			ret = -EPROTO;
+			break;
+		}
+		xferk_conn_lane_up(c, l);
+		return;
+	case RDMA_CM_EVENT_REJECTED:
+		ret = c->active ? conn_reject_errno(id, ev) : -ECONNRESET;
+		if (ret == -EALREADY)
+			ret = -EPROTO;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		ret = -EHOSTUNREACH;
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		ret = -ECONNREFUSED;
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		xferk_conn_down(c, -ENODEV);
+		return;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
+		return;
+	default:
+		return;
+	}
+	if (ret)
+		xferk_conn_path_down(c, ret, c->active ? XFERK_PATH_QP :
+							 XFERK_PATH_PEER);
+}
+
+/*
  * Events of an end we initiated. The connection may be going down
  * concurrently: then nothing is created, and teardown, which destroys the
  * cm_id before anything else, frees what was.
@@ -1391,11 +1627,14 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 			return;
 		}
-		if (conn_resuming(c))
-			cm_msg_init_resume(&req, c, ++c->resume_seq);
-		else
+		if (conn_resuming(c)) {
+			cm_msg_init_resume(&req, c, c->resume_seq + 1, 0);
+			WRITE_ONCE(c->resume_seq, c->resume_seq + 1);
+		} else {
 			cm_msg_init(&req, c, xferk_fault_connect_version ?:
 				    XFERK_PROTO_VERSION, conn_key_half(c));
+			req.nr_qps = c->nr_qps;
+		}
 		conn_param_init(&param, id->device, &req, sizeof(req));
 		ret = rdma_connect_locked(id, &param);
 		if (ret)
@@ -1410,9 +1649,12 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 			xferk_conn_path_down(c, -EPROTO, XFERK_PATH_QP);
 			return;
 		}
-		if (!conn_resuming(c))
+		if (!conn_resuming(c)) {
+			conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1, c->nr_qps));
 			conn_set_peer(c, rep, conn_key_half(c));
+		}
 		xferk_conn_set_up(c);
+		lanes_start(c, id);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
 		ret = conn_reject_errno(id, ev);
@@ -1497,14 +1739,17 @@ static int conn_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	return rdma_accept(id, &param);
 }
 
-/* A connection with its send slots, message buffers, revoked ids; zeroed. */
-static struct xferk_conn *conn_rdma_alloc(gfp_t gfp)
+/*
+ * A connection with its send slots (for @nr_qps QPs), message buffers,
+ * revoked ids; zeroed.
+ */
+static struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 {
 	struct xferk_conn *c = kzalloc(sizeof(*c), gfp);
 
 	if (!c)
 		return NULL;
-	c->sends = kvcalloc(XFERK_QP_CTXS, sizeof(*c->sends), gfp);
+	c->sends = kvcalloc(nr_qps * XFERK_QP_CTXS, sizeof(*c->sends), gfp);
 	c->msgs = kzalloc(sizeof(*c->msgs), gfp);
 	c->revoked = kvcalloc(XFERK_REVOKED_MAX, sizeof(*c->revoked), gfp);
 	if (!c->sends || !c->msgs || !c->revoked) {
@@ -1551,10 +1796,10 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		return -EAGAIN;
 	}
 	spin_lock_irq(&c->cm_lock);
-	c->cm_id = id;
+	c->lanes[0].cm_id = id;
 	spin_unlock_irq(&c->cm_lock);
-	id->context = c;
-	complete_all(&c->cm_ready);	/* the handler owns @id from here */
+	id->context = &c->lanes[0];
+	complete_all(&c->lanes[0].cm_ready);	/* the handler owns @id now */
 	ret = conn_rdma_setup(c, id);
 	if (ret) {
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
@@ -1562,8 +1807,62 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		xferk_conn_put(c);
 		return 0;
 	}
-	cm_msg_init_resume(&rep, c, cm_msg_seq(req));
+	cm_msg_init_resume(&rep, c, cm_msg_seq(req), 0);
 	ret = conn_accept(id, ev, &rep);
+	if (ret)
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+	xferk_conn_put(c);
+	return 0;
+}
+
+/*
+ * A QP joining the path a session of ours has now: named like a new path
+ * (both ids, under the session's key), with that path's sequence number
+ * and an index below the session's QP count that has no QP yet, once the
+ * path's first QP exists. It goes on the session's PD and CQ; @id belongs
+ * to the session once attached, and a failure is the path's.
+ */
+static int conn_passive_join(struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			     const struct xferk_cm_msg *req)
+{
+	struct xferk_lane *l = NULL;
+	struct xferk_cm_msg rep;
+	struct xferk_conn *c;
+	int ret;
+
+	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id),
+				    &id->route.addr.dst_addr);
+	if (c && !cm_msg_resumes(req, c)) {
+		xferk_conn_put(c);
+		c = NULL;
+	}
+	if (!c) {
+		conn_send_reject(id, XFERK_REJ_STALE);
+		return -ESTALE;
+	}
+	mutex_lock(&c->lock);
+	if (req->lane < c->nr_qps && cm_msg_seq(req) == c->resume_seq &&
+	    c->path_live && xferk_conn_qp_live(c) &&
+	    !c->lanes[req->lane].cm_id) {
+		l = &c->lanes[req->lane];
+		spin_lock_irq(&c->cm_lock);
+		l->cm_id = id;
+		spin_unlock_irq(&c->cm_lock);
+		id->context = l;
+	}
+	mutex_unlock(&c->lock);
+	if (!l) {
+		xferk_conn_put(c);
+		conn_send_reject(id, XFERK_REJ_RETRY);
+		return -EAGAIN;
+	}
+	ret = lane_create_qp(c, l, id);
+	if (!ret) {
+		cm_msg_init_resume(&rep, c, cm_msg_seq(req), l->index);
+		ret = conn_accept(id, ev, &rep);
+	} else {
+		conn_send_reject(id, XFERK_REJ_RESOURCES);
+	}
 	if (ret)
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 	xferk_conn_put(c);
@@ -1581,6 +1880,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	const struct xferk_cm_msg *req;
 	struct xferk_cm_msg rep;
 	struct xferk_conn *c;
+	u32 nr_qps;
 	int ret;
 
 	req = cm_msg_parse(ev->param.conn.private_data,
@@ -1593,6 +1893,8 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_VERSION);
 		return -EPROTONOSUPPORT;
 	}
+	if (req->resume_id && req->lane)
+		return conn_passive_join(id, ev, req);
 	if (req->resume_id)
 		return conn_passive_resume(id, ev, req);
 	if (atomic_inc_return(&xferk_passive_conns) >
@@ -1601,7 +1903,8 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_BUSY);
 		return -EBUSY;
 	}
-	c = conn_rdma_alloc(GFP_KERNEL);
+	nr_qps = clamp_t(u32, req->nr_qps, 1, XFERK_MAX_QPS);
+	c = conn_rdma_alloc(GFP_KERNEL, nr_qps);
 	if (!c) {
 		atomic_dec(&xferk_passive_conns);
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
@@ -1609,6 +1912,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	/* Passive ends live in the listener's namespace. */
 	xferk_conn_init(c, &xferk_rdma_transport, &init_net, false);
+	conn_set_qps(c, nr_qps);
 	memcpy(&c->peer, &id->route.addr.dst_addr, sizeof(c->peer));
 	if (IS_ERR(xferk_conn_publish(c, be64_to_cpu(req->conn_id)))) {
 		/* It crosses a session we initiated to that host, which wins. */
@@ -1618,9 +1922,9 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_CROSSED);
 		return -EALREADY;
 	}
-	c->cm_id = id;
-	id->context = c;
-	complete_all(&c->cm_ready);	/* the handler owns @id from here */
+	c->lanes[0].cm_id = id;
+	id->context = &c->lanes[0];
+	complete_all(&c->lanes[0].cm_ready);	/* the handler owns @id now */
 	xferk_conn_arm_timer(c, READ_ONCE(xferk_handshake_timeout_ms));
 
 	ret = conn_attach(c, id->device);
@@ -1634,6 +1938,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	/* Keyed, hence importable, only once its QP's limits are final. */
 	get_random_bytes(conn_key_half(c), 16);
 	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, conn_key_half(c));
+	rep.nr_qps = nr_qps;
 	conn_set_peer(c, req, rep.key_half);
 	ret = conn_accept(id, ev, &rep);
 	if (ret)
@@ -1660,28 +1965,32 @@ static int listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return mine;
 }
 
+/* An id's context is the lane it is the cm_id of; the listener's is NULL. */
 static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
-	struct xferk_conn *c = id->context;
+	struct xferk_lane *l = id->context;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return conn_passive_request(id, ev);
-	if (!c)
+	if (!l)
 		return listener_event(id, ev);
-	if (c->active)
-		conn_active_event(c, id, ev);
+	if (l->index)
+		lane_event(l, id, ev);
+	else if (l->conn->active)
+		conn_active_event(l->conn, id, ev);
 	else
-		conn_passive_event(c, ev);
+		conn_passive_event(l->conn, ev);
 	return 0;
 }
 
 /*
- * A new connection attempt to @peer, counted against @acct's connection
- * limit until it leaves CONNECTING; with a reference for the caller.
+ * A new connection attempt to @peer asking for @nr_qps QPs per path,
+ * counted against @acct's connection limit until it leaves CONNECTING;
+ * with a reference for the caller.
  */
 static struct xferk_conn *conn_start(struct net *net,
 				     const struct sockaddr_storage *peer,
-				     unsigned int timeout_ms,
+				     unsigned int timeout_ms, u32 nr_qps,
 				     struct xferk_qacct *acct, bool *created)
 {
 	struct xferk_conn *c, *other;
@@ -1692,17 +2001,19 @@ static struct xferk_conn *conn_start(struct net *net,
 			   READ_ONCE(xferk_handle_limit[XFERK_H_CONN]), -EMFILE);
 	if (ret)
 		return ERR_PTR(ret);
-	c = conn_rdma_alloc(XFERK_GFP_USER);
+	c = conn_rdma_alloc(XFERK_GFP_USER, nr_qps);
 	if (!c) {
 		atomic_long_dec(&acct->connecting);
 		return ERR_PTR(-ENOMEM);
 	}
 	xferk_conn_init(c, &xferk_rdma_transport, net, true);
+	conn_set_qps(c, nr_qps);
 	kref_get(&acct->ref);
 	c->creator = acct;
 	c->peer = *peer;
 	get_random_bytes(conn_key_half(c), 16);
-	id = rdma_create_id(net, xferk_cm_handler, c, RDMA_PS_TCP, IB_QPT_RC);
+	id = rdma_create_id(net, xferk_cm_handler, &c->lanes[0], RDMA_PS_TCP,
+			    IB_QPT_RC);
 	if (IS_ERR(id)) {
 		xferk_conn_put(c);
 		return ERR_PTR(-ENOMEM);
@@ -1714,13 +2025,13 @@ static struct xferk_conn *conn_start(struct net *net,
 		xferk_conn_put(c);
 		return other;
 	}
-	c->cm_id = id;
+	c->lanes[0].cm_id = id;
 	*created = true;
 	xferk_conn_get(c);	/* the caller's */
 	xferk_conn_arm_timer(c, timeout_ms);
 	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)peer, timeout_ms);
 	/* The handler's alone with @id now; teardown may destroy it. */
-	complete_all(&c->cm_ready);
+	complete_all(&c->lanes[0].cm_ready);
 	if (ret)
 		xferk_conn_down(c, ret);
 	return c;
@@ -1736,17 +2047,18 @@ static int conn_rdma_reconnect(struct xferk_conn *c)
 	struct rdma_cm_id *id;
 	int ret;
 
-	id = rdma_create_id(c->net, xferk_cm_handler, c, RDMA_PS_TCP, IB_QPT_RC);
+	id = rdma_create_id(c->net, xferk_cm_handler, &c->lanes[0],
+			    RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id)) {
-		complete_all(&c->cm_ready);
+		complete_all(&c->lanes[0].cm_ready);
 		return -ENOMEM;
 	}
 	spin_lock_irq(&c->cm_lock);
-	c->cm_id = id;
+	c->lanes[0].cm_id = id;
 	spin_unlock_irq(&c->cm_lock);
 	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&c->peer,
 				XFERK_RESOLVE_MS);
-	complete_all(&c->cm_ready);
+	complete_all(&c->lanes[0].cm_ready);
 	return ret;
 }
 
@@ -1766,6 +2078,8 @@ static bool conn_settled(struct xferk_conn *c)
  * @peer: the peer's listener address
  * @timeout_ms: bound for resolution and handshake of a new connection,
  *	and for this caller's wait (at most XFERK_CONNECT_MAX_TIMEOUT_MS)
+ * @nr_qps: QPs per path a new connection asks for (1..XFERK_MAX_QPS); an
+ *	existing one is shared as it is
  * @acct: the caller's file's account; a new attempt counts against its
  *	connection limit until it is up or down
  *
@@ -1783,7 +2097,7 @@ static bool conn_settled(struct xferk_conn *c)
  */
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
-				      unsigned int timeout_ms,
+				      unsigned int timeout_ms, u32 nr_qps,
 				      struct xferk_qacct *acct)
 {
 	unsigned long until = jiffies + msecs_to_jiffies(timeout_ms);
@@ -1797,7 +2111,7 @@ again:
 	c = xferk_conn_find_peer(net, peer);
 	mutex_unlock(&xferk_conns_lock);
 	if (!c) {
-		c = conn_start(net, peer, timeout_ms, acct, &created);
+		c = conn_start(net, peer, timeout_ms, nr_qps, acct, &created);
 		if (IS_ERR(c))
 			return c;
 	}

@@ -152,7 +152,8 @@ static bool eligible(const struct xferk_sched *s,
 	    (it->inflight_chunks >= it->window_chunks ||
 	     it->inflight_bytes + it->next_len > it->window_bytes))
 		return false;
-	if (it->next_qp->outstanding >= qp_window)
+	if (it->next_qp->outstanding >=
+	    xferk_sched_qp_window(it->next_qp, qp_window))
 		return false;
 	return !s->inflight_bytes ||
 	       s->inflight_bytes + it->next_len <= lim->dev_window_bytes;

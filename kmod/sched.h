@@ -87,10 +87,23 @@ struct xferk_sched_account {
 	u64 bytes;
 };
 
-/* A QP's dispatch window: chunks dispatched to it and not yet complete. */
+/**
+ * struct xferk_sched_qp - a session's dispatch window
+ * @outstanding: chunks dispatched to it and not yet complete
+ * @nr_qps: the session's QPs; the window is theirs together (0 counts
+ *	as 1)
+ */
 struct xferk_sched_qp {
 	u32 outstanding;
+	u32 nr_qps;
 };
+
+/* Chunks @qp may have outstanding when each of its QPs takes @per_qp. */
+static inline u32 xferk_sched_qp_window(const struct xferk_sched_qp *qp,
+					u32 per_qp)
+{
+	return per_qp * max_t(u32, READ_ONCE(qp->nr_qps), 1);
+}
 
 /**
  * struct xferk_sched_item - one op in the queue

@@ -68,7 +68,7 @@
 			 XFERK_FEAT_URING | XFERK_FEAT_QUEUE | \
 			 XFERK_FEAT_SESSIONS | XFERK_FEAT_WINDOWS | \
 			 XFERK_FEAT_GROUPS | XFERK_FEAT_NOTIFY | \
-			 XFERK_FEAT_RAILS)
+			 XFERK_FEAT_RAILS | XFERK_FEAT_QPS)
 
 #define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
 				 XFERK_SUBMIT_AUTO_RELEASE | XFERK_SUBMIT_NOTIFY)
@@ -96,6 +96,7 @@ extern u32 xferk_handle_limit[XFERK_H_KINDS];
 extern unsigned int xferk_max_chunks_per_file;
 extern unsigned long xferk_max_export_pages_per_file;
 extern unsigned int xferk_max_passive_conns;
+extern unsigned int xferk_qps_per_session;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
 extern unsigned int xferk_keepalive_ms;
@@ -318,9 +319,42 @@ void xferk_region_deregister(struct xferk_region *r);
  */
 #define XFERK_POST_BATCH	16
 
+/**
+ * struct xferk_lane - one RC QP of a session's path (RDMA)
+ * @conn: its session
+ * @index: 0 for the QP of the path's handshake, which also carries the
+ *	session's messages, registrations and keepalive probes; 1 to
+ *	nr_qps - 1 for the QPs that join the path once it is established
+ *	(chunks only)
+ * @cm_id: its rdma_cm id, NULL until the path has one for it and once
+ *	teardown destroyed it (conn->cm_lock for the QP event handler; set
+ *	under conn->lock for a joining QP)
+ * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (its
+ *	creator's rdma_resolve_addr() returned); teardown waits for it
+ * @qp: the QP, NULL until the path creates it and once quiesced
+ * @qp_num: its number, for tables
+ * @live: established: chunks may be posted on it (conn->lock)
+ * @posted: chunks posted on it and not yet terminal (conn->lock)
+ * @posts: chunks posted on it over the session's life (conn->lock)
+ *
+ * A path's QPs live and die together: any of them failing is the path
+ * dying (one recovery, one next path with every QP again).
+ */
+struct xferk_lane {
+	struct xferk_conn *conn;
+	u32 index;
+	struct rdma_cm_id *cm_id;
+	struct completion cm_ready;
+	struct ib_qp *qp;
+	u32 qp_num;
+	bool live;
+	u32 posted;
+	u64 posts;
+};
+
 /*
  * A connection is a session with the peer (its PD, exports, key, ids, its
- * users' handles) over one path at a time (cm_id, QP, CQ). When the path
+ * users' handles) over one path at a time (cm_ids, QPs, CQ). When the path
  * of an UP session dies, the session is RECONNECTING until a new path is
  * up (UP again) or it gives up (DOWN). Every transition is in conn.c.
  */
@@ -555,17 +589,16 @@ struct xferk_transport {
  * @keepalive_work: posts a keepalive probe every keepalive_ms while the
  *	connection is up (RDMA); re-arms itself only under @lock in state UP
  * @keepalive_cqe: the probe's completion (XFERK_CONN_F_PROBING while posted)
- * @cm_lock: guards @cm_id against the QP event handler (irq-safe)
- * @cm_id: rdma_cm id (RDMA), NULL once teardown destroyed it
- * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (for
- *	an active end: its creator's rdma_resolve_addr() returned); teardown
- *	waits for it before destroying @cm_id
+ * @cm_lock: guards each lane's cm_id against the QP event handler
+ *	(irq-safe)
+ * @nr_qps: QPs each path has (@lanes), 1 to XFERK_MAX_QPS: agreed in the
+ *	session's first handshake, before it is keyed; 1 for the null peer
+ * @lanes: the path's QPs (RDMA); lanes[0] is the handshake's
+ * @next_lane: where the search for the least busy lane starts (@lock)
  * @dev: the device its verbs resources live on (ref), NULL until attached
  * @dev_node: in @dev's list (xferk_devs_lock)
  * @pd: protection domain of this connection alone (RDMA)
- * @cq: completion queue (RDMA)
- * @qp: RC queue pair (RDMA)
- * @qp_num: its number, for tables
+ * @cq: completion queue of all of the path's QPs (RDMA)
  * @sends: XFERK_QP_CTXS send slots (RDMA), the free ones on @free_sends
  * @free_sends: send slots not in use (@lock)
  * @reg_cqe: completion of an export's registration work request
@@ -573,15 +606,17 @@ struct xferk_transport {
  * @reg_status: its result (0 or -EIO); the three are @exports_lock's
  * @qdev: the admission queue of the connection's device (ref); NULL
  *	until the device is known
- * @sqp: the QP's dispatch window in that queue (xferk_queue_lock)
+ * @sqp: the session's dispatch window in that queue, one QP window per
+ *	lane (xferk_queue_lock)
  * @null_delay_ns: delay before a chunk completes (null peer)
  * @null_work: completes due chunks (null peer)
  *
  * Fencing: the rdma_cm handler runs only until teardown destroys @cm_id
  * (rdma_destroy_id() waits for a running one, and teardown first waits
- * for the creator's own call into rdma_cm, @cm_ready); teardown frees no verbs
+ * for the creator's own call into rdma_cm, each lane's cm_ready); teardown
+ * destroys every lane's cm_id first and frees no verbs
  * resource before that, and the handler creates none for a connection
- * that is down. The QP event handler reads @cm_id under @cm_lock and
+ * that is down. The QP event handler reads a lane's cm_id under @cm_lock and
  * sets bits; it runs until the QP is destroyed, before @down_work is
  * flushed.
  */
@@ -648,15 +683,14 @@ struct xferk_conn {
 	struct delayed_work keepalive_work;
 	struct ib_cqe keepalive_cqe;
 
-	spinlock_t cm_lock;	/* cm_id vs the QP event handler */
-	struct rdma_cm_id *cm_id;
-	struct completion cm_ready;
+	spinlock_t cm_lock;	/* lanes' cm_ids vs the QP event handler */
+	u32 nr_qps;
+	struct xferk_lane lanes[XFERK_MAX_QPS];
+	u32 next_lane;
 	struct xferk_dev *dev;
 	struct list_head dev_node;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
-	struct ib_qp *qp;
-	u32 qp_num;
 	struct xferk_send *sends;
 	struct list_head free_sends;
 	struct ib_cqe reg_cqe;
@@ -697,6 +731,7 @@ void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
 void xferk_conn_set_up(struct xferk_conn *c);
+void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l);
 void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
@@ -729,7 +764,7 @@ int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
-				      unsigned int timeout_ms,
+				      unsigned int timeout_ms, u32 nr_qps,
 				      struct xferk_qacct *acct);
 
 /* nullpeer.c */

@@ -124,7 +124,18 @@ static int connect_common(struct xferk *x, struct xferk_ioc_connect *a,
 XFERK_EXPORT int xferk_connect(struct xferk *x, const char *ip, uint16_t port,
 			       unsigned int timeout_ms, uint64_t *conn)
 {
-	struct xferk_ioc_connect a = { .port = port, .timeout_ms = timeout_ms };
+	return xferk_connect_qps(x, ip, port, timeout_ms, 0, conn);
+}
+
+XFERK_EXPORT int xferk_connect_qps(struct xferk *x, const char *ip,
+				   uint16_t port, unsigned int timeout_ms,
+				   unsigned int nr_qps, uint64_t *conn)
+{
+	struct xferk_ioc_connect a = {
+		.port = port,
+		.timeout_ms = timeout_ms,
+		.nr_qps = nr_qps,
+	};
 
 	if (inet_pton(AF_INET, ip, a.addr) == 1)
 		a.family = AF_INET;

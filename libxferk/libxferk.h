@@ -43,6 +43,9 @@ int xferk_mr_dereg(struct xferk *x, uint64_t mr);
 
 int xferk_connect(struct xferk *x, const char *ip, uint16_t port,
 		  unsigned int timeout_ms, uint64_t *conn);
+int xferk_connect_qps(struct xferk *x, const char *ip, uint16_t port,
+		      unsigned int timeout_ms, unsigned int nr_qps,
+		      uint64_t *conn);
 int xferk_connect_null(struct xferk *x, uint64_t delay_ns, uint64_t *conn);
 int xferk_disconnect(struct xferk *x, uint64_t conn);
 

@@ -38,7 +38,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	9
+#define XFERK_ABI_VERSION	10
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -62,6 +62,8 @@
 #define XFERK_FEAT_NOTIFY	(1ULL << 9)
 /* XFERK_IMPORT_RAIL: a remote handle striped over several sessions */
 #define XFERK_FEAT_RAILS	(1ULL << 10)
+/* xferk_ioc_connect.nr_qps, xferk_conn_info.nr_qps: sessions of many QPs */
+#define XFERK_FEAT_QPS		(1ULL << 11)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -124,6 +126,9 @@ struct xferk_ioc_handle {
 /* Longest timeout_ms a CONNECT may ask for (EINVAL beyond). */
 #define XFERK_CONNECT_MAX_TIMEOUT_MS	60000
 
+/* Most QPs one session's path has (xferk_ioc_connect.nr_qps) */
+#define XFERK_MAX_QPS		8
+
 /**
  * struct xferk_ioc_connect - XFERK_IOC_CONNECT: a host-wide connection
  * @size: sizeof as the caller knows it
@@ -135,6 +140,13 @@ struct xferk_ioc_handle {
  * @addr: IPv4 (first 4 bytes) or IPv6 address, network byte order
  * @null_delay_ns: null peer only: delay before each fragment completes
  * @handle: out: the connection's handle
+ * @nr_qps: RC QPs a new session's paths have (XFERK_FEAT_QPS): its work
+ *	requests are spread over them, each QP with its own admission window.
+ *	0 means the module's qps_per_session; at most XFERK_MAX_QPS (EINVAL
+ *	beyond); the peer may grant fewer (xferk_conn_info.nr_qps). A session
+ *	to the peer that exists already is shared as it is. Must be 0 for
+ *	the null peer
+ * @reserved0: must be 0
  * @reserved: must be 0
  */
 struct xferk_ioc_connect {
@@ -146,7 +158,9 @@ struct xferk_ioc_connect {
 	__u8 addr[16];
 	__u64 null_delay_ns;
 	__u64 handle;
-	__u64 reserved[2];
+	__u32 nr_qps;
+	__u32 reserved0;
+	__u64 reserved[1];
 };
 
 /*
@@ -745,7 +759,8 @@ struct xferk_ioc_events {
  * @reconnects: new paths that came up after one died
  * @reposted: work requests a path's death flushed that were posted again
  * @initiator: 1 if this host initiated it, 0 if the peer did
- * @reserved0: 0
+ * @nr_qps: RC QPs each of its paths has (XFERK_FEAT_QPS; 1 for the null
+ *	peer)
  * @reserved: 0
  */
 struct xferk_conn_info {
@@ -757,7 +772,7 @@ struct xferk_conn_info {
 	__u64 reconnects;
 	__u64 reposted;
 	__u32 initiator;
-	__u32 reserved0;
+	__u32 nr_qps;
 	__u64 reserved[2];
 };
 

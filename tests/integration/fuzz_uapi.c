@@ -1283,6 +1283,10 @@ static void gen_connect(struct call *c, uint8_t *a)
 	/* Unreachable peers take their timeout: mostly through the ring. */
 	bool slow = c->ring ? chance(30) : chance(3);
 
+	/* QPs of a new session, 0 to one too many (EINVAL for a null peer). */
+	if (chance(20))
+		x->nr_qps = (uint32_t)below(XFERK_MAX_QPS + 2);
+
 	if (r < 35) {
 		x->flags = XFERK_CONNECT_NULL_PEER;
 		r = (unsigned int)below(100);
@@ -2502,13 +2506,14 @@ static void done_conn_query(struct call *c, int res, bool same)
 	memcpy(&i, c->uarg + offsetof(struct xferk_ioc_conn_query, info),
 	       sizeof(i));
 	if (i.state > XFERK_CONN_STATE_DOWN || i.initiator > 1 ||
-	    i.reserved0 || i.reserved[0] || i.reserved[1] ||
+	    i.nr_qps < 1 || i.nr_qps > XFERK_MAX_QPS ||
+	    i.reserved[0] || i.reserved[1] ||
 	    i.error > 0 || (i.state == XFERK_CONN_STATE_UP && !i.path_gen) ||
 	    i.reconnects > i.path_deaths)
-		fail("CONN_QUERY: state %u error %d path_gen %u reconnects %llu deaths %llu initiator %u",
+		fail("CONN_QUERY: state %u error %d path_gen %u reconnects %llu deaths %llu initiator %u nr_qps %u",
 		     i.state, i.error, i.path_gen,
 		     (unsigned long long)i.reconnects,
-		     (unsigned long long)i.path_deaths, i.initiator);
+		     (unsigned long long)i.path_deaths, i.initiator, i.nr_qps);
 }
 
 static void done_query(struct call *c, int res, bool same)
@@ -2817,7 +2822,8 @@ static const struct cmd cmds[NCMD] = {
 		.name = "CONNECT", .nr = XFERK_IOC_CONNECT,
 		.size = SZ(struct xferk_ioc_connect), .min_size = SZ(struct xferk_ioc_connect),
 		.flags = XFERK_CONNECT_NULL_PEER, .errs = errs_connect,
-		.rsv = { RSV(struct xferk_ioc_connect, reserved) },
+		.rsv = { RSV(struct xferk_ioc_connect, reserved0),
+			 RSV(struct xferk_ioc_connect, reserved) },
 		.gen = gen_connect, .done = done_connect,
 	},
 	[C_DISCONNECT] = {

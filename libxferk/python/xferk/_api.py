@@ -959,14 +959,23 @@ class Device:
         return Region(self, addr, nbytes, access, keepalive)
 
     # connections
-    def connect(self, ip, port=0, timeout=None, timeout_ms=None):
-        """xferk_connect() to ip (IPv4 or IPv6 text); port 0: the module's
-        listen_port; timeout in seconds (None: the library's 5 s)."""
+    def connect(self, ip, port=0, timeout=None, timeout_ms=None, qps=0):
+        """xferk_connect_qps() to ip (IPv4 or IPv6 text); port 0: the
+        module's listen_port; timeout in seconds (None: the library's 5 s);
+        qps: RC QPs per path of a new session (0: the module's
+        qps_per_session)."""
         if timeout_ms is None:
             timeout_ms = 0 if timeout is None else max(1, int(timeout * 1000))
         h = ctypes.c_uint64()
-        _check(lib().connect(self._live(), ip.encode(), port, timeout_ms,
-                             ctypes.byref(h)), f"xferk_connect {ip}")
+        if lib().connect_qps is None:
+            if qps:
+                raise XferkError(_errno.EOPNOTSUPP, "xferk_connect_qps")
+            ret = lib().connect(self._live(), ip.encode(), port, timeout_ms,
+                                ctypes.byref(h))
+        else:
+            ret = lib().connect_qps(self._live(), ip.encode(), port,
+                                    timeout_ms, qps, ctypes.byref(h))
+        _check(ret, f"xferk_connect {ip}")
         return Connection(self, h.value)
 
     def connect_null(self, delay_ns=0):

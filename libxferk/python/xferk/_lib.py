@@ -132,7 +132,7 @@ class ConnInfo(ctypes.Structure):
     _fields_ = [("state", u32), ("error", s32), ("path_gen", u32),
                 ("outstanding", u32), ("path_deaths", u64),
                 ("reconnects", u64), ("reposted", u64), ("initiator", u32),
-                ("reserved0", u32), ("reserved", u64 * 2)]
+                ("nr_qps", u32), ("reserved", u64 * 2)]
 
 
 class SubmitOpts(ctypes.Structure):
@@ -161,7 +161,7 @@ _P = ctypes.POINTER
 _c_int = ctypes.c_int
 _vp = ctypes.c_void_p
 
-# name: (restype, argtypes); XFERK_0.1 .. XFERK_0.4 of libxferk.map.
+# name: (restype, argtypes); XFERK_0.1 .. XFERK_0.6 of libxferk.map.
 _PROTOS = {
     "xferk_open": (_c_int, [_P(_vp)]),
     "xferk_close": (None, [_vp]),
@@ -213,6 +213,9 @@ _PROTOS = {
     "xferk_events": (_c_int, [_vp, _vp, u32, u64, _P(u32), _P(u64)]),
     # XFERK_0.5
     "xferk_import_rail": (_c_int, [_vp, u64, _P(Token), u64]),
+    # XFERK_0.6
+    "xferk_connect_qps": (_c_int, [_vp, ctypes.c_char_p, ctypes.c_uint16,
+                                   ctypes.c_uint, ctypes.c_uint, _P(u64)]),
 }
 
 
