@@ -647,24 +647,29 @@ void xferk_conn_set_up(struct xferk_conn *c)
 }
 
 /**
- * xferk_conn_lane_up() - one more QP of the session's path is established
+ * xferk_conn_lane_up() - a QP of the session's path is established
  * @c: the session
- * @l: the QP's lane (not the path's first)
+ * @l: the QP's lane
  *
- * It takes chunks from now on, unless the path it joined is dying. On the
- * accepting end it may be up before the path's first QP.
+ * Unless the path is dying. The path is up (xferk_conn_set_up()) once all
+ * of its QPs are: until then, and under the attempt's deadline, it is
+ * still being made. On the accepting end another QP may be up before the
+ * path's first.
  */
 void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l)
 {
-	LIST_HEAD(failed);
+	bool all = false;
+	u32 i;
 
 	mutex_lock(&c->lock);
 	if (c->path_live && xferk_conn_qp_live(c) && l->qp) {
 		l->live = true;
-		conn_kick_locked(c, &failed);
+		for (i = 0, all = true; i < c->nr_qps; i++)
+			all &= c->lanes[i].live;
 	}
 	mutex_unlock(&c->lock);
-	complete_failed(&failed);
+	if (all)
+		xferk_conn_set_up(c);
 }
 
 /*

@@ -113,12 +113,12 @@ static unsigned int revokes_unanswered(const struct xferk_conn *c)
 	return n;
 }
 
-/* QPs of @c's path that take chunks now. With c->lock. */
+/* QPs of @c's path that are established. With c->lock. */
 static u32 lanes_live(struct xferk_conn *c)
 {
-	u32 i, n = xferk_conn_postable(c);
+	u32 i, n = 0;
 
-	for (i = 1; i < c->nr_qps; i++)
+	for (i = 0; i < c->nr_qps; i++)
 		n += c->lanes[i].live;
 	return n;
 }

@@ -624,9 +624,9 @@ static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
 }
 
 /*
- * The path's QP with the fewest chunks posted, if it has room for one:
- * the first while the path is postable, the others once they joined. The
- * search starts after the last one picked, so QPs equally busy take turns.
+ * The path's QP with the fewest chunks posted, if it has room for one (on
+ * a postable path every QP is established). The search starts after the
+ * last one picked, so QPs equally busy take turns.
  */
 static struct xferk_lane *lane_pick(struct xferk_conn *c)
 {
@@ -636,8 +636,7 @@ static struct xferk_lane *lane_pick(struct xferk_conn *c)
 	lockdep_assert_held(&c->lock);
 	for (i = 0; i < c->nr_qps; i++) {
 		l = &c->lanes[(c->next_lane + i) % c->nr_qps];
-		if ((l->index == 0 || l->live) &&
-		    (!best || l->posted < best->posted))
+		if (l->live && (!best || l->posted < best->posted))
 			best = l;
 	}
 	if (!best || best->posted >= XFERK_QP_CTXS)
@@ -1470,12 +1469,17 @@ static bool conn_resuming(struct xferk_conn *c)
 
 /*
  * The session's QPs per path: @nr of them (what the initiator asks, what
- * the acceptor grants), one QP window each in the admission queue. Set
- * before the session is keyed, so before anything is dispatched to it.
+ * the acceptor grants), XFERK_QP_CTXS send slots and one QP window each in
+ * the admission queue. Set before the session is keyed, so before
+ * anything is dispatched to it or posted; the initiator's send slots were
+ * allocated for what it asked, at least what it is granted.
  */
 static void conn_set_qps(struct xferk_conn *c, u32 nr)
 {
+	mutex_lock(&c->lock);
 	c->nr_qps = nr;
+	c->credits = nr * XFERK_QP_CTXS;
+	mutex_unlock(&c->lock);
 	WRITE_ONCE(c->sqp.nr_qps, nr);
 }
 
@@ -1484,7 +1488,9 @@ static int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 /*
  * The initiator's QP @l joins the path: from @src (the first QP's source
  * address, so on the same device), unless the path is already dying.
- * Teardown, which marks it dead under c->lock first, waits for cm_ready.
+ * Called from the first QP's handler. Teardown, which marks the path dead
+ * under c->lock first, then waits for cm_ready: taken here under that
+ * lock before the cm_id exists, so a dying path makes none.
  */
 static void lane_start(struct xferk_conn *c, struct xferk_lane *l,
 		       struct sockaddr_storage *src)
@@ -1493,25 +1499,23 @@ static void lane_start(struct xferk_conn *c, struct xferk_lane *l,
 	bool ok;
 	int ret;
 
+	mutex_lock(&c->lock);
+	ok = xferk_conn_qp_live(c) && !l->cm_id;
+	if (ok)
+		reinit_completion(&l->cm_ready);
+	mutex_unlock(&c->lock);
+	if (!ok)
+		return;
 	id = rdma_create_id(c->net, xferk_cm_handler, l, RDMA_PS_TCP,
 			    IB_QPT_RC);
 	if (IS_ERR(id)) {
+		complete_all(&l->cm_ready);
 		xferk_conn_path_down(c, -ENOMEM, XFERK_PATH_QP);
 		return;
 	}
-	mutex_lock(&c->lock);
-	ok = xferk_conn_qp_live(c) && !l->cm_id;
-	if (ok) {
-		reinit_completion(&l->cm_ready);
-		spin_lock_irq(&c->cm_lock);
-		l->cm_id = id;
-		spin_unlock_irq(&c->cm_lock);
-	}
-	mutex_unlock(&c->lock);
-	if (!ok) {
-		rdma_destroy_id(id);
-		return;
-	}
+	spin_lock_irq(&c->cm_lock);
+	l->cm_id = id;
+	spin_unlock_irq(&c->cm_lock);
 	ret = rdma_resolve_addr(id, (struct sockaddr *)src,
 				(struct sockaddr *)&c->peer, XFERK_RESOLVE_MS);
 	/* The handler's alone with @id now; teardown may destroy it. */
@@ -1653,7 +1657,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 			conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1, c->nr_qps));
 			conn_set_peer(c, rep, conn_key_half(c));
 		}
-		xferk_conn_set_up(c);
+		xferk_conn_lane_up(c, &c->lanes[0]);
 		lanes_start(c, id);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
@@ -1692,7 +1696,7 @@ static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
-		xferk_conn_set_up(c);
+		xferk_conn_lane_up(c, &c->lanes[0]);
 		/* A local user has this long to claim it. */
 		xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
 		/* A new session (not a new path): see xferk_conn_stale_peer(). */
@@ -1903,7 +1907,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_BUSY);
 		return -EBUSY;
 	}
-	nr_qps = clamp_t(u32, req->nr_qps, 1, XFERK_MAX_QPS);
+	nr_qps = clamp_t(u32, req->nr_qps, 1, READ_ONCE(xferk_max_peer_qps));
 	c = conn_rdma_alloc(GFP_KERNEL, nr_qps);
 	if (!c) {
 		atomic_dec(&xferk_passive_conns);

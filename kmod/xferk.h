@@ -97,6 +97,7 @@ extern unsigned int xferk_max_chunks_per_file;
 extern unsigned long xferk_max_export_pages_per_file;
 extern unsigned int xferk_max_passive_conns;
 extern unsigned int xferk_qps_per_session;
+extern unsigned int xferk_max_peer_qps;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
 extern unsigned int xferk_keepalive_ms;
@@ -333,7 +334,8 @@ void xferk_region_deregister(struct xferk_region *r);
  *	creator's rdma_resolve_addr() returned); teardown waits for it
  * @qp: the QP, NULL until the path creates it and once quiesced
  * @qp_num: its number, for tables
- * @live: established: chunks may be posted on it (conn->lock)
+ * @live: established on the current path (conn->lock); the path is up
+ *	once all of its QPs are
  * @posted: chunks posted on it and not yet terminal (conn->lock)
  * @posts: chunks posted on it over the session's life (conn->lock)
  *

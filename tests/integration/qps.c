@@ -5,6 +5,7 @@
  *
  *  - bad counts fail with EINVAL and make nothing: more than
  *    XFERK_MAX_QPS, any for the null peer;
+ *  - the accepting end grants at most max_peer_qps (3 asked 4);
  *  - the session has 4 QPs on both ends (conn query, debugfs), every one
  *    of them joins the path; a second CONNECT asking for 1 shares it as
  *    it is;
@@ -65,19 +66,24 @@ static int lanes_read(const char *side, struct lanes *l)
 	return found;
 }
 
-/* Both ends have all NR_QPS QPs of a path up (30 s scaled); 0 or -1. */
-static int lanes_up(void)
+/* Both ends have all @n QPs of a path up (30 s scaled); 0 or -1. */
+static int lanes_up_n(unsigned int n)
 {
 	uint64_t until = t_now_ms() + t_scaled_ms(30000);
 	struct lanes a, p;
 
 	while (lanes_read("active", &a) || lanes_read("passive", &p) ||
-	       a.live != NR_QPS || p.live != NR_QPS) {
+	       a.qps != n || p.qps != n || a.live != n || p.live != n) {
 		if (t_now_ms() > until)
 			return -1;
 		usleep(20000);
 	}
 	return 0;
+}
+
+static int lanes_up(void)
+{
+	return lanes_up_n(NR_QPS);
 }
 
 static void bad_counts(struct xferk *x)
@@ -262,6 +268,16 @@ int main(void)
 	if (!(xferk_features(x) & XFERK_FEAT_QPS))
 		return T_SKIP;
 	bad_counts(x);
+	T_EXPECT(t_end_session() == 0, "ending the session");
+
+	/* The accepting end grants at most max_peer_qps. */
+	T_EXPECT(t_param_scoped("max_peer_qps", 3) == 0, "max_peer_qps");
+	T_EXPECT(xferk_connect_qps(x, t_peer(), 0, t_connect_ms(), NR_QPS,
+				   &conn) == 0 &&
+		 xferk_conn_query(x, conn, &info) == 0 && info.nr_qps == 3,
+		 "granted: nr_qps %u", info.nr_qps);
+	T_EXPECT(lanes_up_n(3) == 0, "not every granted QP joined the path");
+	xferk_disconnect(x, conn);
 	T_EXPECT(t_end_session() == 0, "ending the session");
 
 	src = t_map(len);

@@ -294,6 +294,44 @@ static void sched_internal_reserved(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e->qp.outstanding, 2U);
 }
 
+/*
+ * A session of several QPs has a window per QP: qp_window (and the
+ * internal reserve) times nr_qps; 0 QPs counts as one.
+ */
+static void sched_window_per_qp(struct kunit *test)
+{
+	struct env *e = env_new(test);
+	struct xferk_sched_item *user, *internal;
+	u32 i;
+
+	e->lim.qp_window = 2;
+	e->lim.internal_reserved_wrs = 1;
+	e->qp.nr_qps = 3;
+	user = item(test, e, XFERK_PRIO_NORMAL, 16, 4 * KIB);
+	internal = item(test, e, XFERK_PRIO_INTERNAL, 16, 4 * KIB);
+	KUNIT_ASSERT_EQ(test, admit(e, user, 0), 0);
+	for (i = 0; i < 6; i++)
+		KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), user);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	KUNIT_ASSERT_EQ(test, admit(e, internal, 0), 0);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), internal);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	KUNIT_EXPECT_EQ(test, e->qp.outstanding, 9U);
+
+	KUNIT_EXPECT_EQ(test, xferk_sched_qp_window(&e->qp, 8), 24U);
+	e->qp.nr_qps = 0;
+	KUNIT_EXPECT_EQ(test, xferk_sched_qp_window(&e->qp, 8), 8U);
+	e->qp.nr_qps = 3;
+	xferk_sched_cancel(&e->s, user);
+	xferk_sched_cancel(&e->s, internal);
+	for (i = 0; i < 6; i++)
+		xferk_sched_complete(&e->s, user, 4 * KIB, &e->qp, 0);
+	for (i = 0; i < 3; i++)
+		xferk_sched_complete(&e->s, internal, 4 * KIB, &e->qp, 0);
+	KUNIT_EXPECT_EQ(test, e->qp.outstanding, 0U);
+}
+
 /* Cancel takes queued items off the queue; in-flight chunks stay charged. */
 static void sched_cancel_queued(struct kunit *test)
 {
@@ -342,6 +380,7 @@ static struct kunit_case xferk_sched_cases[] = {
 	KUNIT_CASE(sched_aging_bound),
 	KUNIT_CASE(sched_windows_never_exceeded),
 	KUNIT_CASE(sched_internal_reserved),
+	KUNIT_CASE(sched_window_per_qp),
 	KUNIT_CASE(sched_cancel_queued),
 	KUNIT_CASE(sched_hist_buckets),
 	{}

@@ -427,6 +427,14 @@ def test_window(loop, dev):
 def test_connection_info(loop):
     info = loop.conn.info()
     assert info["state"] == xferk.ConnState.UP and info["path_gen"] >= 1
+    assert 1 <= info["nr_qps"] <= 8
+    # A session that exists is shared as it is, whatever QPs one asks for;
+    # more than XFERK_MAX_QPS is refused.
+    with loop.dev.connect(PEER, timeout=CONNECT_TIMEOUT, qps=2) as c:
+        assert c.info()["nr_qps"] == info["nr_qps"]
+    with pytest.raises(xferk.XferkError) as e:
+        loop.dev.connect(PEER, timeout=CONNECT_TIMEOUT, qps=9)
+    assert e.value.errno == errno.EINVAL
     loop.conn.close()
     assert loop.conn.closed
     with pytest.raises(xferk.XferkError) as e:
