@@ -36,14 +36,19 @@
  * same -s and -t (one QP) for about as many messages. Each row reports
  * MB/s (10^6 bytes), million messages per second and the busy CPU seconds
  * of the whole machine (user, nice, system, irq, softirq from /proc/stat)
- * per GiB moved, and the ratios xferk/perftest. Then 1, 2, 4 and 8
+ * per GiB moved, and the ratios xferk/perftest. Then QPs per session: 4 KiB
+ * and 64 KiB WRITEs, 64 in flight, over sessions of 1, 2 and 4 QPs (each
+ * count but 1 a session of its own to an address of this host that bw
+ * adds to dummy0, 10.99.0.102 and .104; only with the default peer), next
+ * to perftest with -q QPS sharing the same depth. Then 1, 2, 4 and 8
  * processes, each with its own file and 4 x 1 MiB WRITEs in flight, share
  * the host's connection: aggregate MB/s and Jain's fairness index. The
  * admission queue's windows are opened for the run (qp_window 124,
  * dev_window_bytes, op_window_bytes 1 GiB, op_window_chunks 1024) and
  * restored after it; qos measures the queue's policy. Without perftest
  * only xferk's rows are printed. --quick: 4 KiB and 1 MiB, depths 1 and 64,
- * 0.5 s per row. Needs root (the queue's windows).
+ * 1 and 4 QPs at 4 KiB, 0.5 s per row. Needs root (the queue's windows,
+ * the addresses).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -370,7 +375,9 @@ struct qos_end {
 	uint64_t remote;
 };
 
-static int qos_setup(struct qos_end *e, const char *peer, size_t len)
+/* @qps: QPs per path of a session this makes (0: qps_per_session). */
+static int qos_setup(struct qos_end *e, const char *peer, unsigned int qps,
+		     size_t len)
 {
 	const uint32_t local = XFERK_ACCESS_LOCAL_SRC | XFERK_ACCESS_LOCAL_DST;
 	const uint32_t remote = XFERK_ACCESS_REMOTE_WRITE |
@@ -388,7 +395,7 @@ static int qos_setup(struct qos_end *e, const char *peer, size_t len)
 		return -ENOMEM;
 	ret = xferk_open(&e->x);
 	if (!ret)
-		ret = xferk_connect(e->x, peer, 0, 10000, &conn);
+		ret = xferk_connect_qps(e->x, peer, 0, 10000, qps, &conn);
 	if (!ret)
 		ret = xferk_mr_reg(e->x, src, len, local, &e->mr);
 	if (!ret)
@@ -422,10 +429,11 @@ struct stream {
 	uint8_t prio;
 };
 
-static int stream_init(struct stream *st, const char *peer, size_t len,
-		       unsigned int depth, uint8_t opcode, uint8_t prio)
+static int stream_init(struct stream *st, const char *peer, unsigned int qps,
+		       size_t len, unsigned int depth, uint8_t opcode,
+		       uint8_t prio)
 {
-	int ret = qos_setup(&st->e, peer, len);
+	int ret = qos_setup(&st->e, peer, qps, len);
 
 	if (!ret)
 		ret = io_uring_queue_init(2 * MAX_DEPTH, &st->ring, 0);
@@ -506,7 +514,8 @@ static void bulk_worker(const char *peer, struct qos_shared *sh, int id,
 	struct stream st;
 	int ret;
 
-	if (stream_init(&st, peer, sh->len, sh->depth, sh->opcode, sh->prio) ||
+	if (stream_init(&st, peer, 0, sh->len, sh->depth, sh->opcode,
+			sh->prio) ||
 	    write(ready, "R", 1) != 1)
 		_exit(1);
 	while ((ret = stream_step(&st, sh->stop)) > 0)
@@ -640,7 +649,7 @@ static int bench_qos(int quick, const char *json, const char *peer)
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED || window < 0 || qos_setup(&e, peer, 64 << 10))
+	if (sh == MAP_FAILED || window < 0 || qos_setup(&e, peer, 0, 64 << 10))
 		return 1;
 	sh->len = BULK_LEN;
 	sh->depth = BULK_DEPTH;
@@ -733,7 +742,9 @@ struct bw_row {
 	const char *who;	/* "xferk" or "perftest" */
 	uint8_t opcode;
 	size_t len;
-	unsigned int depth;
+	unsigned int depth;	/* in all, over all QPs */
+	unsigned int qps;	/* 0: the session's (one) */
+	const char *peer;	/* NULL: bw_opts.peer */
 	int ok;
 	double mb_s;		/* 10^6 bytes per second */
 	double kmps;		/* thousand messages per second */
@@ -788,8 +799,8 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 	double c0 = 0, c1;
 	int ret;
 
-	ret = stream_init(&st, o->peer, r->len, r->depth, r->opcode,
-			  XFERK_PRIO_NORMAL);
+	ret = stream_init(&st, r->peer ?: o->peer, r->qps, r->len, r->depth,
+			  r->opcode, XFERK_PRIO_NORMAL);
 	end = xferk_now_ns() + (uint64_t)(o->seconds * SEC / 4);
 	while (!ret) {
 		ret = stream_step(&st, 0);
@@ -860,23 +871,26 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 {
 	const char *tool = r->opcode == XFERK_OP_WRITE ? "ib_write_bw" :
 							  "ib_read_bw";
-	char len[32], depth[16], n[32], port[16], line[512];
+	char len[32], depth[16], n[32], port[16], qps[16], line[512];
 	char *srv[] = { "timeout", "120", (char *)tool, "-d", (char *)o->dev,
 			"-x", "1", "-F", "-s", len, "-t", depth, "-n", n,
-			"-p", port, NULL };
+			"-p", port, "-q", qps, NULL };
 	char *cli[] = { "timeout", "120", "stdbuf", "-oL", (char *)tool, "-d",
 			(char *)o->dev, "-x", "1", "-F", "-s", len, "-t", depth,
-			"-n", n, "-p", port, (char *)o->peer, NULL };
+			"-n", n, "-p", port, "-q", qps, (char *)o->peer, NULL };
+	unsigned int q = r->qps ?: 1;
 	int null = open("/dev/null", O_WRONLY), p[2], i, st, found = 0;
 	double c0 = -1, c1 = -1, peak, avg, mpps;
 	unsigned long bytes, it;
 	pid_t server, client;
 	FILE *f;
 
+	/* perftest's depth and iterations are per QP. */
 	snprintf(len, sizeof(len), "%zu", r->len);
-	snprintf(depth, sizeof(depth), "%u", r->depth);
-	snprintf(n, sizeof(n), "%lu", iters);
+	snprintf(depth, sizeof(depth), "%u", r->depth / q);
+	snprintf(n, sizeof(n), "%lu", iters / q + 1);
 	snprintf(port, sizeof(port), "%u", o->port);
+	snprintf(qps, sizeof(qps), "%u", q);
 	if (null < 0 || pipe(p))
 		return -errno;
 	server = spawn(srv, null);
@@ -907,7 +921,7 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	}
 	r->kmps = mpps * 1e3;
 	r->mb_s = mpps * r->len;
-	r->cpu_s_gib = (c1 - c0) / (it * r->len / GIB);
+	r->cpu_s_gib = (c1 - c0) / ((double)it * q * r->len / GIB);
 	r->ok = 1;
 	return 0;
 }
@@ -915,6 +929,97 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 static const char *op_name(uint8_t opcode)
 {
 	return opcode == XFERK_OP_WRITE ? "WRITE" : "READ";
+}
+
+/* One xferk row and, with perftest, its perftest row after it. */
+static int bw_pair(struct bw_opts *o, struct bw_row *rows, unsigned int *nr,
+		   int have_perftest)
+{
+	struct bw_row *x = &rows[*nr - 1], *p;
+	int ret = bw_xferk(o, x);
+
+	if (ret || !have_perftest)
+		return ret;
+	p = &rows[(*nr)++];
+	*p = *x;
+	p->who = "perftest";
+	p->ok = 0;
+	o->port++;
+	/* About as long as xferk's run, at xferk's rate. */
+	return bw_perftest(o, p, (unsigned long)(x->kmps * 1e3 * o->seconds) +
+			   2 * x->depth + 5);
+}
+
+/*
+ * QPs per session: each count but 1 gets a session of its own, to an
+ * address of this host added for it (sessions are per peer address).
+ * Only over the test VM's loopback (the default peer on dummy0).
+ */
+#define QPS_DEPTH	64
+static const unsigned int qp_counts[] = { 1, 2, 4 };
+static const size_t qp_lens[] = { 4096, 64 << 10 };
+
+static int bw_qp_rows(struct bw_opts *o, struct bw_row *rows, unsigned int *nr,
+		      int have_perftest)
+{
+	static char addrs[ARRAY_SIZE(qp_counts)][32];
+	char cmd[128];
+	unsigned int i, j;
+	int ret = 0;
+
+	if (strcmp(o->peer, "10.99.0.1")) {
+		printf("QPs per session: only over the test VM's loopback\n");
+		return 0;
+	}
+	for (i = 0; i < ARRAY_SIZE(qp_counts) && !ret; i++) {
+		if (o->quick && qp_counts[i] == 2)
+			continue;
+		if (qp_counts[i] > 1) {
+			snprintf(addrs[i], sizeof(addrs[i]), "10.99.0.%u",
+				 100 + qp_counts[i]);
+			snprintf(cmd, sizeof(cmd),
+				 "ip addr replace %s/24 dev dummy0", addrs[i]);
+			if (system(cmd))
+				return -EIO;
+		}
+		for (j = 0; j < ARRAY_SIZE(qp_lens) && !ret; j++) {
+			if (o->quick && j)
+				continue;
+			rows[(*nr)++] = (struct bw_row) { .who = "xferk",
+				.opcode = XFERK_OP_WRITE, .len = qp_lens[j],
+				.depth = QPS_DEPTH, .qps = qp_counts[i],
+				.peer = qp_counts[i] > 1 ? addrs[i] : NULL };
+			ret = bw_pair(o, rows, nr, have_perftest);
+		}
+	}
+	return ret;
+}
+
+/* The xferk rows (those of a QP count, @qps, or not) next to perftest's. */
+static void bw_print(const struct bw_row *rows, unsigned int nr, int qps)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		const struct bw_row *x = &rows[i], *p = NULL;
+
+		if (!x->ok || strcmp(x->who, "xferk") || !x->qps != !qps)
+			continue;
+		if (i + 1 < nr && rows[i + 1].ok &&
+		    !strcmp(rows[i + 1].who, "perftest"))
+			p = &rows[i + 1];
+		printf("%-5s %9zu %5u ", op_name(x->opcode), x->len, x->depth);
+		if (qps)
+			printf("%4u ", x->qps);
+		printf("%10.1f ", x->mb_s);
+		if (p)
+			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f\n",
+			       p->mb_s, x->mb_s / p->mb_s, x->kmps, p->kmps,
+			       x->kmps / p->kmps, x->cpu_s_gib, p->cpu_s_gib);
+		else
+			printf("%10s %9s %10.2f %10s %9s %8.2f %8s\n", "-", "-",
+			       x->kmps, "-", "-", x->cpu_s_gib, "-");
+	}
 }
 
 static int bench_bw(int quick, const char *json, const char *peer)
@@ -925,7 +1030,8 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	struct bw_opts o = { .peer = peer, .dev = "rxe0", .port = 18700,
 			     .seconds = quick ? 0.5 : 2, .quick = quick };
 	struct bw_row rows[2 * ARRAY_SIZE(opcodes) * ARRAY_SIZE(lens) *
-			   ARRAY_SIZE(depths)];
+			   ARRAY_SIZE(depths) +
+			   2 * ARRAY_SIZE(qp_counts) * ARRAY_SIZE(qp_lens)];
 	long long saved[ARRAY_SIZE(bw_tunables)];
 	double scale_mbs[4], fairness[4];
 	int have_perftest = !system("command -v ib_write_bw >/dev/null");
@@ -958,29 +1064,18 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	for (i = 0; i < ARRAY_SIZE(opcodes) && !ret; i++)
 		for (j = 0; j < ARRAY_SIZE(lens) && !ret; j++)
 			for (k = 0; k < ARRAY_SIZE(depths) && !ret; k++) {
-				struct bw_row *x = &rows[nr++], *p;
-
 				/* 16 MiB x 64 in flight: no room in the VM. */
 				if (lens[j] * depths[k] > (256UL << 20))
 					continue;
 				if (quick && (j == 1 || j == 3 || k == 1))
 					continue;
-				*x = (struct bw_row) { .who = "xferk",
+				rows[nr++] = (struct bw_row) { .who = "xferk",
 					.opcode = opcodes[i], .len = lens[j],
 					.depth = depths[k] };
-				ret = bw_xferk(&o, x);
-				if (ret || !have_perftest)
-					continue;
-				p = &rows[nr++];
-				*p = *x;
-				p->who = "perftest";
-				p->ok = 0;
-				o.port++;
-				/* About as long as xferk's run, at xferk's rate. */
-				ret = bw_perftest(&o, p,
-						  (unsigned long)(x->kmps * 1e3 * o.seconds) +
-						  2 * depths[k] + 5);
+				ret = bw_pair(&o, rows, &nr, have_perftest);
 			}
+	if (!ret)
+		ret = bw_qp_rows(&o, rows, &nr, have_perftest);
 	/* 1 to 8 processes, 1 MiB WRITEs, 4 each in flight, one connection. */
 	sh->len = BULK_LEN;
 	sh->depth = BULK_DEPTH;
@@ -1032,24 +1127,12 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	printf("%-5s %9s %5s %10s %10s %9s %10s %10s %9s %8s %8s\n", "op",
 	       "len", "depth", "xferk_MB/s", "pt_MB/s", "bw_ratio",
 	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu");
-	for (i = 0; i < nr; i++) {
-		const struct bw_row *x = &rows[i], *p = NULL;
-
-		if (!x->ok || strcmp(x->who, "xferk"))
-			continue;
-		if (i + 1 < nr && rows[i + 1].ok &&
-		    !strcmp(rows[i + 1].who, "perftest"))
-			p = &rows[i + 1];
-		printf("%-5s %9zu %5u %10.1f ", op_name(x->opcode), x->len,
-		       x->depth, x->mb_s);
-		if (p)
-			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f\n",
-			       p->mb_s, x->mb_s / p->mb_s, x->kmps, p->kmps,
-			       x->kmps / p->kmps, x->cpu_s_gib, p->cpu_s_gib);
-		else
-			printf("%10s %9s %10.2f %10s %9s %8.2f %8s\n", "-", "-",
-			       x->kmps, "-", "-", x->cpu_s_gib, "-");
-	}
+	bw_print(rows, nr, 0);
+	printf("QPs per session (-q QPS for perftest, the depth shared by its QPs):\n");
+	printf("%-5s %9s %5s %4s %10s %10s %9s %10s %10s %9s %8s %8s\n", "op",
+	       "len", "depth", "qps", "xferk_MB/s", "pt_MB/s", "bw_ratio",
+	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu");
+	bw_print(rows, nr, 1);
 	printf("%-10s %10s %10s  (1 MiB WRITEs, %u in flight each, one connection)\n",
 	       "processes", "MB/s", "fairness", BULK_DEPTH);
 	for (i = 0; i < 4; i++)
@@ -1068,9 +1151,9 @@ static int bench_bw(int quick, const char *json, const char *peer)
 
 		if (!r->ok)
 			continue;
-		fprintf(f, "%s  {\"who\": \"%s\", \"op\": \"%s\", \"len\": %zu, \"depth\": %u, \"mb_per_s\": %.1f, \"kmsg_per_s\": %.3f, \"cpu_s_per_gib\": %.3f}",
+		fprintf(f, "%s  {\"who\": \"%s\", \"op\": \"%s\", \"len\": %zu, \"depth\": %u, \"qps\": %u, \"mb_per_s\": %.1f, \"kmsg_per_s\": %.3f, \"cpu_s_per_gib\": %.3f}",
 			j++ ? ",\n" : "", r->who, op_name(r->opcode), r->len,
-			r->depth, r->mb_s, r->kmps, r->cpu_s_gib);
+			r->depth, r->qps ?: 1, r->mb_s, r->kmps, r->cpu_s_gib);
 	}
 	fprintf(f, "\n], \"processes\": [\n");
 	for (i = 0; i < 4; i++)
