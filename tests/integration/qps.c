@@ -22,6 +22,7 @@
 
 #define NR_QPS	4
 #define RW	(XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE)
+#define SLACK	4096	/* see RXE_MAP_SLACK in two_process.c */
 
 /* An end's row of the peers table: its QP counts and posts per QP. */
 struct lanes {
@@ -281,15 +282,16 @@ int main(void)
 	T_EXPECT(t_end_session() == 0, "ending the session");
 
 	src = t_map(len);
-	dst = t_map(len);
+	dst = t_map(len + SLACK);
 	ret = xferk_connect_qps(x, t_peer(), 0, t_connect_ms(), NR_QPS, &conn);
 	if (!ret)
 		ret = xferk_mr_reg(x, src, len, XFERK_ACCESS_LOCAL_SRC |
 				   XFERK_ACCESS_LOCAL_DST, &src_mr);
 	if (!ret)
-		ret = xferk_mr_reg(x, dst, len, RW, &dst_mr);
+		ret = xferk_mr_reg(x, dst, len + SLACK, RW, &dst_mr);
 	if (!ret)
-		ret = xferk_export(x, conn, dst_mr, 0, len, RW, &tok, &exp);
+		ret = xferk_export(x, conn, dst_mr, 0, len + SLACK, RW, &tok,
+				   &exp);
 	if (!ret)
 		ret = xferk_import(x, conn, &tok, &remote);
 	if (ret) {

@@ -54,7 +54,7 @@ static void conn_init(struct notify_fixture *f, struct xferk_conn *c)
 	c->state = XFERK_CONN_UP;
 	c->peer_caps = XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY;
 	/* A live path: the code only looks whether there is a QP. */
-	c->qp = (struct ib_qp *)f;
+	c->lanes[0].qp = (struct ib_qp *)f;
 }
 
 static int notify_init(struct kunit *test)

@@ -59,7 +59,7 @@ static int revoke_init(struct kunit *test)
 	c->transport = &fake_transport;
 	c->state = XFERK_CONN_UP;
 	/* A live path: the code only looks whether there is a QP. */
-	c->qp = (struct ib_qp *)f;
+	c->lanes[0].qp = (struct ib_qp *)f;
 	f->e = (struct xferk_export) { .conn = c, .id = 5, .gen = 77 };
 	nr_sent = 0;
 	test->priv = f;
