@@ -864,7 +864,7 @@ static pid_t spawn(char *const argv[], int out_fd)
 /*
  * One perftest row: its server and client on this host, the client's
  * lines as they come (stdbuf): the busy CPU time from its result header to
- * its result line, @iters messages in between.
+ * its result line, @iters messages (per QP) in between.
  */
 static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 		       unsigned long iters)
@@ -881,6 +881,7 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	unsigned int q = r->qps ?: 1;
 	int null = open("/dev/null", O_WRONLY), p[2], i, st, found = 0;
 	double c0 = -1, c1 = -1, peak, avg, mpps;
+	uint64_t t0 = 0, t1 = 0;
 	unsigned long bytes, it;
 	pid_t server, client;
 	FILE *f;
@@ -901,11 +902,11 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	f = fdopen(p[0], "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		if (strstr(line, "#bytes") && strstr(line, "MsgRate"))
-			c0 = cpu_busy_s();
+			c0 = cpu_busy_s(), t0 = xferk_now_ns();
 		else if (c0 >= 0 && c1 < 0 &&
 			 sscanf(line, "%lu %lu %lf %lf %lf", &bytes, &it, &peak,
 				&avg, &mpps) == 5 && bytes == r->len) {
-			c1 = cpu_busy_s();
+			c1 = cpu_busy_s(), t1 = xferk_now_ns();
 			found = 1;
 		}
 	}
@@ -921,7 +922,8 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	}
 	r->kmps = mpps * 1e3;
 	r->mb_s = mpps * r->len;
-	r->cpu_s_gib = (c1 - c0) / ((double)it * q * r->len / GIB);
+	/* What it moved while the CPU time was read: its rate, that long. */
+	r->cpu_s_gib = (c1 - c0) / (r->mb_s * 1e6 * (t1 - t0) / SEC / GIB);
 	r->ok = 1;
 	return 0;
 }
