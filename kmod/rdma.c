@@ -1538,6 +1538,47 @@ static void lanes_start(struct xferk_conn *c, struct rdma_cm_id *first)
 		lane_start(c, &c->lanes[i], &src);
 }
 
+/* The events that end a path (or session) of an end we initiated. */
+static void active_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		xferk_conn_path_down(c, -EHOSTUNREACH, XFERK_PATH_QP);
+		return;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		xferk_conn_path_down(c, -ECONNREFUSED, XFERK_PATH_QP);
+		return;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		xferk_conn_down(c, -ENODEV);
+		return;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
+		return;
+	default:
+		return;
+	}
+}
+
+/* The events that end a path (or session) of an end a peer initiated. */
+static void passive_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		xferk_conn_down(c, -ENODEV);
+		return;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
+		return;
+	default:
+		return;
+	}
+}
+
 /*
  * Events of a QP joining a path (either end). Whatever fails is the
  * path's failure; the teardown of a dying path destroys the cm_id before
@@ -1574,30 +1615,22 @@ static void lane_event(struct xferk_lane *l, struct rdma_cm_id *id,
 		xferk_conn_lane_up(c, l);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
-		ret = c->active ? conn_reject_errno(id, ev) : -ECONNRESET;
-		if (ret == -EALREADY)
-			ret = -EPROTO;
-		break;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-		ret = -EHOSTUNREACH;
-		break;
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		ret = -ECONNREFUSED;
-		break;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		xferk_conn_down(c, -ENODEV);
-		return;
-	case RDMA_CM_EVENT_DISCONNECTED:
-		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
-		return;
+		if (c->active) {
+			ret = conn_reject_errno(id, ev);
+			if (ret == -EALREADY)
+				ret = -EPROTO;
+			break;
+		}
+		fallthrough;
 	default:
+		if (c->active)
+			active_path_failed(c, ev);
+		else
+			passive_path_failed(c, ev);
 		return;
 	}
 	if (ret)
-		xferk_conn_path_down(c, ret, c->active ? XFERK_PATH_QP :
-							 XFERK_PATH_PEER);
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 }
 
 /*
@@ -1672,21 +1705,8 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 		}
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 		return;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-		xferk_conn_path_down(c, -EHOSTUNREACH, XFERK_PATH_QP);
-		return;
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		xferk_conn_path_down(c, -ECONNREFUSED, XFERK_PATH_QP);
-		return;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		xferk_conn_down(c, -ENODEV);
-		return;
-	case RDMA_CM_EVENT_DISCONNECTED:
-		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
-		return;
 	default:
+		active_path_failed(c, ev);
 		return;
 	}
 }
@@ -1694,27 +1714,16 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 /* Events of an end a peer initiated, after its request. */
 static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
 {
-	switch (ev->event) {
-	case RDMA_CM_EVENT_ESTABLISHED:
-		xferk_conn_lane_up(c, &c->lanes[0]);
-		/* A local user has this long to claim it. */
-		xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
-		/* A new session (not a new path): see xferk_conn_stale_peer(). */
-		if (!READ_ONCE(c->resume_seq))
-			xferk_conn_stale_peer(c->net, &c->peer);
-		break;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		xferk_conn_down(c, -ENODEV);
-		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_REJECTED:
-		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
-		break;
-	default:
-		break;
+	if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
+		passive_path_failed(c, ev);
+		return;
 	}
+	xferk_conn_lane_up(c, &c->lanes[0]);
+	/* A local user has this long to claim it. */
+	xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
+	/* A new session (not a new path): see xferk_conn_stale_peer(). */
+	if (!READ_ONCE(c->resume_seq))
+		xferk_conn_stale_peer(c->net, &c->peer);
 }
 
 static void conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)

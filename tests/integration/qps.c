@@ -165,6 +165,28 @@ static int every_lane_posted(const struct ends *before, const char *what)
 	return end;
 }
 
+/*
+ * One op of @len bytes at offset 0: it must succeed, and every QP of the
+ * end that posts took work requests. That end's index, or -1.
+ */
+static int striped(struct xferk *x, uint64_t mr, uint64_t remote,
+		   uint64_t len, uint8_t opcode)
+{
+	struct xferk_frag f = { .mr = mr, .len = len, .remote = remote,
+				.opcode = opcode };
+	const char *what = opcode == XFERK_OP_WRITE ? "write" : "read";
+	struct xferk_op_snapshot s = { 0 };
+	struct ends before;
+
+	if (ends_read(&before)) {
+		T_EXPECT(0, "%s: no rows", what);
+		return -1;
+	}
+	T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED, "%s: %s", what,
+		 xferk_state_name(s.state));
+	return every_lane_posted(&before, what);
+}
+
 /* The one QP that took the one work request posted from @b to @a, or -1. */
 static int lane_taken(const struct lanes *b, const struct lanes *a)
 {
@@ -259,7 +281,6 @@ int main(void)
 	uint64_t conn, conn2, src_mr, dst_mr, remote, exp;
 	struct xferk_conn_info info;
 	struct xferk_token tok;
-	struct ends before;
 	struct xferk *x, *x2;
 	uint8_t *src, *dst;
 	int ret, end;
@@ -311,24 +332,13 @@ int main(void)
 	xferk_close(x2);
 
 	/* Striped over the QPs, both directions, every byte. */
-	T_EXPECT(ends_read(&before) == 0, "rows");
 	t_fill(src, len, 1);
-	T_EXPECT(t_run(x, &(struct xferk_frag){ .mr = src_mr, .len = len,
-					       .remote = remote,
-					       .opcode = XFERK_OP_WRITE },
-		       1, &(struct xferk_op_snapshot){}) == XFERK_STATE_SUCCEEDED,
-		 "write");
+	end = striped(x, src_mr, remote, len, XFERK_OP_WRITE);
 	T_EXPECT(t_check(dst, len, 1) < 0, "written bytes");
-	end = every_lane_posted(&before, "write");
-	T_EXPECT(ends_read(&before) == 0, "rows");
 	t_fill(dst, len, 2);
-	T_EXPECT(t_run(x, &(struct xferk_frag){ .mr = src_mr, .len = len,
-					       .remote = remote,
-					       .opcode = XFERK_OP_READ },
-		       1, &(struct xferk_op_snapshot){}) == XFERK_STATE_SUCCEEDED,
-		 "read");
+	T_EXPECT(striped(x, src_mr, remote, len, XFERK_OP_READ) == end,
+		 "read: other end");
 	T_EXPECT(t_check(src, len, 2) < 0, "read bytes");
-	T_EXPECT(every_lane_posted(&before, "read") == end, "read: other end");
 
 	if (end >= 0)
 		joined_lane_dies(x, conn, src_mr, remote, src, dst, end);
