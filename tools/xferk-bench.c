@@ -872,12 +872,13 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	const char *tool = r->opcode == XFERK_OP_WRITE ? "ib_write_bw" :
 							  "ib_read_bw";
 	char len[32], depth[16], n[32], port[16], qps[16], line[512];
+	/* -q QPS last, only for several (one QP is perftest's default). */
 	char *srv[] = { "timeout", "120", (char *)tool, "-d", (char *)o->dev,
 			"-x", "1", "-F", "-s", len, "-t", depth, "-n", n,
 			"-p", port, "-q", qps, NULL };
 	char *cli[] = { "timeout", "120", "stdbuf", "-oL", (char *)tool, "-d",
 			(char *)o->dev, "-x", "1", "-F", "-s", len, "-t", depth,
-			"-n", n, "-p", port, "-q", qps, (char *)o->peer, NULL };
+			"-n", n, "-p", port, (char *)o->peer, "-q", qps, NULL };
 	unsigned int q = r->qps ?: 1;
 	int null = open("/dev/null", O_WRONLY), p[2], i, st, found = 0;
 	double c0 = -1, c1 = -1, peak, avg, mpps;
@@ -892,6 +893,10 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	snprintf(n, sizeof(n), "%lu", iters / q + 1);
 	snprintf(port, sizeof(port), "%u", o->port);
 	snprintf(qps, sizeof(qps), "%u", q);
+	if (q == 1) {
+		srv[ARRAY_SIZE(srv) - 3] = NULL;
+		cli[ARRAY_SIZE(cli) - 3] = NULL;
+	}
 	if (null < 0 || pipe(p))
 		return -errno;
 	server = spawn(srv, null);

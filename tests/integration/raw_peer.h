@@ -37,11 +37,16 @@
 /* IB CM reject reason of rdma_reject(): consumer defined (IB spec 12.6.7). */
 #define RAW_IB_REJ_CONSUMER	28
 
-/* Connect request and accept private data. */
+/*
+ * Connect request and accept private data: a new session's QPs per path
+ * (0 means 1, as from a peer before sessions of several QPs), the index of
+ * a QP joining a path (0 in a new session's request).
+ */
 struct raw_msg {
 	uint32_t magic;
 	uint16_t version;
-	uint16_t reserved;
+	uint8_t nr_qps;
+	uint8_t lane;
 	uint64_t caps;
 	uint64_t conn_id;
 	uint8_t key_half[16];

@@ -64,14 +64,18 @@ static struct {
 	int stop;
 } L = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* xferk's request: its magic, version 2, caps 0 and a connection id. */
+/*
+ * xferk's request for a new session: its magic, version 2, 1 to 8 QPs, no
+ * QP index, caps 0 and a connection id.
+ */
 static int request_valid(const struct rdma_cm_event *ev)
 {
 	const struct raw_msg *m = ev->param.conn.private_data;
 
 	return m && ev->param.conn.private_data_len >= sizeof(*m) &&
 	       be32toh(m->magic) == RAW_MAGIC &&
-	       be16toh(m->version) == RAW_VERSION && !m->reserved &&
+	       be16toh(m->version) == RAW_VERSION &&
+	       m->nr_qps >= 1 && m->nr_qps <= 8 && !m->lane &&
 	       !(be64toh(m->caps) & ~RAW_CAPS) && m->conn_id;
 }
 
