@@ -621,6 +621,7 @@ static void reroute_or_complete(struct list_head *chunks)
  */
 void xferk_conn_set_up(struct xferk_conn *c)
 {
+	bool passive_up = false, new_session = false;
 	LIST_HEAD(failed);
 
 	mutex_lock(&c->lock);
@@ -640,8 +641,17 @@ void xferk_conn_set_up(struct xferk_conn *c)
 		if (c->transport->probe)
 			queue_delayed_work(xferk_conn_wq, &c->keepalive_work,
 					   keepalive_delay());
+		passive_up = !c->active;
+		new_session = !c->resume_seq;
 	}
 	mutex_unlock(&c->lock);
+	if (passive_up) {
+		/* A local user has this long to claim it. */
+		xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
+		/* A new session (not a new path): see xferk_conn_stale_peer(). */
+		if (new_session)
+			xferk_conn_stale_peer(c->net, &c->peer);
+	}
 	conn_drop_creator(c);
 	complete_failed(&failed);
 }

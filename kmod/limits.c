@@ -119,10 +119,10 @@ module_param_cb(qps_per_session, &qps_ops, &xferk_qps_per_session, 0644);
 MODULE_PARM_DESC(qps_per_session,
 		 "RC QPs per path of a new session whose CONNECT names none (default 1, at most 8)");
 
-unsigned int xferk_max_peer_qps = XFERK_MAX_QPS;
+unsigned int xferk_max_peer_qps = 4;
 module_param_cb(max_peer_qps, &qps_ops, &xferk_max_peer_qps, 0644);
 MODULE_PARM_DESC(max_peer_qps,
-		 "Most RC QPs per path a session a peer opens to this host gets (default 8)");
+		 "Most RC QPs per path a session a peer opens to this host gets (default 4, at most 8)");
 
 unsigned int xferk_passive_idle_ms = 300000;
 unsigned int xferk_handshake_timeout_ms = 10000;

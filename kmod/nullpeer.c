@@ -132,6 +132,7 @@ struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 	set_bit(XFERK_CONN_F_KEYED, &c->flags);
 	xferk_conn_claim(c);
 	xferk_conn_get(c);
+	c->lanes[0].live = true;	/* its one "QP", for the tables */
 	xferk_conn_set_up(c);
 	return c;
 }

@@ -32,7 +32,7 @@
  * whatever reject a peer sends, the initiator maps it to one documented
  * errno.
  * A session of several QPs (nr_qps, agreed in its first handshake: the
- * initiator asks, the acceptor grants at most XFERK_MAX_QPS) makes each
+ * initiator asks, the acceptor grants at most max_peer_qps) makes each
  * path's first QP by that handshake; once it is established the
  * initiator connects every other QP of the path from the same source
  * address, each request naming the session like a new path does (both
@@ -1714,16 +1714,10 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 /* Events of an end a peer initiated, after its request. */
 static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
 {
-	if (ev->event != RDMA_CM_EVENT_ESTABLISHED) {
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
+		xferk_conn_lane_up(c, &c->lanes[0]);
+	else
 		passive_path_failed(c, ev);
-		return;
-	}
-	xferk_conn_lane_up(c, &c->lanes[0]);
-	/* A local user has this long to claim it. */
-	xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
-	/* A new session (not a new path): see xferk_conn_stale_peer(). */
-	if (!READ_ONCE(c->resume_seq))
-		xferk_conn_stale_peer(c->net, &c->peer);
 }
 
 static void conn_send_reject(struct rdma_cm_id *id, enum xferk_rej_reason why)

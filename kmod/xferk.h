@@ -325,11 +325,12 @@ void xferk_region_deregister(struct xferk_region *r);
  * @conn: its session
  * @index: 0 for the QP of the path's handshake, which also carries the
  *	session's messages, registrations and keepalive probes; 1 to
- *	nr_qps - 1 for the QPs that join the path once it is established
- *	(chunks only)
+ *	nr_qps - 1 for the QPs that join the path once its first is
+ *	established (chunks only)
  * @cm_id: its rdma_cm id, NULL until the path has one for it and once
- *	teardown destroyed it (conn->cm_lock for the QP event handler; set
- *	under conn->lock for a joining QP)
+ *	teardown destroyed it (conn->cm_lock for the QP event handler; on
+ *	the accepting end a joining QP's is set under conn->lock, on the
+ *	initiating end once @cm_ready was reserved under it)
  * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (its
  *	creator's rdma_resolve_addr() returned); teardown waits for it
  * @qp: the QP, NULL until the path creates it and once quiesced
@@ -471,7 +472,9 @@ struct xferk_revoke {
  *	call, in order; called with conn->lock held, with a free send slot
  *	for each (conn->credits). Return: how many were posted, always the
  *	first ones of @chs; when fewer than @n, *@error (-ENOMEM or -EIO)
- *	says why the next one was not, and nothing after it was posted
+ *	says why the next one was not, and nothing after it was posted; or
+ *	0: the transport has no room now (its QPs' send queues are full),
+ *	the rest waits for a completion
  * @unpost: undo what @post set up (DMA mapping, send slot) once the
  *	chunk's work request is terminal; called with conn->lock held
  * @export: make e->addr..+len of the calling process remotely accessible
@@ -491,8 +494,8 @@ struct xferk_revoke {
  *	the peer announces no capability
  * @reconnect: start a new path for a RECONNECTING session of an end
  *	this host initiated (NULL: paths are not replaced, their death ends
- *	the session); its outcome arrives as xferk_conn_set_up() or
- *	xferk_conn_path_down()
+ *	the session); its outcome arrives as xferk_conn_lane_up() of each
+ *	of the path's QPs (then xferk_conn_set_up()) or xferk_conn_path_down()
  */
 struct xferk_transport {
 	const char *name;
@@ -601,7 +604,8 @@ struct xferk_transport {
  * @dev_node: in @dev's list (xferk_devs_lock)
  * @pd: protection domain of this connection alone (RDMA)
  * @cq: completion queue of all of the path's QPs (RDMA)
- * @sends: XFERK_QP_CTXS send slots (RDMA), the free ones on @free_sends
+ * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
+ *	on @free_sends
  * @free_sends: send slots not in use (@lock)
  * @reg_cqe: completion of an export's registration work request
  * @reg_done: completed by it, or by teardown once the QP is gone

@@ -300,6 +300,7 @@ int main(void)
 		 "granted: nr_qps %u", info.nr_qps);
 	T_EXPECT(lanes_up_n(3) == 0, "not every granted QP joined the path");
 	xferk_disconnect(x, conn);
+	/* Which also restores max_peer_qps (t_restore_params()). */
 	T_EXPECT(t_end_session() == 0, "ending the session");
 
 	src = t_map(len);
