@@ -13,7 +13,9 @@
  *    initiator never completes the handshake (it never reads its event
  *    channel, so librdmacm sends no RTU) leaves a passive end
  *    "connecting" that disappears well before the default 10 s, counted in
- *    conns_reaped.
+ *    conns_reaped;
+ *  - QP missing: a session of 2 QPs whose second never joins is not up
+ *    and ends at handshake_timeout_ms (1000), not passive_idle_ms.
  * Each part restores the parameter it changed before it checks anything.
  * conns_reaped is host-wide: its rise is held to be the raw peer's end
  * only if no other passive end went down meanwhile (otherwise the test
@@ -302,6 +304,71 @@ static void slow_handshake(void)
 	raw_conn_close(&r);
 }
 
+/*
+ * d. A session of 2 QPs whose second never joins: the accepting end grants
+ * 2, its path is not up with its first QP alone ("connecting"), and with
+ * handshake_timeout_ms 1000 and passive_idle_ms 60000 it is ended by the
+ * handshake's deadline (regression: the first QP's ESTABLISHED armed the
+ * idle timer, 300 s by default, and before that the path was up on one QP).
+ */
+static void qp_missing(void)
+{
+	unsigned int limit_ms = 8000;	/* as in slow_handshake() */
+	long long old_hs = t_param("handshake_timeout_ms");
+	long long old_idle = t_param("passive_idle_ms");
+	int ret, granted = -1, connecting = 0, up = 0, gone = 0;
+	struct rdma_cm_event *ev = NULL;
+	const struct raw_msg *rep;
+	char name[64], state[16];
+	struct raw_conn r;
+	struct raw_msg m;
+	uint64_t start;
+
+	T_EXPECT(old_hs >= 0 && old_idle >= 0, "no parameters");
+	if (old_hs < 0 || old_idle < 0 ||
+	    raw_conn_open(&r, PEER, RAW_LISTEN_PORT, step_ms())) {
+		T_EXPECT(0, "QP missing: no raw connection");
+		return;
+	}
+	raw_local_name(r.id, name, sizeof(name));
+	set_param("handshake_timeout_ms", 1000);
+	set_param("passive_idle_ms", 60000);
+	raw_msg_init(&m, 0xd4);
+	m.nr_qps = 2;
+	ret = raw_conn_connect(&r, &m, sizeof(m));
+	if (!ret)
+		ret = raw_expect_event(r.ch, RDMA_CM_EVENT_ESTABLISHED, step_ms(), &ev);
+	if (!ret) {
+		rep = ev->param.conn.private_data;
+		if (rep && ev->param.conn.private_data_len >= sizeof(*rep))
+			granted = rep->nr_qps;
+	}
+	raw_ack(ev);
+	T_EXPECT(ret == 0 && granted == 2, "QP missing: %s, %d QPs granted",
+		 strerror(-ret), granted);
+	start = raw_now_ms();
+	while (!ret && raw_now_ms() - start < limit_ms) {
+		if (passive_state(name, state) != 1 || !strcmp(state, "down")) {
+			gone = 1;
+			break;
+		}
+		connecting |= !strcmp(state, "connecting");
+		up |= !strcmp(state, "up");
+		usleep(50000);
+	}
+	set_param("handshake_timeout_ms", old_hs);
+	set_param("passive_idle_ms", old_idle);
+	T_EXPECT(connecting && !up, "passive end from %s: %s with 1 of 2 QPs",
+		 name, up ? "up" : "never connecting");
+	T_EXPECT(gone, "passive end from %s still there after %u ms", name,
+		 limit_ms);
+	if (gone)
+		printf("end with a QP missing gone after %llu ms\n",
+		       (unsigned long long)(raw_now_ms() - start));
+	rdma_disconnect(r.id);
+	raw_conn_close(&r);
+}
+
 int main(void)
 {
 	struct xferk *x;
@@ -319,5 +386,6 @@ int main(void)
 	bound();
 	reaping();
 	slow_handshake();
+	qp_missing();
 	return t_result();
 }
