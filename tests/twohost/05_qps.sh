@@ -1,11 +1,12 @@
-# A session of 4 QPs per path between two hosts. Both modules are loaded
-# again (no session of the earlier tests stays), host b's with
-# qps_per_session 4; b opens the session (its export connects to a), and a
-# imports over it and runs the round trip (1 B to 64 MiB, WRITE and READ,
-# ioctl and io_uring, data verified on both sides). Then the session has 4
-# QPs on both ends, every one taking work requests (debugfs peers), and
-# every one of the QPs of host a, which posted the work requests, took
-# some.
+# A session of 4 QPs per path between two hosts, first in the suite (on
+# fresh VMs). Both modules are loaded again, host b's with qps_per_session
+# 4; b opens the session (its export connects to a), and a imports over it
+# and runs the round trip (1 B to 64 MiB, WRITE and READ, ioctl and
+# io_uring, data verified on both sides). Then the session has 4 QPs on
+# both ends, every one taking work requests (debugfs peers), and every one
+# of the QPs of host a, which posted the work requests, took some. At the
+# end both modules are loaded again as they were: the other tests run over
+# sessions of one QP.
 reload='pkill -9 -f "[x]fer "; while pgrep -f "[x]fer " >/dev/null; do sleep 0.1; done
 	rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" "$@" && chgrp xferk /dev/xferk'
 # One up RDMA session, 4 QPs all taking work requests; with "posted",
@@ -26,4 +27,7 @@ th_join b target 120 || rc=1
 th_run b sh -c "$lanes" lanes "" || { echo "b: not 4 QPs up"; rc=1; }
 th_run a sh -c "$lanes" lanes posted ||
 	{ echo "a: not 4 QPs up, each with work requests posted"; rc=1; }
+for v in a b; do
+	th_run $v sh -c "$reload" reload || { echo "$v: xferk did not reload"; rc=1; }
+done
 exit $rc
