@@ -741,12 +741,11 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 			rdma_destroy_id(id);
 	}
 	/* Also for a half-connected QP: error state flushes everything. */
-	for (l = c->lanes + 1; l < c->lanes + XFERK_MAX_QPS; l++)
+	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++)
 		if (l->qp)
 			ib_modify_qp(l->qp, &attr, IB_QP_STATE);
 	if (!c->lanes[0].qp)
 		return;
-	ib_modify_qp(c->lanes[0].qp, &attr, IB_QP_STATE);
 	/*
 	 * The message ring's flushes handled before the QP and CQ go (bounded,
 	 * like the chunks' wait): soft-RoCE frees a CQ whose completion
