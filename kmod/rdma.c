@@ -1560,6 +1560,26 @@ static void active_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 	}
 }
 
+/*
+ * A request of an end we initiated was refused: a new session's, a new
+ * path's or a joining QP's (the two last name a session the peer knows).
+ */
+static void active_rejected(struct xferk_conn *c, struct rdma_cm_id *id,
+			    struct rdma_cm_event *ev)
+{
+	int ret = conn_reject_errno(id, ev);
+
+	/* "Crossed" answers a new session only: a new path got none. */
+	if (ret == -EALREADY && conn_resuming(c))
+		ret = -EPROTO;
+	if (ret == -ESTALE && conn_resuming(c)) {
+		atomic64_inc(&xferk_stats.sessions_stale);
+		xferk_conn_down(c, ret);
+		return;
+	}
+	xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+}
+
 /* The events that end a path (or session) of an end a peer initiated. */
 static void passive_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 {
@@ -1615,10 +1635,8 @@ static void lane_event(struct xferk_lane *l, struct rdma_cm_id *id,
 		return;
 	case RDMA_CM_EVENT_REJECTED:
 		if (c->active) {
-			ret = conn_reject_errno(id, ev);
-			if (ret == -EALREADY)
-				ret = -EPROTO;
-			break;
+			active_rejected(c, id, ev);
+			return;
 		}
 		fallthrough;
 	default:
@@ -1680,8 +1698,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 		rep = cm_msg_parse(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len);
 		if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION ||
-		    (conn_resuming(c) && (!cm_msg_resumes(rep, c) ||
-					  cm_msg_seq(rep) != c->resume_seq))) {
+		    (conn_resuming(c) && !cm_msg_joins(rep, c, &c->lanes[0]))) {
 			xferk_conn_path_down(c, -EPROTO, XFERK_PATH_QP);
 			return;
 		}
@@ -1693,16 +1710,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 		lanes_start(c, id);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
-		ret = conn_reject_errno(id, ev);
-		/* "Crossed" answers a new session only: a new path got none. */
-		if (ret == -EALREADY && conn_resuming(c))
-			ret = -EPROTO;
-		if (ret == -ESTALE && conn_resuming(c)) {
-			atomic64_inc(&xferk_stats.sessions_stale);
-			xferk_conn_down(c, ret);
-			return;
-		}
-		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+		active_rejected(c, id, ev);
 		return;
 	default:
 		active_path_failed(c, ev);
