@@ -749,6 +749,7 @@ struct bw_row {
 	double mb_s;		/* 10^6 bytes per second */
 	double kmps;		/* thousand messages per second */
 	double cpu_s_gib;	/* busy CPU seconds per GiB moved */
+	long long resent;	/* rxe's retransmission events meanwhile */
 };
 
 struct bw_opts {
@@ -791,11 +792,36 @@ static double cpu_busy_s(void)
 	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / sysconf(_SC_CLK_TCK);
 }
 
+/*
+ * The device's counters of packets lost and sent again, summed (rxe's
+ * hw_counters; both ends of the loopback count on the one device), or -1.
+ */
+static long long rxe_resent(const char *dev)
+{
+	static const char *const names[] = { "completer_retry_err",
+		"rcvd_seq_err", "out_of_seq_request", "duplicate_request" };
+	long long sum = 0, v;
+	unsigned int i;
+	char path[160];
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev,
+			 names[i]);
+		v = read_number(path);
+		if (v < 0)
+			return -1;
+		sum += v;
+	}
+	return sum;
+}
+
 /* One xferk row: a warm-up of a quarter of the time, then the measurement. */
 static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 {
 	uint64_t n = 0, t0 = 0, t1 = 0, end;
 	struct stream st;
+	long long n0 = 0;
 	double c0 = 0, c1;
 	int ret;
 
@@ -812,6 +838,7 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 		if (!t0 && t1 >= end) {
 			t0 = t1;
 			c0 = cpu_busy_s();
+			n0 = rxe_resent(o->dev);
 			n = 0;
 			end = t0 + (uint64_t)(o->seconds * SEC);
 		} else if (t0 && t1 >= end) {
@@ -819,6 +846,7 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 		}
 	}
 	c1 = cpu_busy_s();
+	r->resent = n0 < 0 ? -1 : rxe_resent(o->dev) - n0;
 	while (!ret && st.inflight)
 		ret = stream_step(&st, 1) < 0 ? -EIO : 0;
 	stream_exit(&st);
@@ -864,7 +892,9 @@ static pid_t spawn(char *const argv[], int out_fd)
 /*
  * One perftest row: its server and client on this host, the client's
  * lines as they come (stdbuf): the busy CPU time from its result header to
- * its result line, @iters messages (per QP) in between.
+ * its result line, @iters messages (per QP) in between. A run without a
+ * result leaves the row empty and says why on stderr (its exit status and
+ * last line): perftest's own failure is not xferk's, the table shows "-".
  */
 static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 		       unsigned long iters)
@@ -872,6 +902,7 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	const char *tool = r->opcode == XFERK_OP_WRITE ? "ib_write_bw" :
 							  "ib_read_bw";
 	char len[32], depth[16], n[32], port[16], qps[16], line[512];
+	char last[512] = "";
 	/* -q QPS last, only for several (one QP is perftest's default). */
 	char *srv[] = { "timeout", "120", (char *)tool, "-d", (char *)o->dev,
 			"-x", "1", "-F", "-s", len, "-t", depth, "-n", n,
@@ -882,6 +913,7 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	unsigned int q = r->qps ?: 1;
 	int null = open("/dev/null", O_WRONLY), p[2], i, st, found = 0;
 	double c0 = -1, c1 = -1, peak, avg, mpps;
+	long long n0 = -1, n1 = -1;
 	uint64_t t0 = 0, t1 = 0;
 	unsigned long bytes, it;
 	pid_t server, client;
@@ -907,12 +939,16 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	f = fdopen(p[0], "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		if (strstr(line, "#bytes") && strstr(line, "MsgRate"))
-			c0 = cpu_busy_s(), t0 = xferk_now_ns();
+			c0 = cpu_busy_s(), t0 = xferk_now_ns(),
+			n0 = rxe_resent(o->dev);
 		else if (c0 >= 0 && c1 < 0 &&
 			 sscanf(line, "%lu %lu %lf %lf %lf", &bytes, &it, &peak,
 				&avg, &mpps) == 5 && bytes == r->len) {
-			c1 = cpu_busy_s(), t1 = xferk_now_ns();
+			c1 = cpu_busy_s(), t1 = xferk_now_ns(),
+			n1 = rxe_resent(o->dev);
 			found = 1;
+		} else if (line[strspn(line, " -\t\n")]) {
+			snprintf(last, sizeof(last), "%s", line);
 		}
 	}
 	if (f)
@@ -921,12 +957,13 @@ static int bw_perftest(const struct bw_opts *o, struct bw_row *r,
 	waitpid(client, &st, 0);
 	waitpid(server, NULL, 0);
 	if (!found || mpps <= 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "%s -s %zu -t %u: no result\n", tool, r->len,
-			r->depth);
-		return -EIO;
+		fprintf(stderr, "%s -s %zu -t %u -q %u: no result (status %d): %s",
+			tool, r->len, r->depth, q, st, last[0] ? last : "\n");
+		return 0;
 	}
 	r->kmps = mpps * 1e3;
 	r->mb_s = mpps * r->len;
+	r->resent = n0 < 0 || n1 < 0 ? -1 : n1 - n0;
 	/* What it moved while the CPU time was read: its rate, that long. */
 	r->cpu_s_gib = (c1 - c0) / (r->mb_s * 1e6 * (t1 - t0) / SEC / GIB);
 	r->ok = 1;
@@ -1020,12 +1057,14 @@ static void bw_print(const struct bw_row *rows, unsigned int nr, int qps)
 			printf("%4u ", x->qps);
 		printf("%10.1f ", x->mb_s);
 		if (p)
-			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f\n",
+			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f %8lld %8lld\n",
 			       p->mb_s, x->mb_s / p->mb_s, x->kmps, p->kmps,
-			       x->kmps / p->kmps, x->cpu_s_gib, p->cpu_s_gib);
+			       x->kmps / p->kmps, x->cpu_s_gib, p->cpu_s_gib,
+			       x->resent, p->resent);
 		else
-			printf("%10s %9s %10.2f %10s %9s %8.2f %8s\n", "-", "-",
-			       x->kmps, "-", "-", x->cpu_s_gib, "-");
+			printf("%10s %9s %10.2f %10s %9s %8.2f %8s %8lld %8s\n",
+			       "-", "-", x->kmps, "-", "-", x->cpu_s_gib, "-",
+			       x->resent, "-");
 	}
 }
 
@@ -1129,16 +1168,18 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	for (i = 0; i < ARRAY_SIZE(bw_tunables); i++)
 		printf(" %s %lld", bw_tunables[i].name, bw_tunables[i].bw);
 	printf("\n");
-	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row; CPU: whole machine, busy s/GiB\n",
+	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row; CPU: whole machine, busy s/GiB; resent: rxe's retransmission events in the row\n",
 	       o.dev, o.seconds);
-	printf("%-5s %9s %5s %10s %10s %9s %10s %10s %9s %8s %8s\n", "op",
+	printf("%-5s %9s %5s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s\n", "op",
 	       "len", "depth", "xferk_MB/s", "pt_MB/s", "bw_ratio",
-	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu");
+	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu",
+	       "x_resent", "pt_resent");
 	bw_print(rows, nr, 0);
 	printf("QPs per session (-q QPS for perftest, the depth shared by its QPs):\n");
-	printf("%-5s %9s %5s %4s %10s %10s %9s %10s %10s %9s %8s %8s\n", "op",
-	       "len", "depth", "qps", "xferk_MB/s", "pt_MB/s", "bw_ratio",
-	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu");
+	printf("%-5s %9s %5s %4s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s\n",
+	       "op", "len", "depth", "qps", "xferk_MB/s", "pt_MB/s", "bw_ratio",
+	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu",
+	       "x_resent", "pt_resent");
 	bw_print(rows, nr, 1);
 	printf("%-10s %10s %10s  (1 MiB WRITEs, %u in flight each, one connection)\n",
 	       "processes", "MB/s", "fairness", BULK_DEPTH);
@@ -1158,9 +1199,10 @@ static int bench_bw(int quick, const char *json, const char *peer)
 
 		if (!r->ok)
 			continue;
-		fprintf(f, "%s  {\"who\": \"%s\", \"op\": \"%s\", \"len\": %zu, \"depth\": %u, \"qps\": %u, \"mb_per_s\": %.1f, \"kmsg_per_s\": %.3f, \"cpu_s_per_gib\": %.3f}",
+		fprintf(f, "%s  {\"who\": \"%s\", \"op\": \"%s\", \"len\": %zu, \"depth\": %u, \"qps\": %u, \"mb_per_s\": %.1f, \"kmsg_per_s\": %.3f, \"cpu_s_per_gib\": %.3f, \"rxe_resent\": %lld}",
 			j++ ? ",\n" : "", r->who, op_name(r->opcode), r->len,
-			r->depth, r->qps ?: 1, r->mb_s, r->kmps, r->cpu_s_gib);
+			r->depth, r->qps ?: 1, r->mb_s, r->kmps, r->cpu_s_gib,
+			r->resent);
 	}
 	fprintf(f, "\n], \"processes\": [\n");
 	for (i = 0; i < 4; i++)
