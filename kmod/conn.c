@@ -803,6 +803,73 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 	return true;
 }
 
+/*
+ * Fault injection for a work request's completion: a swallowed one never
+ * reports (true); a delayed one is reported late.
+ */
+static bool completion_swallowed(void)
+{
+	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
+		return true;
+	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
+		msleep(READ_ONCE(xferk_fault_delay_ms));
+	return false;
+}
+
+/*
+ * A posted chunk whose work request is terminal leaves the path: its send
+ * slot is returned. With c->lock. Return: false if the path's teardown
+ * already reclaimed it (it is teardown's to complete).
+ */
+static bool conn_chunk_off_path_locked(struct xferk_conn *c,
+				       struct xferk_chunk *ch)
+{
+	lockdep_assert_held(&c->lock);
+	if (!ch->posted)
+		return false;
+	list_del_init(&ch->node);
+	ch->posted = false;
+	c->transport->unpost(c, ch);
+	c->credits++;
+	if (!--c->outstanding)
+		wake_up_all(&c->idle);
+	return true;
+}
+
+/**
+ * xferk_conn_chunks_succeeded() - posted chunks' work requests succeeded
+ * @c: their connection
+ * @chs: the chunks, in completion order; the array is reused (compacted)
+ * @n: how many
+ *
+ * The batch of a completion queue poll (or of the null peer's due chunks)
+ * in one hold of the connection's lock: the send slots come back and what
+ * waits for them is posted as chains, then the chunks complete together
+ * (xferk_chunks_succeeded(): one hold of the queue's lock per device
+ * queue). A chunk the path's teardown already reclaimed is left to it. A
+ * completion the delay fault holds back holds back its batch.
+ */
+void xferk_conn_chunks_succeeded(struct xferk_conn *c,
+				 struct xferk_chunk **chs, u32 n)
+{
+	LIST_HEAD(failed);
+	u32 i, kept;
+
+	for (i = 0, kept = 0; i < n; i++)
+		if (!completion_swallowed())
+			chs[kept++] = chs[i];
+	mutex_lock(&c->lock);
+	for (i = 0, n = kept, kept = 0; i < n; i++)
+		if (conn_chunk_off_path_locked(c, chs[i]))
+			chs[kept++] = chs[i];
+	conn_kick_locked(c, &failed);
+	if (c->nr_acks_due)
+		xferk_msgs_kick_locked(c);
+	mutex_unlock(&c->lock);
+	xferk_chunks_succeeded(chs, kept);
+	complete_failed(&failed);
+}
+
 /**
  * xferk_conn_chunk_done() - a posted chunk's work request is terminal
  * @c: the connection
@@ -823,32 +890,26 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	LIST_HEAD(moving);
 	bool reposted = false;
 
-	/* A swallowed completion: the work request never reports. */
-	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
+	if (!error) {
+		xferk_conn_chunks_succeeded(c, &ch, 1);
 		return;
-	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
-		msleep(READ_ONCE(xferk_fault_delay_ms));
+	}
+	if (completion_swallowed())
+		return;
 	/* The chunk keeps its own error; others see the path reset. */
-	if (error)
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+	xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	mutex_lock(&c->lock);
 	/* A key the peer refused stays so: its other chunks fail unposted. */
 	if (error == -EACCES && !xferk_chunk_remote(ch)->error)
 		WRITE_ONCE(xferk_chunk_remote(ch)->error, -EACCES);
-	if (!ch->posted) {
+	if (!conn_chunk_off_path_locked(c, ch)) {
 		mutex_unlock(&c->lock);
 		return;
 	}
-	list_del_init(&ch->node);
-	ch->posted = false;
-	c->transport->unpost(c, ch);
-	c->credits++;
-	if (!--c->outstanding)
-		wake_up_all(&c->idle);
 	if (chunk_path_error(error) && xferk_chunk_may_reroute(ch))
 		list_add_tail(&ch->node, &moving);
 	else
-		reposted = error && conn_repost_locked(c, ch, error);
+		reposted = conn_repost_locked(c, ch, error);
 	conn_kick_locked(c, &failed);
 	if (c->nr_acks_due)
 		xferk_msgs_kick_locked(c);

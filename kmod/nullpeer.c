@@ -15,32 +15,42 @@
 static struct workqueue_struct *xferk_null_wq;
 
 /*
- * Completes the chunks that are due, oldest first (they are in due order).
- * The clock is read again only when the first chunk seems not due yet.
+ * Completes the chunks that are due, oldest first (they are in due order),
+ * up to XFERK_POST_BATCH at a time, as a device's completion queue poll
+ * hands them over. The clock is read again only when a chunk seems not
+ * due yet. Only this work completes the null peer's chunks; they stay on
+ * c->posted until xferk_conn_chunks_succeeded() takes them off.
  */
 static void null_complete_due(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, null_work);
-	struct xferk_chunk *ch;
-	ktime_t now = ktime_get();
+	struct xferk_chunk *due[XFERK_POST_BATCH], *ch;
+	ktime_t now = ktime_get(), wait;
+	u32 n;
 
-	for (;;) {
+	do {
+		n = 0;
 		mutex_lock(&c->lock);
-		ch = list_first_entry_or_null(&c->posted, struct xferk_chunk,
-					      node);
-		if (ch && ktime_after(ch->due, now))
-			now = ktime_get();
-		if (ch && ktime_after(ch->due, now)) {
-			queue_delayed_work(xferk_null_wq, &c->null_work,
-					   nsecs_to_jiffies(ktime_sub(ch->due, now)) + 1);
-			ch = NULL;
+		list_for_each_entry(ch, &c->posted, node) {
+			if (n == ARRAY_SIZE(due))
+				break;
+			if (ktime_after(ch->due, now))
+				now = ktime_get();
+			if (ktime_after(ch->due, now)) {
+				wait = ktime_sub(ch->due, now);
+				if (!n)
+					queue_delayed_work(xferk_null_wq,
+							   &c->null_work,
+							   nsecs_to_jiffies(wait) + 1);
+				break;
+			}
+			due[n++] = ch;
 		}
 		mutex_unlock(&c->lock);
-		if (!ch)
-			return;
-		xferk_conn_chunk_done(c, ch, 0);
-	}
+		if (n)
+			xferk_conn_chunks_succeeded(c, due, n);
+	} while (n);
 }
 
 /*

@@ -155,38 +155,28 @@ static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 	}
 }
 
-/**
- * xferk_chunk_complete() - a chunk became terminal
- * @ch: the chunk; completed or never posted
- * @error: 0 or a negative errno
- *
- * Called once per chunk, from process context. The last one frees every
- * chunk of the op, @ch included: once this one is counted terminal, only
- * the reference taken here keeps the op (another chunk's completion may
- * free the chunks and drop the physical reference meanwhile).
+/* A chunk's end begins: traced, and its op kept by a reference. */
+static void chunk_end_begin(struct xferk_chunk *ch, int error)
+{
+	trace_xferk_chunk_done(ch->op->id, xferk_chunk_remote(ch)->conn->id,
+			       ch->len, error);
+	kref_get(&ch->op->ref);
+}
+
+/*
+ * A chunk's end, after the queue's part: the chunk counts terminal in its
+ * op, which acts on what that changes; then the reference of
+ * chunk_end_begin() goes. The last chunk frees every chunk of the op, @ch
+ * included: only that reference keeps the op meanwhile (another chunk's
+ * completion may free the chunks and drop the physical reference).
  */
-void xferk_chunk_complete(struct xferk_chunk *ch, int error)
+static void chunk_end_count(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
 	unsigned int what;
 	u32 late, state;
 
-	trace_xferk_chunk_done(op->id, xferk_chunk_remote(ch)->conn->id, ch->len,
-			       error);
-	kref_get(&op->ref);
-	/*
-	 * Its error is the op's first before the queue drops the op's other
-	 * chunks (with ECANCELED); then the queue, while this chunk still
-	 * keeps the op physically alive.
-	 */
-	if (error) {
-		spin_lock_irqsave(&op->lock, flags);
-		xferk_life_error(&op->life, error);
-		spin_unlock_irqrestore(&op->lock, flags);
-	}
-	if (ch->dispatched)
-		xferk_queue_chunk_done(ch, error);
 	spin_lock_irqsave(&op->lock, flags);
 	late = op->life.late_completions;
 	/* The clock only for the last chunk: the op's physical time. */
@@ -201,6 +191,54 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 		atomic64_inc(&xferk_stats.late_completions);
 	op_apply(op, what, state);
 	xferk_op_put(op);
+}
+
+/**
+ * xferk_chunk_complete() - a chunk became terminal
+ * @ch: the chunk; completed or never posted
+ * @error: 0 or a negative errno
+ *
+ * Called once per chunk, from process context.
+ */
+void xferk_chunk_complete(struct xferk_chunk *ch, int error)
+{
+	struct xferk_op *op = ch->op;
+	unsigned long flags;
+
+	chunk_end_begin(ch, error);
+	/*
+	 * Its error is the op's first before the queue drops the op's other
+	 * chunks (with ECANCELED); then the queue, while this chunk still
+	 * keeps the op physically alive.
+	 */
+	if (error) {
+		spin_lock_irqsave(&op->lock, flags);
+		xferk_life_error(&op->life, error);
+		spin_unlock_irqrestore(&op->lock, flags);
+	}
+	if (ch->dispatched)
+		xferk_queue_chunk_done(ch, error);
+	chunk_end_count(ch, error);
+}
+
+/**
+ * xferk_chunks_succeeded() - posted chunks completed without error
+ * @chs: the chunks (of any ops)
+ * @n: how many
+ *
+ * As xferk_chunk_complete(ch, 0) for each, the queue's part for all of
+ * them first, in one batch (xferk_queue_chunks_succeeded()): every chunk
+ * keeps its op physically alive until it is counted. From process context.
+ */
+void xferk_chunks_succeeded(struct xferk_chunk **chs, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		chunk_end_begin(chs[i], 0);
+	xferk_queue_chunks_succeeded(chs, n);
+	for (i = 0; i < n; i++)
+		chunk_end_count(chs[i], 0);
 }
 
 /* A chunk was handed to the device. Called under its connection's lock. */

@@ -11,7 +11,8 @@
  *   dispatch queue_kick()          picks chunks under xferk_queue_lock,
  *                                  posts them (xferk_chunks_queue()) after
  *   complete xferk_queue_chunk_done()  frees the windows, kicks; an error
- *                                  drops the op's undispatched chunks
+ *                                  drops the op's undispatched chunks;
+ *            xferk_queue_chunks_succeeded()  a batch, one kick per queue
  *   cancel   xferk_queue_drop()    cancel, deadline, error: undispatched
  *                                  chunks complete unposted (-ECANCELED)
  *
@@ -408,6 +409,27 @@ static void queue_kick_others(struct xferk_qdev *q)
 	spin_unlock(&xferk_queue_lock);
 }
 
+/*
+ * Frees the windows a dispatched chunk held; with xferk_queue_lock.
+ * Return: whether other devices' queues must be kicked: the QP window of
+ * a connection that is a rail (rail.c) is shared by the queues of several
+ * devices, and items of another device's queue may wait for it when it
+ * was full.
+ */
+static bool queue_chunk_done_locked(struct xferk_chunk *ch, ktime_t now)
+{
+	struct xferk_conn *qp_conn = container_of(ch->sqp, struct xferk_conn,
+						  sqp);
+	bool was_full;
+
+	lockdep_assert_held(&xferk_queue_lock);
+	was_full = ch->sqp->outstanding >=
+		   xferk_sched_qp_window(ch->sqp, xferk_queue_limits.qp_window);
+	xferk_sched_complete(&ch->op->qdev->sched, &ch->op->qitem, ch->len,
+			     ch->sqp, ktime_sub(now, ch->dispatched_at));
+	return was_full && test_bit(XFERK_CONN_F_RAIL, &qp_conn->flags);
+}
+
 /**
  * xferk_queue_chunk_done() - a dispatched chunk became terminal
  * @ch: the chunk; it is not yet counted terminal in its op
@@ -415,32 +437,62 @@ static void queue_kick_others(struct xferk_qdev *q)
  *
  * Frees the windows it held and lets the next chunks go, in one hold of
  * the queue lock. After an error the op's remaining chunks are dropped
- * first: it cannot succeed any more. The QP window of a connection that
- * is a rail (rail.c) is shared by the queues of several devices: items of
- * another device's queue may wait for it, so when it was full the other
- * queues are kicked too, in their kick work.
+ * first: it cannot succeed any more. Other devices' queues are kicked in
+ * their kick work where a rail's window was full.
  */
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
 	struct xferk_qdev *q = op->qdev;
-	struct xferk_conn *qp_conn = container_of(ch->sqp, struct xferk_conn,
-						  sqp);
 	ktime_t now = xferk_queue_now();
 	u32 from = 0, dropped = 0;
-	bool was_full;
+	bool others;
 
 	spin_lock(&xferk_queue_lock);
-	was_full = ch->sqp->outstanding >=
-		   xferk_sched_qp_window(ch->sqp, xferk_queue_limits.qp_window);
-	xferk_sched_complete(&q->sched, &op->qitem, ch->len, ch->sqp,
-			     ktime_sub(now, ch->dispatched_at));
+	others = queue_chunk_done_locked(ch, now);
 	if (error)
 		dropped = queue_cancel_locked(op, &from);
 	queue_kick_locked(q, now);
-	if (was_full && test_bit(XFERK_CONN_F_RAIL, &qp_conn->flags))
+	if (others)
 		queue_kick_others(q);
 	complete_dropped(op, from, dropped);
+}
+
+/**
+ * xferk_queue_chunks_succeeded() - chunks completed without error
+ * @chs: the chunks, none yet counted terminal in its op; those not
+ *	dispatched (queue bypass) are skipped
+ * @n: how many
+ *
+ * As xferk_queue_chunk_done(ch, 0) for each, with one hold of the queue
+ * lock and one kick for each run of chunks admitted to the same device's
+ * queue: the kick dispatches what the windows freed by all of them let go,
+ * as chains.
+ */
+void xferk_queue_chunks_succeeded(struct xferk_chunk **chs, u32 n)
+{
+	struct xferk_qdev *q;
+	bool others;
+	ktime_t now;
+	u32 i = 0;
+
+	while (i < n) {
+		if (!chs[i]->dispatched) {
+			i++;
+			continue;
+		}
+		q = chs[i]->op->qdev;
+		now = xferk_queue_now();
+		others = false;
+		spin_lock(&xferk_queue_lock);
+		for (; i < n && (!chs[i]->dispatched || chs[i]->op->qdev == q);
+		     i++)
+			if (chs[i]->dispatched)
+				others |= queue_chunk_done_locked(chs[i], now);
+		queue_kick_locked(q, now);
+		if (others)
+			queue_kick_others(q);
+	}
 }
 
 int xferk_queue_module_init(void)

@@ -513,6 +513,113 @@ static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	xferk_conn_chunk_done(c, s->ch, wc_errno(wc->status));
 }
 
+/* ---- the path's completion queue ---- */
+
+static struct workqueue_struct *xferk_cq_wq;
+
+/* Completions handled per run of a CQ's work before it yields the CPU. */
+#define XFERK_CQ_BUDGET		512
+
+/*
+ * The CQ's completion event (device context): its work polls it. Only for
+ * the path's CQ as it is: soft-RoCE may still call a destroyed CQ's
+ * handler (its completion tasklet), after the next path made its own.
+ */
+static void conn_cq_event(struct ib_cq *cq, void *context)
+{
+	struct xferk_conn *c = context;
+
+	if (cq == READ_ONCE(c->cq) && !READ_ONCE(c->cq_stopped))
+		queue_work(xferk_cq_wq, &c->cq_work);
+}
+
+/*
+ * Polls the path's CQ, XFERK_CQ_BATCH completions at a time, in order:
+ * each run of chunks whose work requests succeeded completes as one batch
+ * (xferk_conn_chunks_succeeded(): one hold of the connection's lock, one
+ * of the queue's per device queue, the send slots and windows they free
+ * refilled as chains); any other completion goes to its own handler, after
+ * the chunks before it. Then the CQ is armed again, or, past the budget or
+ * with a completion that raced the arming, the work runs again. A work
+ * item never runs twice at once: it is the CQ's only poller.
+ */
+static void conn_cq_work(struct work_struct *work)
+{
+	struct xferk_conn *c = container_of(work, struct xferk_conn, cq_work);
+	struct xferk_chunk *succeeded[XFERK_CQ_BATCH];
+	int n, i, nr, total = 0;
+
+	if (READ_ONCE(c->cq_stopped))
+		return;
+	do {
+		n = ib_poll_cq(c->cq, XFERK_CQ_BATCH, c->cq_wcs);
+		for (i = 0, nr = 0; i < n; i++) {
+			struct ib_wc *wc = &c->cq_wcs[i];
+
+			if (wc->status == IB_WC_SUCCESS && wc->wr_cqe &&
+			    wc->wr_cqe->done == conn_rdma_chunk_done) {
+				succeeded[nr++] = container_of(wc->wr_cqe,
+							       struct xferk_send,
+							       cqe)->ch;
+				continue;
+			}
+			if (nr)
+				xferk_conn_chunks_succeeded(c, succeeded, nr);
+			nr = 0;
+			if (wc->wr_cqe)
+				wc->wr_cqe->done(c->cq, wc);
+			else
+				WARN_ON_ONCE(wc->status == IB_WC_SUCCESS);
+		}
+		if (nr)
+			xferk_conn_chunks_succeeded(c, succeeded, nr);
+		total += max(n, 0);
+	} while (n == XFERK_CQ_BATCH && total < XFERK_CQ_BUDGET);
+	if (total >= XFERK_CQ_BUDGET ||
+	    ib_req_notify_cq(c->cq, IB_CQ_NEXT_COMP |
+				    IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		queue_work(xferk_cq_wq, &c->cq_work);
+}
+
+/*
+ * A new path's CQ of @cqes entries, armed, on an unbound workqueue:
+ * completion handling (the op's accounting, the queue, the next posts,
+ * io_uring completions) runs on any CPU, not only on the one whose
+ * softirq raised it (a software device's tasklets run there too). The
+ * previous path's work is not running (conn_cq_destroy()).
+ */
+static int conn_cq_create(struct xferk_conn *c, struct ib_device *dev,
+			  int cqes)
+{
+	struct ib_cq_init_attr attr = { .cqe = cqes };
+	struct ib_cq *cq;
+
+	cq = ib_create_cq(dev, conn_cq_event, NULL, c, &attr);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	WRITE_ONCE(c->cq_stopped, false);
+	WRITE_ONCE(c->cq, cq);
+	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	return 0;
+}
+
+/*
+ * After the path's QPs are destroyed: its work stops, then the CQ goes.
+ * What it did not handle is teardown's: the chunks still posted
+ * (xferk_conn_flush_posted()), the message ring (msg_path_init() of the
+ * next path), a registration (reg_done) and a probe. An event that raced
+ * the stop may queue the work again: it returns at once, and the second
+ * cancel waits for it.
+ */
+static void conn_cq_destroy(struct xferk_conn *c)
+{
+	WRITE_ONCE(c->cq_stopped, true);
+	cancel_work_sync(&c->cq_work);
+	ib_destroy_cq(c->cq);
+	WRITE_ONCE(c->cq, NULL);
+	cancel_work_sync(&c->cq_work);
+}
+
 /* Unmaps what send_map() mapped for this post (per-post maps only). */
 static void send_unmap(struct ib_device *dev, struct xferk_send *s)
 {
@@ -757,8 +864,8 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 }
 
 /*
- * QPs first, then the CQ: ib_free_cq() waits for a running completion
- * callback. A registration still waiting for its completion gets none now:
+ * QPs first, then the CQ: conn_cq_destroy() waits for a running completion
+ * handler. A registration still waiting for its completion gets none now:
  * it is released here, as failed (before teardown revokes exports).
  */
 static void conn_rdma_quiesce(struct xferk_conn *c)
@@ -777,8 +884,7 @@ static void conn_rdma_quiesce(struct xferk_conn *c)
 		if (qps[i])
 			ib_destroy_qp(qps[i]);
 	if (c->cq)
-		ib_free_cq(c->cq);
-	c->cq = NULL;
+		conn_cq_destroy(c);
 	complete(&c->reg_done);
 }
 
@@ -1286,20 +1392,12 @@ static int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 	}
 	/*
 	 * One CQE per chunk (every QP's send slots), an export's
-	 * registration, a keepalive probe, each message buffer. An unbound
-	 * workqueue: completion handling (the op's accounting, the queue, the
-	 * next posts, io_uring completions) runs on any CPU, not only on the
-	 * one whose softirq raised it (a software device's tasklets run there
-	 * too).
+	 * registration, a keepalive probe, each message buffer.
 	 */
-	c->cq = ib_alloc_cq(dev, c, c->nr_qps * XFERK_QP_CTXS + 2 +
-			    XFERK_MSG_SENDS + XFERK_MSG_RECVS, 0,
-			    IB_POLL_UNBOUND_WORKQUEUE);
-	if (IS_ERR(c->cq)) {
-		ret = PTR_ERR(c->cq);
-		c->cq = NULL;
+	ret = conn_cq_create(c, dev, c->nr_qps * XFERK_QP_CTXS + 2 +
+			     XFERK_MSG_SENDS + XFERK_MSG_RECVS);
+	if (ret)
 		return ret;
-	}
 	ret = lane_create_qp(c, &c->lanes[0], id);
 	if (ret)
 		return ret;
@@ -1755,7 +1853,7 @@ static int conn_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 
 /*
  * A connection with its send slots (for @nr_qps QPs), message buffers,
- * revoked ids; zeroed.
+ * revoked ids, its CQ's work; zeroed.
  */
 static struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 {
@@ -1773,6 +1871,7 @@ static struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 		kfree(c);
 		return NULL;
 	}
+	INIT_WORK(&c->cq_work, conn_cq_work);
 	return c;
 }
 
@@ -2203,9 +2302,16 @@ int xferk_rdma_module_init(void)
 {
 	int ret;
 
+	xferk_cq_wq = alloc_workqueue("xferk_cq",
+				      WQ_UNBOUND | WQ_HIGHPRI | WQ_MEM_RECLAIM,
+				      0);
+	if (!xferk_cq_wq)
+		return -ENOMEM;
 	ret = ib_register_client(&xferk_ib_client);
-	if (ret)
+	if (ret) {
+		destroy_workqueue(xferk_cq_wq);
 		return ret;
+	}
 	ret = listener_start();
 	if (ret) {
 		pr_err("xferk: cannot listen on %pISpc: %d\n",
@@ -2233,4 +2339,5 @@ void xferk_rdma_module_exit(void)
 		rdma_destroy_id(id);
 	xferk_conn_shutdown_all();
 	ib_unregister_client(&xferk_ib_client);
+	destroy_workqueue(xferk_cq_wq);
 }

@@ -320,6 +320,12 @@ void xferk_region_deregister(struct xferk_region *r);
  */
 #define XFERK_POST_BATCH	16
 
+/*
+ * Completions taken per poll of a path's CQ: as many as one chain posts,
+ * and as many chunks as complete together (xferk_conn_chunks_succeeded()).
+ */
+#define XFERK_CQ_BATCH		XFERK_POST_BATCH
+
 /**
  * struct xferk_lane - one RC QP of a session's path (RDMA)
  * @conn: its session
@@ -604,6 +610,9 @@ struct xferk_transport {
  * @dev_node: in @dev's list (xferk_devs_lock)
  * @pd: protection domain of this connection alone (RDMA)
  * @cq: completion queue of all of the path's QPs (RDMA)
+ * @cq_work: polls @cq (rdma.c conn_cq_work()), queued by its event
+ * @cq_stopped: @cq is being destroyed: its event and work do nothing
+ * @cq_wcs: @cq_work's completions of one poll
  * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
  *	on @free_sends
  * @free_sends: send slots not in use (@lock)
@@ -697,6 +706,9 @@ struct xferk_conn {
 	struct list_head dev_node;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
+	struct work_struct cq_work;
+	bool cq_stopped;
+	struct ib_wc cq_wcs[XFERK_CQ_BATCH];
 	struct xferk_send *sends;
 	struct list_head free_sends;
 	struct ib_cqe reg_cqe;
@@ -755,6 +767,8 @@ void xferk_conn_flush_posted(struct xferk_conn *c);
 bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
 			  siphash_key_t *key);
 void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
+void xferk_conn_chunks_succeeded(struct xferk_conn *c,
+				 struct xferk_chunk **chs, u32 n);
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
@@ -1081,6 +1095,7 @@ int xferk_op_module_init(void);
 void xferk_op_module_exit(void);
 extern unsigned int xferk_exit_drain_ms;
 void xferk_chunk_complete(struct xferk_chunk *ch, int error);
+void xferk_chunks_succeeded(struct xferk_chunk **chs, u32 n);
 bool xferk_chunk_cancelled(struct xferk_chunk *ch);
 void xferk_chunk_posted(struct xferk_chunk *ch);
 void xferk_chunk_unposted(struct xferk_chunk *ch);
@@ -1328,6 +1343,7 @@ void xferk_queue_unadmit(struct xferk_op *op);
 void xferk_queue_start(struct xferk_op *op);
 void xferk_queue_drop(struct xferk_op *op);
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error);
+void xferk_queue_chunks_succeeded(struct xferk_chunk **chs, u32 n);
 ktime_t xferk_queue_now(void);
 int xferk_queue_module_init(void);
 void xferk_queue_module_exit(void);

@@ -5,6 +5,9 @@
  * WRITE from another process then overtakes it. With the queue, only what
  * the dispatch windows had let out already finishes while the critical op
  * runs; with queue_bypass the critical op waits behind the whole backlog.
+ * The backlog is there by construction, not by timing: the first bulk
+ * completion is held (fault knob delay_completions) until well after the
+ * critical op was submitted, so no bulk op can finish before it.
  * "Finishes while it runs" is judged on the kernel's own times: each op's
  * submit_to_physical_ns added to when its submit syscall ran (bracketed by
  * the clock before and after it), so nothing else on the host and no
@@ -36,15 +39,27 @@ static unsigned long bulk_len;
  */
 static struct bulk_times {
 	uint64_t lo[MAX_BULK], hi[MAX_BULK];
+	uint64_t submitted;	/* before the bulk ops were submitted */
 	unsigned int n;
 } *times;
+
+/* How long the first bulk completion is held. */
+static unsigned int hold_ms;
+static long long saved_delay_ms = -1;
+
+static void restore_faults(void)
+{
+	t_fault_clear();
+	if (saved_delay_ms >= 0)
+		t_fault_set("delay_ms", saved_delay_ms);
+}
 
 /* The bulk process: a backlog of nr_bulk WRITEs, all reaped and timed. */
 static void bulk(int ready)
 {
 	unsigned long len = nr_bulk * bulk_len;
 	uint8_t *src = t_map(len), *dst = t_map(len + 4096);
-	uint64_t conn, mr, dst_mr, remote, b0[MAX_BULK], b1[MAX_BULK];
+	uint64_t conn, mr, dst_mr, remote, b0, b1;
 	struct xferk_ioc_submit s[MAX_BULK];
 	struct xferk_frag f[MAX_BULK];
 	struct xferk_op_snapshot snap;
@@ -68,13 +83,14 @@ static void bulk(int ready)
 			.deadline_ns = xferk_now_ns() + 55 * SEC,
 			.priority = XFERK_PRIO_BULK,
 		};
-		/* One at a time: the op starts within [b0, b1]. */
 		io_uring_prep_xferk_submit(t_sqe(&ring), xferk_fd(x), &s[i]);
-		b0[i] = xferk_now_ns();
-		if (io_uring_submit(&ring) != 1)
-			_exit(1);
-		b1[i] = xferk_now_ns();
 	}
+	/* All at once: each op starts within [b0, b1]. */
+	b0 = xferk_now_ns();
+	times->submitted = b0;
+	if (io_uring_submit(&ring) != (int)nr_bulk)
+		_exit(1);
+	b1 = xferk_now_ns();
 	if (write(ready, "R", 1) != 1)
 		_exit(1);
 	for (i = 0; i < nr_bulk; i++) {
@@ -87,8 +103,8 @@ static void bulk(int ready)
 	for (i = 0; i < nr_bulk; i++) {
 		if (xferk_query(x, s[i].op, &snap) || !snap.physical_complete)
 			_exit(1);
-		times->lo[i] = b0[i] + snap.submit_to_physical_ns;
-		times->hi[i] = b1[i] + snap.submit_to_physical_ns;
+		times->lo[i] = b0 + snap.submit_to_physical_ns;
+		times->hi[i] = b1 + snap.submit_to_physical_ns;
 		xferk_release(x, s[i].op);
 	}
 	times->n = nr_bulk;
@@ -115,6 +131,10 @@ static int overtaken(struct xferk *x, uint64_t mr, uint64_t remote,
 	char c;
 
 	memset(times, 0, sizeof(*times));
+	/* No other op live: the knob holds the first bulk completion. */
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("delay_ms", hold_ms) == 0 &&
+		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
 	if (pipe(p))
 		return -1;
 	pid = fork();
@@ -128,6 +148,8 @@ static int overtaken(struct xferk *x, uint64_t mr, uint64_t remote,
 		return -1;
 	}
 	close(p[0]);
+	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(10000)) == 0,
+		 "no bulk completion held");
 	t_fill(src, CRIT, 7);
 	memset(dst, 0, CRIT);
 	s = (struct xferk_ioc_submit) {
@@ -139,6 +161,10 @@ static int overtaken(struct xferk *x, uint64_t mr, uint64_t remote,
 	ret = ioctl(xferk_fd(x), XFERK_IOC_SUBMIT, &s);
 	c1 = xferk_now_ns();
 	T_EXPECT(ret == 0, "critical submit: %s", strerror(errno));
+	/* The hold began after the bulk submit: it still held at c1. */
+	T_EXPECT(c1 < times->submitted + hold_ms * 1000000ULL,
+		 "critical op submitted %llu ms after the backlog, not within the %u ms hold",
+		 (unsigned long long)(c1 - times->submitted) / 1000000, hold_ms);
 	ret = xferk_wait(x, s.op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &snap);
 	T_EXPECT(ret == 0 && snap.state == XFERK_STATE_SUCCEEDED &&
 		 snap.transferred_bytes == CRIT && t_check(dst, CRIT, 7) < 0,
@@ -199,12 +225,18 @@ int main(void)
 	uint8_t *src, *dst;
 	struct xferk *x;
 
-	/* A backlog of a second or more over rxe on either kernel. */
 	nr_bulk = 48;
 	bulk_len = t_debug_kernel() ? 256 << 10 : 1 << 20;
 	len = t_debug_kernel() ? 2 << 20 : 16 << 20;
+	hold_ms = t_scaled_ms(3000);
 	if (xferk_open(&x))
 		return T_SKIP;
+	saved_delay_ms = t_fault_get("delay_ms");
+	if (saved_delay_ms < 0) {
+		fprintf(stderr, "no fault knob delay_ms\n");
+		return T_FAIL;
+	}
+	atexit(restore_faults);
 	times = mmap(NULL, sizeof(*times), PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (times == MAP_FAILED)
