@@ -527,7 +527,9 @@ static int conn_chunk_refused(struct xferk_chunk *ch)
 
 /*
  * Posts pending chunks while there are send slots, in order, up to
- * XFERK_POST_BATCH per call into the transport. A chunk it refused goes
+ * XFERK_POST_BATCH per call into the transport, or its share of them on a
+ * session of several QPs: each call is one chain on one QP (the least busy
+ * one), so what waits is spread over all of them. A chunk it refused goes
  * to @failed with its error; the ones behind it go back to the head of
  * the queue. Chunks it took none of without an error (its QPs' send
  * queues are full) wait there too, until a completion kicks again.
@@ -536,13 +538,14 @@ static int conn_chunk_refused(struct xferk_chunk *ch)
 static void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
 	struct xferk_chunk *batch[XFERK_POST_BATCH], *ch;
+	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->nr_qps);
 	u32 n, i, posted;
 	int error = 0;
 
 	lockdep_assert_held(&c->lock);
 	while (xferk_conn_postable(c) && c->credits && !list_empty(&c->pending)) {
 		n = 0;
-		while (n < min_t(u32, c->credits, XFERK_POST_BATCH) &&
+		while (n < min(c->credits, chain) &&
 		       !list_empty(&c->pending)) {
 			ch = list_first_entry(&c->pending, struct xferk_chunk,
 					      node);

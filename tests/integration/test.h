@@ -629,34 +629,68 @@ static inline int t_submit_held(struct xferk *x, const struct xferk_frag *f,
 }
 
 /*
- * Ends the host's session to the peer (reconnect_ms 0 and a write on a
- * QP the fault knob kills): the next CONNECT makes a new one, with a new
- * handshake. 0 when the session is down. Restores every module parameter
- * t_param_scoped() changed.
+ * Does the debugfs peers table list an RDMA session end to the peer
+ * (either side: on loopback the accepting end's peer is this host too)
+ * that is not down?
+ */
+static inline int t_peer_session_live(void)
+{
+	char line[512], transport[16], state[32], peer[80];
+	size_t n = strlen(t_peer());
+	FILE *f = fopen("/sys/kernel/debug/xferk/peers", "r");
+	int live = 0;
+
+	if (!f)
+		return 1;
+	while (!live && fgets(line, sizeof(line), f))
+		live = sscanf(line, "%*u %15s %*s %31s %79s", transport, state,
+			      peer) == 3 &&
+		       !strcmp(transport, "rdma") && strcmp(state, "down") &&
+		       !strncmp(peer, t_peer(), n) && peer[n] == ':';
+	fclose(f);
+	return live;
+}
+
+/*
+ * Ends the host's sessions to the peer (reconnect_ms 0 and a write on a
+ * QP the fault knob kills, for each session a CONNECT shares, until no end
+ * to the peer is left but down ones): the next CONNECT makes a new one,
+ * with a new handshake. 0 when they are down, both ends of each (on
+ * loopback the accepting end goes down after the initiating one). Restores
+ * every module parameter t_param_scoped() changed.
  */
 static inline int t_end_session(void)
 {
+	uint64_t until = t_now_ms() + t_scaled_ms(20000), settled;
 	struct xferk_conn_info info;
 	struct xferk_op_snapshot s;
 	struct xferk_frag f;
 	struct t_loop l;
-	uint64_t until;
-	int ret;
+	int ret, rounds = 0;
 
 	if (t_param_scoped("reconnect_ms", 0) || t_quiet())
 		return -1;
-	t_loop_open(&l, 4096, 4096);
-	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096,
-				  .remote = l.remote, .opcode = XFERK_OP_WRITE };
-	t_fault_set("qp_error", 1);
-	ret = t_run(l.x, &f, 1, &s);
-	t_fault_set("qp_error", 0);
-	until = t_now_ms() + t_scaled_ms(10000);
 	do {
-		ret = xferk_conn_query(l.x, l.conn, &info);
-	} while (!ret && info.state != XFERK_CONN_STATE_DOWN &&
-		 t_now_ms() < until && !usleep(20000));
-	xferk_close(l.x);
+		t_loop_open(&l, 4096, 4096);
+		f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096,
+					  .remote = l.remote,
+					  .opcode = XFERK_OP_WRITE };
+		t_fault_set("qp_error", 1);
+		ret = t_run(l.x, &f, 1, &s);
+		t_fault_set("qp_error", 0);
+		do {
+			ret = xferk_conn_query(l.x, l.conn, &info);
+		} while (!ret && info.state != XFERK_CONN_STATE_DOWN &&
+			 t_now_ms() < until && !usleep(20000));
+		xferk_close(l.x);
+		if (ret || info.state != XFERK_CONN_STATE_DOWN)
+			break;
+		/* Its accepting end follows; another session, the next round. */
+		settled = t_now_ms() + t_scaled_ms(2000);
+		while (t_peer_session_live() && t_now_ms() < settled)
+			usleep(20000);
+	} while (t_peer_session_live() && ++rounds < 4 && t_now_ms() < until);
 	t_restore_params();
-	return !ret && info.state == XFERK_CONN_STATE_DOWN ? 0 : -1;
+	return !ret && info.state == XFERK_CONN_STATE_DOWN &&
+	       !t_peer_session_live() ? 0 : -1;
 }
