@@ -1199,18 +1199,13 @@ void xferk_conn_flush_posted(struct xferk_conn *c)
 	mutex_lock(&c->lock);
 	list_splice_init(&c->posted, &chunks);
 	list_for_each_entry_safe(ch, tmp, &chunks, node) {
-		list_del_init(&ch->node);
-		ch->posted = false;
-		c->transport->unpost(c, ch);
-		c->credits++;
+		conn_chunk_off_path_locked(c, ch);
 		if (xferk_chunk_may_reroute(ch))
 			list_add_tail(&ch->node, &moving);
 		else if (!conn_repost_locked(c, ch, -ECONNRESET))
 			list_add_tail(&ch->node, &done);
 	}
-	c->outstanding = 0;
 	mutex_unlock(&c->lock);
-	wake_up_all(&c->idle);
 	conn_move_chunks(c, &moving);
 	list_for_each_entry_safe(ch, tmp, &done, node) {
 		list_del_init(&ch->node);
