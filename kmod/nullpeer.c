@@ -19,7 +19,9 @@ static struct workqueue_struct *xferk_null_wq;
  * up to XFERK_POST_BATCH at a time, as a device's completion queue poll
  * hands them over. The clock is read again only when a chunk seems not
  * due yet. Only this work completes the null peer's chunks; they stay on
- * c->posted until xferk_conn_chunks_succeeded() takes them off.
+ * c->posted until xferk_conn_chunks_succeeded() takes them off. While it
+ * loops (c->null_completing) it finds what is posted meanwhile itself;
+ * it leaves only with nothing due, having queued itself for the next due.
  */
 static void null_complete_due(struct work_struct *work)
 {
@@ -32,6 +34,7 @@ static void null_complete_due(struct work_struct *work)
 	do {
 		n = 0;
 		mutex_lock(&c->lock);
+		c->null_completing = true;
 		list_for_each_entry(ch, &c->posted, node) {
 			if (n == ARRAY_SIZE(due))
 				break;
@@ -47,6 +50,8 @@ static void null_complete_due(struct work_struct *work)
 			}
 			due[n++] = ch;
 		}
+		if (!n)
+			c->null_completing = false;
 		mutex_unlock(&c->lock);
 		if (n)
 			xferk_conn_chunks_succeeded(c, due, n);
@@ -66,7 +71,7 @@ static u32 null_post(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
 
 	for (i = 0; i < n; i++)
 		chs[i]->due = due;
-	if (list_empty(&c->posted))
+	if (list_empty(&c->posted) && !c->null_completing)
 		mod_delayed_work(xferk_null_wq, &c->null_work,
 				 nsecs_to_jiffies(c->null_delay_ns));
 	return n;

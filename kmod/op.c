@@ -516,10 +516,30 @@ static int copy_frags(struct xferk_frag *frags,
 	return 0;
 }
 
-/* Checks one fragment against its handles; takes no references. */
-static int check_frag(struct xferk_file *xf, const struct xferk_frag *f,
-		      struct xferk_region **rp, struct xferk_remote **rmp)
+/*
+ * The object of @kind that @handle names: @prev, the object of the
+ * fragment before, when that fragment named it by the same handle (the
+ * file's lock, held across the check of all fragments, keeps the table
+ * as it is); else a lookup.
+ */
+static struct xferk_hobj *frag_handle(struct xferk_file *xf, u64 handle,
+				      u8 kind, u64 prev_handle,
+				      struct xferk_hobj *prev)
 {
+	if (prev && handle == prev_handle)
+		return prev;
+	return xferk_handle_lookup(&xf->handles, handle, kind);
+}
+
+/*
+ * Checks fragment @i against its handles into @regions[@i] and
+ * @remotes[@i] (fragments 0 to @i - 1 are checked); takes no references.
+ */
+static int check_frag(struct xferk_file *xf, const struct xferk_frag *frags,
+		      u32 i, struct xferk_region **regions,
+		      struct xferk_remote **remotes)
+{
+	const struct xferk_frag *f = &frags[i];
 	struct xferk_hobj *ho;
 	struct xferk_region *r;
 	struct xferk_remote *rm;
@@ -527,11 +547,14 @@ static int check_frag(struct xferk_file *xf, const struct xferk_frag *f,
 
 	if (f->reserved || f->opcode > XFERK_OP_WRITE)
 		return -EINVAL;
-	ho = xferk_handle_lookup(&xf->handles, f->mr, XFERK_H_REGION);
+	ho = frag_handle(xf, f->mr, XFERK_H_REGION, i ? frags[i - 1].mr : 0,
+			 i ? &regions[i - 1]->hobj : NULL);
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
 	r = container_of(ho, struct xferk_region, hobj);
-	ho = xferk_handle_lookup(&xf->handles, f->remote, XFERK_H_REMOTE);
+	ho = frag_handle(xf, f->remote, XFERK_H_REMOTE,
+			 i ? frags[i - 1].remote : 0,
+			 i ? &remotes[i - 1]->hobj : NULL);
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
 	rm = container_of(ho, struct xferk_remote, hobj);
@@ -549,8 +572,8 @@ static int check_frag(struct xferk_file *xf, const struct xferk_frag *f,
 	    !(r->access & XFERK_ACCESS_LOCAL_DST) ||
 	    !(rm->access & XFERK_ACCESS_REMOTE_READ))
 		return -EACCES;
-	*rp = r;
-	*rmp = rm;
+	regions[i] = r;
+	remotes[i] = rm;
 	return 0;
 }
 
@@ -736,7 +759,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	/* Validate everything before publishing anything. */
 	mutex_lock(&xf->lock);
 	for (i = 0; i < a->nr_frags; i++) {
-		ret = check_frag(xf, &frags[i], &regions[i], &remotes[i]);
+		ret = check_frag(xf, frags, i, regions, remotes);
 		if (ret)
 			goto out_unlock;
 		/* Each length is within its region: no sum can wrap. */

@@ -625,6 +625,8 @@ struct xferk_transport {
  *	lane (xferk_queue_lock)
  * @null_delay_ns: delay before a chunk completes (null peer)
  * @null_work: completes due chunks (null peer)
+ * @null_completing: @null_work is in its loop and looks at @posted again
+ *	before it leaves it, so a post need not queue it (null peer; @lock)
  *
  * Fencing: the rdma_cm handler runs only until teardown destroys @cm_id
  * (rdma_destroy_id() waits for a running one, and teardown first waits
@@ -720,6 +722,7 @@ struct xferk_conn {
 
 	u64 null_delay_ns;
 	struct delayed_work null_work;
+	bool null_completing;
 };
 
 /**
