@@ -21,7 +21,8 @@ static struct workqueue_struct *xferk_null_wq;
  * due yet. Only this work completes the null peer's chunks; they stay on
  * c->posted until xferk_conn_chunks_succeeded() takes them off. While it
  * loops (c->null_completing) it finds what is posted meanwhile itself;
- * it leaves only with nothing due, having queued itself for the next due.
+ * it leaves only with nothing due, queued again for the first chunk still
+ * posted if there is one.
  */
 static void null_complete_due(struct work_struct *work)
 {
