@@ -13,6 +13,9 @@
  * the clock before and after it), so nothing else on the host and no
  * delay of the test's own reads can be counted.
  * A windowed large op moves every byte exactly.
+ * It runs on a session of its own, of one QP: the window is per QP, and a
+ * session an earlier test left (qps: four QPs) would let four times as
+ * many chunks out ahead of the critical op.
  */
 #include <signal.h>
 #include <sys/wait.h>
@@ -220,6 +223,7 @@ int main(void)
 {
 	unsigned long len;
 	uint64_t conn, mr, dst_mr, remote;
+	struct xferk_conn_info info = { 0 };
 	int queued, bypassed;
 	char window[24];
 	uint8_t *src, *dst;
@@ -243,8 +247,11 @@ int main(void)
 		return T_FAIL;
 	src = t_map(len);
 	dst = t_map(len + 4096);
-	if (t_setup(x, src, len, dst, len + 4096, &conn, &mr, &dst_mr, &remote))
+	if (t_end_session() ||
+	    t_setup(x, src, len, dst, len + 4096, &conn, &mr, &dst_mr, &remote))
 		return T_FAIL;
+	T_EXPECT(xferk_conn_query(x, conn, &info) == 0 && info.nr_qps == 1,
+		 "a session of %u QPs", info.nr_qps);
 
 	windowed(x, mr, remote, src, dst, len);
 	/* At most QP_WINDOW chunks, hence bulk ops, are ahead of it. */
