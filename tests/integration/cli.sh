@@ -28,7 +28,9 @@ set -u
 
 X=$XFERK_BUILD/bin/xferk
 HELPER=$XFERK_BUILD/tests/helpers/cli_state
-PY=/usr/bin/python3
+# The checks need the standard library only: -I -S skips site-packages
+# (and whatever their .pth files import), a second per start under TCG.
+PY=(/usr/bin/python3 -I -S)
 NOPS=5
 WINDOW=2
 PEER=10.99.0.2
@@ -49,13 +51,13 @@ expect() {
 
 # Runs python code on the JSON object on stdin (d); strict UTF-8.
 jpy() {
-	"$PY" -c 'import json, sys
+	"${PY[@]}" -c 'import json, sys
 d = json.loads(sys.stdin.buffer.read().decode("utf-8"))
 '"$1"
 }
 
 [ -e /dev/xferk ] || { echo "no /dev/xferk"; exit 77; }
-[ -x "$PY" ] || { echo "no $PY"; exit 77; }
+[ -x /usr/bin/python3 ] || { echo "no /usr/bin/python3"; exit 77; }
 
 saved_window=$(cat $SYS/queue/qp_window)
 cleanup() {
@@ -84,7 +86,7 @@ for c in status peers ops quarantine queue stats; do
 	[ -s "$TMP/err" ] && fail "$c: stderr: $(cat "$TMP/err")"
 	"$X" $c --json >"$TMP/$c.json"
 	expect "$c --json: exit" 0 $?
-	"$PY" -m json.tool "$TMP/$c.json" >/dev/null || fail "$c --json: not JSON"
+	"${PY[@]}" -m json.tool "$TMP/$c.json" >/dev/null || fail "$c --json: not JSON"
 	jpy 'assert isinstance(d, dict)' <"$TMP/$c.json" || fail "$c --json: not one object"
 done
 # No command is status.

@@ -13,6 +13,11 @@ BUILD=${XFERK_BUILD:-$SRC/build}
 TESTS=$SRC/libxferk/python/tests
 PY=/usr/bin/python3
 
+if [ "${1:-}" = torch ] && [ "${XFERK_KERNEL:-stock}" = debug ]; then
+	echo "SKIP: test_torch.py runs on the stock kernel (importing torch takes"
+	echo "minutes on the debug kernel); python drives the same commands there"
+	exit 77
+fi
 if ! [ -x $PY ] || ! $PY -c 'import pytest' 2>/dev/null; then
 	echo "skip: $PY with pytest (Debian python3-pytest) is not installed"
 	exit 77
