@@ -57,7 +57,7 @@ d = json.loads(sys.stdin.buffer.read().decode("utf-8"))
 }
 
 [ -e /dev/xferk ] || { echo "no /dev/xferk"; exit 77; }
-[ -x /usr/bin/python3 ] || { echo "no /usr/bin/python3"; exit 77; }
+[ -x "${PY[0]}" ] || { echo "no ${PY[0]}"; exit 77; }
 
 saved_window=$(cat $SYS/queue/qp_window)
 cleanup() {

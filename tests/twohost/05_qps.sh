@@ -2,11 +2,11 @@
 # fresh VMs). Both modules are loaded again, host b's with qps_per_session
 # 4; b opens the session (its export connects to a), and a imports over it
 # and runs the round trip (1 B to 16 MiB, WRITE and READ, ioctl and
-# io_uring, data verified on both sides; 10_cross_host goes to 64 MiB). Then the session has 4 QPs on
-# both ends, every one taking work requests (debugfs peers), and every one
-# of the QPs of host a, which posted the work requests, took some. At the
-# end both modules are loaded again as they were: the other tests run over
-# sessions of one QP.
+# io_uring, data verified on both sides; 10_cross_host goes to 64 MiB).
+# Then the session has 4 QPs on both ends, every one taking work requests
+# (debugfs peers), and every one of the QPs of host a, which posted the
+# work requests, took some. At the end both modules are loaded again as
+# they were: the other tests run over sessions of one QP.
 reload='pkill -9 -f "[x]fer "; while pgrep -f "[x]fer " >/dev/null; do sleep 0.1; done
 	rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" "$@" && chgrp xferk /dev/xferk'
 # One up RDMA session, 4 QPs all taking work requests; with "posted",
