@@ -656,8 +656,10 @@ static inline int t_peer_session_live(void)
  * QP the fault knob kills, for each session a CONNECT shares, until no end
  * to the peer is left but down ones): the next CONNECT makes a new one,
  * with a new handshake. 0 when they are down, both ends of each (on
- * loopback the accepting end goes down after the initiating one). Restores
- * every module parameter t_param_scoped() changed.
+ * loopback the accepting end goes down after the initiating one). A
+ * session that goes down under its setup (EXPORT: ENOTCONN; a path's death
+ * on its way when CONNECT returned it) is one ended too. Restores every
+ * module parameter t_param_scoped() changed.
  */
 static inline int t_end_session(void)
 {
@@ -671,13 +673,22 @@ static inline int t_end_session(void)
 	if (t_param_scoped("reconnect_ms", 0) || t_quiet())
 		return -1;
 	do {
-		t_loop_open(&l, 4096, 4096);
-		f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096,
-					  .remote = l.remote,
-					  .opcode = XFERK_OP_WRITE };
-		t_fault_set("qp_error", 1);
-		ret = t_run(l.x, &f, 1, &s);
-		t_fault_set("qp_error", 0);
+		l = (struct t_loop) { .src = t_map(4096), .dst = t_map(4096),
+				      .src_len = 4096, .dst_len = 4096 };
+		ret = t_loop_connect(&l);
+		if (ret && ret != -ENOTCONN) {
+			if (l.x)
+				xferk_close(l.x);
+			break;
+		}
+		if (!ret) {
+			f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096,
+						  .remote = l.remote,
+						  .opcode = XFERK_OP_WRITE };
+			t_fault_set("qp_error", 1);
+			t_run(l.x, &f, 1, &s);
+			t_fault_set("qp_error", 0);
+		}
 		do {
 			ret = xferk_conn_query(l.x, l.conn, &info);
 		} while (!ret && info.state != XFERK_CONN_STATE_DOWN &&

@@ -17,7 +17,8 @@
  * 4. A peer without the capability (fault knob no_caps, on a fresh
  *    session): WINDOW_OPEN and NOTIFY fail with EOPNOTSUPP; CLOSE of a plain export
  *    is forced and returns; a write through the closed export then fails
- *    at the device (EACCES) and lands nowhere.
+ *    at the device (EACCES) and lands nowhere; the session's path, killed
+ *    by the access error, is replaced (both ends reconnect).
  *
  * Regression: a transfer is posted only while its import is usable (the
  * kernel reads the revoke under the lock that posts).
@@ -383,7 +384,7 @@ static int ends_up_without_caps(void)
 /* A peer that announced no capability: windows refused, CLOSE forced. */
 static void old_peer(void)
 {
-	long long forced = t_stat("closes_forced");
+	long long forced = t_stat("closes_forced"), reconnects;
 	struct xferk_op_snapshot s;
 	struct xferk_token tok;
 	struct xferk_frag f;
@@ -417,12 +418,23 @@ static void old_peer(void)
 	t_fill(l.src, PAGE, 9);
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = PAGE, .remote = rm,
 				  .opcode = XFERK_OP_WRITE };
+	reconnects = t_stat("reconnects");
 	ret = t_run(l.x, &f, 1, &s);
 	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -EACCES,
 		 "write through a forced-closed export: %d err %d", ret,
 		 s.first_error);
 	T_EXPECT(l.dst[0] == 0xee && l.dst[PAGE - 1] == 0xee,
 		 "the write landed");
+	/*
+	 * The access error killed the importer's path: both ends of the
+	 * session reconnect. Waited for, so that no path's death is still on
+	 * its way when the session is ended below (regression: the initiating
+	 * end learned of it after CONNECT had returned it to t_end_session(),
+	 * which had set reconnect_ms 0, and its EXPORT failed ENOTCONN).
+	 */
+	T_EXPECT(t_stat_wait("reconnects", reconnects + 2, t_scaled_ms(10000)) ==
+		 reconnects + 2, "reconnects %lld, was %lld", t_stat("reconnects"),
+		 reconnects);
 	xferk_close(l.x);
 	t_fault_set("no_caps", 0);
 	/* Later tests get a session with the capability again. */
