@@ -9,7 +9,8 @@
  *   naive wrapper: two ops, return at the first failure (the old bug);
  *   xferk_transfer_sync(): must be 0.
  * Both rows are printed; the naive row must show the bug, or the
- * experiment could not detect it.
+ * experiment could not detect it. The refused write kills its session's
+ * path; each round ends when that session has a new one.
  */
 #include <unistd.h>
 
@@ -19,13 +20,13 @@
 #define POISON	0xababababababababULL
 
 static struct xferk *x;
-static uint64_t len, conn_a, remote_big, src_mr;
+static uint64_t len, conn_a, conn_b, remote_big, src_mr;
 static uint8_t *src, *dst, *small;
 
-/* A remote range on a fresh second connection whose key is revoked. */
+/* A remote range on a second connection (conn_b) whose key is revoked. */
 static uint64_t rejecting_remote(void)
 {
-	uint64_t conn_b, mr, exp, remote;
+	uint64_t mr, exp, remote;
 	struct xferk_token tok;
 
 	if (xferk_connect(x, "10.99.0.2", 0, t_connect_ms(), &conn_b) ||
@@ -35,8 +36,27 @@ static uint64_t rejecting_remote(void)
 	    xferk_import(x, conn_b, &tok, &remote) || xferk_unexport(x, exp) ||
 	    xferk_mr_dereg(x, mr))
 		return 0;
-	xferk_disconnect(x, conn_b);
 	return remote;
+}
+
+/*
+ * The refused write killed the importer's path; conn_b, the initiating
+ * end, hears of it from its peer a little later. True once conn_b has a
+ * new path. Otherwise the next round's CONNECT could return it up just
+ * before it hears, and EXPORT on it fail ENOTCONN.
+ */
+static int path_replaced(uint64_t reconnects)
+{
+	uint64_t until = t_now_ms() + t_scaled_ms(10000);
+	struct xferk_conn_info info;
+
+	while (!xferk_conn_query(x, conn_b, &info) && t_now_ms() < until) {
+		if (info.state == XFERK_CONN_STATE_UP &&
+		    info.reconnects > reconnects)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
 }
 
 /* Did any 8-byte word of the destination get the post-return poison? */
@@ -63,11 +83,13 @@ static void batch(struct xferk_frag f[2], uint64_t bad)
 static int round_trip(int naive)
 {
 	uint64_t bad = rejecting_remote(), op_bad, op_big, deadline;
+	struct xferk_conn_info info = {};
 	struct xferk_op_snapshot s;
 	struct xferk_frag f[2];
 	int ret;
 
-	T_EXPECT(bad != 0, "rejecting remote");
+	T_EXPECT(bad != 0 && xferk_conn_query(x, conn_b, &info) == 0,
+		 "rejecting remote");
 	if (!bad)
 		return 0;
 	memset(dst, 0, len);
@@ -98,6 +120,9 @@ static int round_trip(int naive)
 		xferk_release(x, op_bad);
 	}
 	xferk_unimport(x, bad);
+	T_EXPECT(path_replaced(info.reconnects),
+		 "the refused write's session has no new path");
+	xferk_disconnect(x, conn_b);
 	return poisoned();
 }
 

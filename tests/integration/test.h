@@ -657,9 +657,10 @@ static inline int t_peer_session_live(void)
  * to the peer is left but down ones): the next CONNECT makes a new one,
  * with a new handshake. 0 when they are down, both ends of each (on
  * loopback the accepting end goes down after the initiating one). A
- * session that goes down under its setup (EXPORT: ENOTCONN; a path's death
- * on its way when CONNECT returned it) is one ended too. Restores every
- * module parameter t_param_scoped() changed.
+ * session that goes down under its setup (EXPORT: ENOTCONN, or ECONNRESET
+ * when its registration was flushed; a path's death on its way when
+ * CONNECT returned it) is one ended too. Restores every module parameter
+ * t_param_scoped() changed.
  */
 static inline int t_end_session(void)
 {
@@ -676,7 +677,7 @@ static inline int t_end_session(void)
 		l = (struct t_loop) { .src = t_map(4096), .dst = t_map(4096),
 				      .src_len = 4096, .dst_len = 4096 };
 		ret = t_loop_connect(&l);
-		if (ret && ret != -ENOTCONN) {
+		if (ret && ret != -ENOTCONN && ret != -ECONNRESET) {
 			if (l.x)
 				xferk_close(l.x);
 			break;
