@@ -11,7 +11,13 @@
  *   limits.c     per-file and host-wide limits (module parameters)
  *   region.c     pinned user memory
  *   conn.c       host-wide connections: state, posting, teardown, lookup
- *   rdma.c       the RDMA transport: devices, rdma_cm, QPs, the listener
+ *   rdma.c       the RDMA transport: connecting, the listener, module init
+ *   rdma_dev.c   RDMA devices, connections attaching, DMA maps of regions
+ *   rdma_post.c  RDMA paths: PD, CQ, QPs, send slots, posting, teardown
+ *   rdma_msg.c   RDMA session messages: the receive ring, sending
+ *   rdma_mr.c    RDMA exports: memory registration
+ *   rdma_cm.c    the rdma_cm handshake: its messages, events, requests
+ *   rdma.h       the RDMA transport's private header (rdma*.c only)
  *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
  *   export.c     export tokens (authenticated), windows, remote handles
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Private to the RDMA transport: included only by kmod/rdma*.c. The rest
+ * of the module reaches the transport through xferk.h alone
+ * (xferk_rdma_transport, xferk_conn_connect(), xferk_region_unmap(), its
+ * module init and exit).
+ *
+ * The RDMA transport: per-device state, in-kernel rdma_cm (active and
+ * passive ends, the listener), QPs and their send slots, exports.
+ *
+ *   rdma_dev.c   the ib_client, per-device objects, connections attaching
+ *                to their device, the DMA maps of regions
+ *   rdma_post.c  a path's PD, CQ (its poller) and QPs, send slots, posting
+ *                chunks, disconnect, quiesce and destroy, the keepalive
+ *                probe, the transport's ops table
+ *   rdma_msg.c   session messages: the receive ring, sending
+ *   rdma_mr.c    exports: fast registration, user memory, unexport
+ *   rdma_cm.c    the rdma_cm handshake: its private data, every cm_id's
+ *                events, the requests the listener receives
+ *   rdma.c       connecting to a peer (a session's first path and its
+ *                next), the listener, module init and exit
+ */
+#ifndef XFERK_RDMA_H
+#define XFERK_RDMA_H
+
+#include "xferk.h"
+
+#define XFERK_CM_MAGIC		0x5846524bU	/* "XFRK" */
+#define XFERK_PROTO_VERSION	2
+#define XFERK_PROTO_CAPS	(XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY)
+#define XFERK_MAX_RD_ATOMIC	16
+#define XFERK_ACK_TIMEOUT	17	/* 4.096 us * 2^17 = 0.54 s per try */
+#define XFERK_RETRY_COUNT	6
+#define XFERK_RNR_RETRY		6	/* 7 would mean forever */
+#define XFERK_RESOLVE_MS	5000
+
+/*
+ * The connect request's and the accept's private data (56 bytes fit a
+ * request over RoCE; the receiver may see more, zero-padded).
+ */
+struct xferk_cm_msg {
+	__be32 magic;
+	__be16 version;
+	u8 nr_qps;		/* new: asked, accepted: granted (0 means 1) */
+	u8 lane;		/* a QP joining a path: its index (1..) */
+	__be64 caps;
+	__be64 conn_id;		/* the sender's local connection id */
+	u8 key_half[16];	/* the sender's half of the token key (new) */
+	__be64 resume_id;	/* resume: the acceptor's connection id */
+	__be64 mac;		/* resume: SipHash-2-4 of the bytes above */
+};
+
+static_assert(sizeof(struct xferk_cm_msg) <= 56);
+
+/* Why we refuse a connect request (struct xferk_cm_rej.reason). */
+enum xferk_rej_reason {
+	XFERK_REJ_VERSION = 1,		/* protocol version not supported */
+	XFERK_REJ_MALFORMED = 2,	/* not a valid xferk request */
+	XFERK_REJ_BUSY = 3,		/* max_passive_conns reached */
+	XFERK_REJ_RESOURCES = 4,	/* we could not set the end up */
+	XFERK_REJ_STALE = 5,		/* resume of a session we do not know */
+	XFERK_REJ_RETRY = 6,		/* resume: the old path is going; retry */
+	XFERK_REJ_CROSSED = 7,		/* ours to you crosses yours: use ours */
+};
+
+struct xferk_cm_rej {
+	__be32 magic;
+	__be16 version;
+	__be16 reserved;
+	__be32 reason;		/* enum xferk_rej_reason */
+};
+
+/**
+ * struct xferk_dma_map - a region's pages DMA-mapped for one device
+ * @next: the region's next map (region->maps)
+ * @dev: the device; NULL once the device's removal unmapped the pages
+ *	(written under xferk_dma_lock, read without it by posters)
+ * @dev_node: in @dev's maps while mapped (xferk_dma_lock)
+ * @npages: pages mapped (the region's), 0 in @per_post mode
+ * @dir: DMA_BIDIRECTIONAL, or DMA_TO_DEVICE for a region the device
+ *	never writes (only a source of WRITEs)
+ * @per_post: the pages could not stay mapped (the device needs its DMA
+ *	synced, e.g. bounce buffers, or mapping them all failed): each post
+ *	maps its chunk's pages and its completion unmaps them
+ * @dma: each page's DMA address, whole pages
+ *
+ * Made when a connection on the device first posts a chunk of the region,
+ * as ib_umem maps at registration: posting then builds SGEs from @dma and
+ * maps nothing. Lives until the region goes or the device does, whichever
+ * is first; either waits until nothing posted can use it (a chunk holds
+ * its region; a device goes only once its connections are gone). Its
+ * array is charged to the region owner's memory cgroup.
+ */
+struct xferk_dma_map {
+	struct xferk_dma_map *next;
+	struct xferk_dev *dev;
+	struct list_head dev_node;
+	unsigned long npages;
+	enum dma_data_direction dir;
+	bool per_post;
+	u64 dma[];
+};
+
+/**
+ * struct xferk_msgs - a connection's session message buffers
+ * @buf: XFERK_MSG_RECVS receive buffers, then XFERK_MSG_SENDS send buffers;
+ *	DMA-mapped as one while the connection has its PD (@dma)
+ * @recv_cqe: the completion of each receive buffer's work request
+ * @send_cqe: of each send buffer's
+ * @send_busy: send buffers posted and not yet completed (conn->lock);
+ *	cleared for each new path
+ * @send_seq: the notification sequence number each send buffer carries,
+ *	0 for other messages (conn->lock)
+ * @inflight: receive and send work requests posted on the current path
+ *	whose completion was not handled yet; the path's disconnect waits for
+ *	their flush (conn->idle), so no completion of theirs is still pending
+ *	when the CQ is freed
+ * @dma: the mapping of @buf, while @mapped
+ * @mapped: @buf is DMA-mapped on the connection's device
+ *
+ * @buf has cache lines of its own: the device writes it while the CPU
+ * writes the rest.
+ */
+struct xferk_msgs {
+	u8 buf[XFERK_MSG_RECVS + XFERK_MSG_SENDS][XFERK_MSG_SIZE];
+	struct ib_cqe recv_cqe[XFERK_MSG_RECVS] ____cacheline_aligned;
+	struct ib_cqe send_cqe[XFERK_MSG_SENDS];
+	DECLARE_BITMAP(send_busy, XFERK_MSG_SENDS);
+	u64 send_seq[XFERK_MSG_SENDS];
+	atomic_t inflight;
+	u64 dma;
+	bool mapped;
+};
+
+/* rdma_dev.c: devices, DMA maps of regions */
+extern struct ib_client xferk_ib_client;
+struct xferk_dma_map *region_dma_map(struct xferk_region *r,
+				     struct xferk_dev *d);
+int conn_attach(struct xferk_conn *c, struct ib_device *ibdev);
+void conn_detach(struct xferk_conn *c);
+
+/* rdma_post.c: the path's CQ and QPs, send slots, posting, teardown */
+extern struct workqueue_struct *xferk_cq_wq;
+int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
+		   struct rdma_cm_id *id);
+int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id);
+struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps);
+
+/* rdma_msg.c: session messages */
+int msg_path_init(struct xferk_conn *c);
+int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
+		       u64 seq);
+
+/* rdma_mr.c: exports */
+int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e);
+void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e);
+
+/* rdma_cm.c: the handshake */
+extern atomic_t xferk_passive_conns;
+u8 *conn_key_half(struct xferk_conn *c);
+void conn_set_qps(struct xferk_conn *c, u32 nr);
+int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+
+/* rdma.c: connecting, the listener */
+extern struct work_struct xferk_listen_work;
+int listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+int conn_rdma_reconnect(struct xferk_conn *c);
+
+#endif /* XFERK_RDMA_H */

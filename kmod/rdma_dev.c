@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The RDMA transport's devices: our ib_client, a struct xferk_dev per
+ * device, connections attaching to theirs, and the DMA maps of regions.
+ * Locking: xferk_devs_lock guards the client data lookups and each
+ * device's list of connections; xferk_dma_lock makes and tears down maps,
+ * which posting reads without it (release and acquire on region->maps).
+ *
+ * Devices. Each RDMA device has a struct xferk_dev from our ib_client's
+ * .add to its .remove, kept as the device's client data. A connection
+ * attaches to the device its cm_id resolved to before it creates a PD,
+ * CQ or QP there, and detaches when its teardown has freed them. .remove
+ * (which runs before rdma_cm's own) stops new attaches, takes every
+ * attached connection down and waits until each has detached: nothing of
+ * ours lives on a device past its removal, whenever a cm_id resolves or a
+ * peer connects.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include "rdma.h"
+
+/**
+ * struct xferk_dev - what xferk keeps per RDMA device
+ * @ibdev: the device
+ * @ref: the device's own (until .remove) and one per attached connection
+ * @conns: attached connections (xferk_devs_lock)
+ * @released: completed when @ref drops to zero
+ * @qdev: the device's admission queue (ref)
+ * @maps: regions mapped for the device (struct xferk_dma_map.dev_node,
+ *	xferk_dma_lock)
+ */
+struct xferk_dev {
+	struct ib_device *ibdev;
+	struct kref ref;
+	struct list_head conns;
+	struct completion released;
+	struct xferk_qdev *qdev;
+	struct list_head maps;
+};
+
+/* Makes and tears down maps; posting reads them without it. */
+static DEFINE_MUTEX(xferk_dma_lock);
+
+static DEFINE_MUTEX(xferk_devs_lock);	/* client data lookups, dev->conns */
+
+/* ---- DMA maps of regions ---- */
+
+static void dma_map_undo(struct xferk_dma_map *m, struct ib_device *ibdev,
+			 unsigned long n)
+{
+	while (n--) {
+		ib_dma_unmap_page(ibdev, m->dma[n], PAGE_SIZE, m->dir);
+		cond_resched();
+	}
+}
+
+/*
+ * Maps every page of @r for @ibdev into @m. Return: true, or false (and
+ * nothing mapped) if a mapping failed or a page would need its DMA synced
+ * around each transfer, which one long-lived mapping cannot do.
+ */
+static bool dma_map_pages(struct xferk_dma_map *m, struct xferk_region *r,
+			  struct ib_device *ibdev)
+{
+	unsigned long i;
+
+	for (i = 0; i < r->npages; i++) {
+		m->dma[i] = ib_dma_map_page(ibdev, r->pages[i], 0, PAGE_SIZE,
+					    m->dir);
+		if (ib_dma_mapping_error(ibdev, m->dma[i]) ||
+		    (!ib_uses_virt_dma(ibdev) &&
+		     dma_need_sync(ibdev->dma_device, m->dma[i]))) {
+			if (!ib_dma_mapping_error(ibdev, m->dma[i]))
+				i++;
+			dma_map_undo(m, ibdev, i);
+			return false;
+		}
+		cond_resched();
+	}
+	return true;
+}
+
+/* A new map of @r for @d, charged to the region owner's memory cgroup. */
+static struct xferk_dma_map *dma_map_create(struct xferk_region *r,
+					    struct xferk_dev *d)
+{
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(r->mm), *old;
+	struct xferk_dma_map *m;
+	bool whole;
+
+	old = set_active_memcg(memcg);
+	m = kvzalloc(struct_size(m, dma, r->npages),
+		     XFERK_GFP_USER | __GFP_NOWARN);
+	whole = m;
+	if (!m)		/* mapping per post needs no array */
+		m = kzalloc(sizeof(*m), XFERK_GFP_USER);
+	set_active_memcg(old);
+	mem_cgroup_put(memcg);
+	if (!m)
+		return NULL;
+	m->dev = d;
+	m->dir = r->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+	m->per_post = !whole || !dma_map_pages(m, r, d->ibdev);
+	m->npages = m->per_post ? 0 : r->npages;
+	return m;
+}
+
+/*
+ * The map of @r for @d, made now if it has none. Called with the posting
+ * connection's lock; the pages are mapped without the global lock, which
+ * is taken only to publish the map (a racing twin is thrown away).
+ * Return: the map, or NULL (no memory).
+ */
+struct xferk_dma_map *region_dma_map(struct xferk_region *r,
+				     struct xferk_dev *d)
+{
+	struct xferk_dma_map *m, *new;
+
+	/* Pairs with the release below: a map seen is a map filled. */
+	for (m = smp_load_acquire(&r->maps); m; m = m->next)
+		if (READ_ONCE(m->dev) == d)
+			return m;
+	new = dma_map_create(r, d);
+	if (!new)
+		return NULL;
+	mutex_lock(&xferk_dma_lock);
+	/* Another connection on the device may have made one meanwhile. */
+	for (m = r->maps; m && m->dev != d; m = m->next)
+		;
+	if (!m) {
+		m = new;
+		new = NULL;
+		list_add(&m->dev_node, &d->maps);
+		m->next = r->maps;
+		/* Publishes the filled map to the lockless readers above. */
+		smp_store_release(&r->maps, m);
+	}
+	mutex_unlock(&xferk_dma_lock);
+	if (new) {
+		dma_map_undo(new, d->ibdev, new->npages);
+		kvfree(new);
+	}
+	return m;
+}
+
+/* Unmaps @m from its device, which keeps it no more. xferk_dma_lock held. */
+static void dma_map_unmap_locked(struct xferk_dma_map *m)
+{
+	lockdep_assert_held(&xferk_dma_lock);
+	dma_map_undo(m, m->dev->ibdev, m->npages);
+	list_del(&m->dev_node);
+	WRITE_ONCE(m->dev, NULL);
+}
+
+/**
+ * xferk_region_unmap() - the region is going: unmap and free its maps
+ * @r: the region; no chunk of it is posted or will be
+ */
+void xferk_region_unmap(struct xferk_region *r)
+{
+	struct xferk_dma_map *m;
+
+	if (!r->maps)
+		return;
+	mutex_lock(&xferk_dma_lock);
+	while ((m = r->maps)) {
+		r->maps = m->next;
+		if (m->dev)
+			dma_map_unmap_locked(m);
+		kvfree(m);
+	}
+	mutex_unlock(&xferk_dma_lock);
+}
+
+/* The device is going and no connection uses it: unmap what it has. */
+static void dev_unmap_all(struct xferk_dev *d)
+{
+	struct xferk_dma_map *m, *tmp;
+
+	mutex_lock(&xferk_dma_lock);
+	list_for_each_entry_safe(m, tmp, &d->maps, dev_node)
+		dma_map_unmap_locked(m);
+	mutex_unlock(&xferk_dma_lock);
+}
+
+/* ---- devices ---- */
+
+static void dev_release(struct kref *ref)
+{
+	complete(&container_of(ref, struct xferk_dev, ref)->released);
+}
+
+static int xferk_ib_add(struct ib_device *ibdev)
+{
+	struct xferk_dev *d = kzalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d)
+		return -ENOMEM;
+	d->qdev = xferk_qdev_create(dev_name(&ibdev->dev));
+	if (!d->qdev) {
+		kfree(d);
+		return -ENOMEM;
+	}
+	d->ibdev = ibdev;
+	kref_init(&d->ref);
+	INIT_LIST_HEAD(&d->conns);
+	INIT_LIST_HEAD(&d->maps);
+	init_completion(&d->released);
+	mutex_lock(&xferk_devs_lock);
+	ib_set_client_data(ibdev, &xferk_ib_client, d);
+	mutex_unlock(&xferk_devs_lock);
+	/* A listener that lost its device may find its address here. */
+	queue_work(xferk_conn_wq, &xferk_listen_work);
+	return 0;
+}
+
+/*
+ * Our client is removed before rdma_cm's (reverse registration order).
+ * After the client data is cleared no connection can attach; the attached
+ * ones go down and we wait until their teardown freed what they had here.
+ */
+static void xferk_ib_remove(struct ib_device *ibdev, void *client_data)
+{
+	struct xferk_dev *d = client_data;
+	struct xferk_conn *c;
+
+	mutex_lock(&xferk_devs_lock);
+	ib_set_client_data(ibdev, &xferk_ib_client, NULL);
+	list_for_each_entry(c, &d->conns, dev_node)
+		xferk_conn_down(c, -ENODEV);
+	mutex_unlock(&xferk_devs_lock);
+	kref_put(&d->ref, dev_release);
+	wait_for_completion(&d->released);
+	dev_unmap_all(d);
+	xferk_qdev_put(d->qdev);
+	kfree(d);
+}
+
+struct ib_client xferk_ib_client = {
+	.name = "xferk",
+	.add = xferk_ib_add,
+	.remove = xferk_ib_remove,
+};
+
+/*
+ * Attaches @c to its cm_id's device, unless that device is going away.
+ * Return: 0 or -ENODEV.
+ */
+int conn_attach(struct xferk_conn *c, struct ib_device *ibdev)
+{
+	struct xferk_dev *d;
+
+	mutex_lock(&xferk_devs_lock);
+	d = ib_get_client_data(ibdev, &xferk_ib_client);
+	if (d) {
+		kref_get(&d->ref);
+		list_add_tail(&c->dev_node, &d->conns);
+		c->dev = d;
+		xferk_qdev_get(d->qdev);
+		c->qdev = d->qdev;
+	}
+	mutex_unlock(&xferk_devs_lock);
+	return d ? 0 : -ENODEV;
+}
+
+/* After every verbs resource of @c is gone: the device may go too. */
+void conn_detach(struct xferk_conn *c)
+{
+	struct xferk_dev *d = c->dev;
+
+	if (!d)
+		return;
+	mutex_lock(&xferk_devs_lock);
+	list_del_init(&c->dev_node);
+	mutex_unlock(&xferk_devs_lock);
+	c->dev = NULL;
+	kref_put(&d->ref, dev_release);
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Exports on the RDMA transport: the exported range registered in the
+ * connection's PD, by fast registration or as user memory, and its
+ * deregistration. Locking: registrations are one at a time per connection
+ * (conn->exports_lock), each posted under conn->lock.
+ */
+#include <linux/random.h>
+#include "rdma.h"
+
+/* The remote address of an export: random, with @addr's page offset. */
+static u64 export_iova(u64 addr)
+{
+	return (get_random_u64() & GENMASK_ULL(46, PAGE_SHIFT)) |
+	       offset_in_page(addr);
+}
+
+/*
+ * The completion of an export's registration work request: flushed, the
+ * path died under it (the session replaces the path: ECONNRESET); failed,
+ * the device refused it (EIO).
+ */
+static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_conn *c = cq->cq_context;
+
+	if (wc->status != IB_WC_SUCCESS)
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+	WRITE_ONCE(c->reg_status, wc->status == IB_WC_SUCCESS ? 0 :
+		   wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO);
+	complete(&c->reg_done);
+}
+
+/*
+ * Posts the fast registration of @mr and waits for it. One at a time per
+ * connection (c->exports_lock), in the send queue's registration slot. The
+ * wait is bounded: a registration that does not complete kills the QP,
+ * and teardown completes reg_done once the QP is gone.
+ */
+static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
+{
+	struct ib_reg_wr wr = {
+		.wr.opcode = IB_WR_REG_MR,
+		.wr.wr_cqe = &c->reg_cqe,
+		.wr.send_flags = IB_SEND_SIGNALED,
+		.mr = mr,
+		.key = mr->rkey,
+		.access = access,
+	};
+	int ret;
+
+	lockdep_assert_held(&c->exports_lock);
+	c->reg_cqe.done = conn_reg_done;
+	reinit_completion(&c->reg_done);
+	/* What it reads if teardown, not the completion, releases it. */
+	WRITE_ONCE(c->reg_status, -ENOTCONN);
+	mutex_lock(&c->lock);
+	ret = xferk_conn_postable(c) ?
+	      ib_post_send(c->lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
+	mutex_unlock(&c->lock);
+	if (ret == -ENOTCONN)
+		return ret;
+	if (ret) {
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		return -EIO;
+	}
+	if (!wait_for_completion_timeout(&c->reg_done, 5 * HZ)) {
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		wait_for_completion(&c->reg_done);
+	}
+	return READ_ONCE(c->reg_status);
+}
+
+/*
+ * Fast registration of @npages of the region's own pinned pages, from
+ * @offset in the first: nothing is pinned or charged a second time, nobody
+ * walks the page tables again.
+ */
+static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
+		       int access, struct page **pages, unsigned long npages,
+		       unsigned int offset)
+{
+	struct ib_device *dev = c->pd->device;
+	struct ib_mr *mr;
+	int nents, ret;
+
+	ret = sg_alloc_table_from_pages(&e->sgt, pages, npages, offset, e->len,
+					XFERK_GFP_USER);
+	if (ret)
+		return -ENOMEM;
+	nents = ib_dma_map_sg(dev, e->sgt.sgl, e->sgt.orig_nents,
+			      DMA_BIDIRECTIONAL);
+	if (!nents) {
+		ret = -EIO;
+		goto err_free;
+	}
+	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, npages);
+	if (IS_ERR(mr)) {
+		ret = PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
+		goto err_unmap;
+	}
+	if (ib_map_mr_sg(mr, e->sgt.sgl, nents, NULL, PAGE_SIZE) != nents) {
+		ret = -EIO;
+		goto err_mr;
+	}
+	/* Never the DMA address (a kernel address on some devices). */
+	mr->iova = export_iova(e->addr);
+	ib_update_fast_reg_key(mr, get_random_u8());
+	ret = conn_reg_mr(c, mr, access);
+	if (ret)
+		goto err_mr;
+	e->mr = mr;
+	return 0;
+
+err_mr:
+	ib_dereg_mr(mr);
+err_unmap:
+	ib_dma_unmap_sg(dev, e->sgt.sgl, e->sgt.orig_nents, DMA_BIDIRECTIONAL);
+err_free:
+	sg_free_table(&e->sgt);
+	return ret;
+}
+
+/*
+ * An export registers the exported range in this connection's PD, so only
+ * this peer's QP can use the key (the hardware enforces it), at a random
+ * remote address, so a key reused later never matches an old token. The
+ * region's own pages are registered by fast registration where the device
+ * maps that many pages in one MR; a longer range (soft-RoCE maps 512 pages)
+ * is registered as user memory, which pins and charges its pages to
+ * RLIMIT_MEMLOCK a second time. A window (its pages scattered) is always
+ * fast-registered: EOPNOTSUPP without fast registration, E2BIG beyond the
+ * device's page-list length.
+ */
+int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
+{
+	const struct ib_device_attr *attrs = &c->pd->device->attrs;
+	struct xferk_region *r = e->region;
+	unsigned long npages = e->npages;
+	bool frwr = (attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
+		    npages <= attrs->max_fast_reg_page_list_len;
+	int access = 0;
+	struct ib_mr *mr;
+	int ret;
+
+	/* Verbs require local write with remote write; not with read alone. */
+	if (e->access & XFERK_ACCESS_REMOTE_WRITE)
+		access |= IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	if (e->access & XFERK_ACCESS_REMOTE_READ)
+		access |= IB_ACCESS_REMOTE_READ;
+	if (e->window_pages && !frwr)
+		return attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS ?
+		       -E2BIG : -EOPNOTSUPP;
+	if (e->window_pages) {
+		ret = export_frwr(c, e, access, e->window_pages, npages, 0);
+		if (ret)
+			return ret;
+	} else if (frwr) {
+		ret = export_frwr(c, e, access, r->pages +
+				  ((e->addr >> PAGE_SHIFT) -
+				   (r->addr >> PAGE_SHIFT)),
+				  npages, offset_in_page(e->addr));
+		if (ret)
+			return ret;
+	} else {
+		mr = ib_reg_user_mr(c->pd, e->addr, e->len,
+				    export_iova(e->addr), access);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
+			       PTR_ERR(mr) : -EIO;
+		e->mr = mr;
+	}
+	e->iova = e->mr->iova;
+	e->rkey = e->mr->rkey;
+	return 0;
+}
+
+void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e)
+{
+	ib_dereg_mr(e->mr);
+	if (e->sgt.sgl) {
+		ib_dma_unmap_sg(c->pd->device, e->sgt.sgl, e->sgt.orig_nents,
+				DMA_BIDIRECTIONAL);
+		sg_free_table(&e->sgt);
+	}
+	e->mr = NULL;
+}

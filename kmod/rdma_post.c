@@ -1,0 +1,673 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A path's verbs objects and the data path on them: its PD, CQ and QPs,
+ * the connection's send slots, posting and unposting chunks, the path's
+ * disconnect, quiesce and destroy, the keepalive probe; and the
+ * transport's ops table. Locking: send slots, lanes and posts under
+ * conn->lock; a lane's cm_id under conn->cm_lock; the CQ's work item is
+ * its only poller.
+ *
+ * QPs get bounded ack timeout and retry counts (never the infinite
+ * rnr_retry 7), so every posted work request completes in bounded time
+ * while the device works. COMM_EST goes to rdma_cm; SQ_DRAINED,
+ * PATH_MIG and LAST_WQE_REACHED are ignored; every other QP event, any
+ * failed or flushed completion and any refused post mark the connection's
+ * QP dead at once.
+ */
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+#include "rdma.h"
+
+/**
+ * struct xferk_send - one send slot of a connection: a posted chunk's
+ * work request
+ * @node: on conn->free_sends while free (conn->lock)
+ * @cqe: its completion
+ * @ch: the chunk it carries while posted
+ * @lane: the QP it is posted on (while posted)
+ * @nr_sge: entries of @sge: one per page, or per run of pages whose DMA
+ *	addresses follow each other
+ * @per_post: @sge was mapped for this post (direction @dir): the
+ *	completion unmaps it
+ * @dir: the chunk's DMA direction
+ * @sge: the work request's scatter/gather list
+ * @wr: the RDMA READ or WRITE
+ */
+struct xferk_send {
+	struct list_head node;
+	struct ib_cqe cqe;
+	struct xferk_chunk *ch;
+	struct xferk_lane *lane;
+	int nr_sge;
+	bool per_post;
+	enum dma_data_direction dir;
+	struct ib_sge sge[XFERK_MAX_SGE];
+	struct ib_rdma_wr wr;
+};
+
+/* Fault injection: the next N posts find their QP moved to the error state. */
+atomic_t xferk_fault_qp_error = ATOMIC_INIT(0);
+/* Fault injection: the next N chains the device takes only half of. */
+atomic_t xferk_fault_refuse_chain = ATOMIC_INIT(0);
+
+/* ---- posting ---- */
+
+/* A completion status as a chunk's error; never the device's own code. */
+static int wc_errno(enum ib_wc_status status)
+{
+	switch (status) {
+	case IB_WC_SUCCESS:
+		return 0;
+	case IB_WC_WR_FLUSH_ERR:
+		return -ECONNRESET;
+	case IB_WC_REM_ACCESS_ERR:
+	case IB_WC_LOC_PROT_ERR:
+		return -EACCES;
+	case IB_WC_RETRY_EXC_ERR:
+	case IB_WC_RNR_RETRY_EXC_ERR:
+		return -ETIMEDOUT;
+	default:
+		return -EREMOTEIO;
+	}
+}
+
+static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_send *s = container_of(wc->wr_cqe, struct xferk_send, cqe);
+	struct xferk_conn *c = cq->cq_context;
+
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		pr_debug("xferk: conn %u: chunk failed: %s\n", c->id,
+			 ib_wc_status_msg(wc->status));
+	xferk_conn_chunk_done(c, s->ch, wc_errno(wc->status));
+}
+
+/* ---- the path's completion queue ---- */
+
+struct workqueue_struct *xferk_cq_wq;
+
+/* Completions handled per run of a CQ's work before it yields the CPU. */
+#define XFERK_CQ_BUDGET		512
+
+/*
+ * The CQ's completion event (device context): its work polls it. Only for
+ * the path's CQ as it is: soft-RoCE may still call a destroyed CQ's
+ * handler (its completion tasklet), after the next path made its own.
+ */
+static void conn_cq_event(struct ib_cq *cq, void *context)
+{
+	struct xferk_conn *c = context;
+
+	if (cq == READ_ONCE(c->cq) && !READ_ONCE(c->cq_stopped))
+		queue_work(xferk_cq_wq, &c->cq_work);
+}
+
+/*
+ * Polls the path's CQ, XFERK_CQ_BATCH completions at a time, in order:
+ * each run of chunks whose work requests succeeded completes as one batch
+ * (xferk_conn_chunks_succeeded(): one hold of the connection's lock, one
+ * of the queue's per device queue, the send slots and windows they free
+ * refilled as chains); any other completion goes to its own handler, after
+ * the chunks before it. Then the CQ is armed again, or, past the budget or
+ * with a completion that raced the arming, the work runs again. A work
+ * item never runs twice at once: it is the CQ's only poller.
+ */
+static void conn_cq_work(struct work_struct *work)
+{
+	struct xferk_conn *c = container_of(work, struct xferk_conn, cq_work);
+	struct xferk_chunk *succeeded[XFERK_CQ_BATCH];
+	int n, i, nr, total = 0;
+
+	if (READ_ONCE(c->cq_stopped))
+		return;
+	do {
+		n = ib_poll_cq(c->cq, XFERK_CQ_BATCH, c->cq_wcs);
+		for (i = 0, nr = 0; i < n; i++) {
+			struct ib_wc *wc = &c->cq_wcs[i];
+
+			if (wc->status == IB_WC_SUCCESS && wc->wr_cqe &&
+			    wc->wr_cqe->done == conn_rdma_chunk_done) {
+				succeeded[nr++] = container_of(wc->wr_cqe,
+							       struct xferk_send,
+							       cqe)->ch;
+				continue;
+			}
+			if (nr)
+				xferk_conn_chunks_succeeded(c, succeeded, nr);
+			nr = 0;
+			if (wc->wr_cqe)
+				wc->wr_cqe->done(c->cq, wc);
+			else
+				WARN_ON_ONCE(wc->status == IB_WC_SUCCESS);
+		}
+		if (nr)
+			xferk_conn_chunks_succeeded(c, succeeded, nr);
+		total += max(n, 0);
+	} while (n == XFERK_CQ_BATCH && total < XFERK_CQ_BUDGET);
+	if (total >= XFERK_CQ_BUDGET ||
+	    ib_req_notify_cq(c->cq, IB_CQ_NEXT_COMP |
+				    IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		queue_work(xferk_cq_wq, &c->cq_work);
+}
+
+/*
+ * A new path's CQ of @cqes entries, armed, on an unbound workqueue:
+ * completion handling (the op's accounting, the queue, the next posts,
+ * io_uring completions) runs on any CPU, not only on the one whose
+ * softirq raised it (a software device's tasklets run there too). The
+ * previous path's work is not running (conn_cq_destroy()).
+ */
+static int conn_cq_create(struct xferk_conn *c, struct ib_device *dev,
+			  int cqes)
+{
+	struct ib_cq_init_attr attr = { .cqe = cqes };
+	struct ib_cq *cq;
+
+	cq = ib_create_cq(dev, conn_cq_event, NULL, c, &attr);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	WRITE_ONCE(c->cq_stopped, false);
+	WRITE_ONCE(c->cq, cq);
+	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	return 0;
+}
+
+/*
+ * After the path's QPs are destroyed: its work stops, then the CQ goes.
+ * What it did not handle is teardown's: the chunks still posted
+ * (xferk_conn_flush_posted()), the message ring (msg_path_init() of the
+ * next path), a registration (reg_done) and a probe. An event that raced
+ * the stop may queue the work again: it returns at once, and the second
+ * cancel waits for it.
+ */
+static void conn_cq_destroy(struct xferk_conn *c)
+{
+	WRITE_ONCE(c->cq_stopped, true);
+	cancel_work_sync(&c->cq_work);
+	ib_destroy_cq(c->cq);
+	WRITE_ONCE(c->cq, NULL);
+	cancel_work_sync(&c->cq_work);
+}
+
+/* Unmaps what send_map() mapped for this post (per-post maps only). */
+static void send_unmap(struct ib_device *dev, struct xferk_send *s)
+{
+	if (!s->per_post)
+		return;
+	while (s->nr_sge) {
+		s->nr_sge--;
+		ib_dma_unmap_page(dev, s->sge[s->nr_sge].addr,
+				  s->sge[s->nr_sge].length, s->dir);
+	}
+}
+
+/*
+ * The chunk's pages as @s's SGEs: from the region's map for the device,
+ * pages whose DMA addresses follow each other merged; or, for a per-post
+ * map, each page mapped now for the chunk's direction, one SGE each.
+ */
+static int send_map(struct xferk_conn *c, struct xferk_send *s,
+		    const struct xferk_chunk *ch)
+{
+	struct xferk_region *r = ch->region;
+	u64 uaddr = r->addr + ch->offset;
+	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
+	unsigned int off = offset_in_page(uaddr);
+	u32 left = ch->len, lkey = c->pd->local_dma_lkey;
+	struct xferk_dma_map *m = region_dma_map(r, c->dev);
+	struct ib_device *dev = c->pd->device;
+
+	if (!m)
+		return -ENOMEM;
+	s->nr_sge = 0;
+	s->per_post = m->per_post;
+	s->dir = ch->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	while (left) {
+		u32 len = min_t(u32, left, PAGE_SIZE - off);
+		struct ib_sge *prev = s->nr_sge ? &s->sge[s->nr_sge - 1] : NULL;
+		u64 addr;
+
+		if (s->per_post) {
+			addr = ib_dma_map_page(dev, r->pages[page], off, len,
+					       s->dir);
+			if (ib_dma_mapping_error(dev, addr)) {
+				send_unmap(dev, s);
+				return -EIO;
+			}
+		} else {
+			addr = m->dma[page] + off;
+		}
+		page++;
+		if (!s->per_post && prev && prev->addr + prev->length == addr)
+			prev->length += len;
+		else
+			s->sge[s->nr_sge++] = (struct ib_sge) {
+				.addr = addr, .length = len, .lkey = lkey,
+			};
+		left -= len;
+		off = 0;
+	}
+	return 0;
+}
+
+/* Gives @ch a send slot with its mapped pages and work request. */
+static int send_prepare(struct xferk_conn *c, struct xferk_chunk *ch)
+{
+	struct xferk_send *s;
+	int ret;
+
+	s = list_first_entry_or_null(&c->free_sends, struct xferk_send, node);
+	/* Credits guarantee a slot; the split, that the pages fit its SGEs. */
+	if (WARN_ON_ONCE(!s) ||
+	    WARN_ON_ONCE(DIV_ROUND_UP(offset_in_page(ch->region->addr +
+						     ch->offset) + ch->len,
+				      PAGE_SIZE) > c->max_chunk_pages))
+		return -EIO;
+	ret = send_map(c, s, ch);
+	if (ret)
+		return ret;
+	list_del(&s->node);
+	s->ch = ch;
+	s->cqe.done = conn_rdma_chunk_done;
+	s->wr = (struct ib_rdma_wr) {
+		.wr.wr_cqe = &s->cqe,
+		.wr.sg_list = s->sge,
+		.wr.num_sge = s->nr_sge,
+		.wr.opcode = ch->opcode == XFERK_OP_WRITE ? IB_WR_RDMA_WRITE :
+							    IB_WR_RDMA_READ,
+		.wr.send_flags = IB_SEND_SIGNALED,
+		.remote_addr = ch->remote_addr,
+		.rkey = xferk_chunk_remote(ch)->rkey,
+	};
+	ch->send = s;
+	return 0;
+}
+
+/*
+ * Undoes send_prepare(), or a post once its work request is terminal: the
+ * pages stay mapped (the region's map) unless they were mapped per post.
+ */
+static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
+{
+	struct xferk_send *s = ch->send;
+
+	lockdep_assert_held(&c->lock);
+	send_unmap(c->pd->device, s);
+	s->lane->posted--;
+	s->ch = NULL;
+	ch->send = NULL;
+	list_add(&s->node, &c->free_sends);
+}
+
+/*
+ * The path's QP with the fewest chunks posted, if it has room for one (on
+ * a postable path every QP is established). The search starts after the
+ * last one picked, so QPs equally busy take turns.
+ */
+static struct xferk_lane *lane_pick(struct xferk_conn *c)
+{
+	struct xferk_lane *best = NULL, *l;
+	u32 i;
+
+	lockdep_assert_held(&c->lock);
+	for (i = 0; i < c->nr_qps; i++) {
+		l = &c->lanes[(c->next_lane + i) % c->nr_qps];
+		if (l->live && (!best || l->posted < best->posted))
+			best = l;
+	}
+	if (!best || best->posted >= XFERK_QP_CTXS)
+		return NULL;
+	c->next_lane = best->index + 1;
+	return best;
+}
+
+/*
+ * The chunks' work requests as one chain on the least busy QP of the path,
+ * one ib_post_send() (one doorbell); as many as its send queue takes (the
+ * rest wait, *@error 0). Every one is signaled: its completion is what returns its
+ * send slot and counts its chunk in the op, so each chunk learns its own
+ * outcome, and a flushed or failed work request is its own chunk's. (On
+ * an RC send queue one completion would also vouch for every work request
+ * before it, and failed ones always complete; moderation is left until a
+ * device's completion rate, not its posting, limits xferk.)
+ */
+static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
+			  u32 n, int *error)
+{
+	struct xferk_lane *l = lane_pick(c);
+	const struct ib_send_wr *bad = NULL;
+	struct ib_send_wr *first = NULL, **link = &first;
+	u32 ready, i;
+	int ret = 0;
+
+	*error = 0;
+	if (!l)
+		return 0;
+	n = min_t(u32, n, XFERK_QP_CTXS - l->posted);
+	for (ready = 0; ready < n; ready++) {
+		ret = send_prepare(c, chs[ready]);
+		if (ret)
+			break;
+		chs[ready]->send->lane = l;
+		l->posted++;
+		*link = &chs[ready]->send->wr.wr;
+		link = &chs[ready]->send->wr.wr.next;
+	}
+	*error = ret;
+	if (!ready)
+		return 0;
+	if (atomic_dec_if_positive(&xferk_fault_qp_error) >= 0) {
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		ib_modify_qp(l->qp, &attr, IB_QP_STATE);
+	}
+	if (ready > 1 && atomic_dec_if_positive(&xferk_fault_refuse_chain) >= 0) {
+		/* As a driver whose queue takes the first half: bad_wr after. */
+		chs[ready / 2 - 1]->send->wr.wr.next = NULL;
+		ret = ib_post_send(l->qp, first, &bad);
+		if (!ret) {
+			bad = &chs[ready / 2]->send->wr.wr;
+			ret = -ENOMEM;
+		}
+	} else {
+		ret = ib_post_send(l->qp, first, &bad);
+	}
+	if (!ret) {
+		l->posts += ready;
+		return ready;
+	}
+	/* The driver posted the work requests before @bad, none after. */
+	for (i = 0; i < ready && &chs[i]->send->wr.wr != bad; i++)
+		;
+	WARN_ON_ONCE(i == ready);
+	n = i;
+	l->posts += n;
+	for (; i < ready; i++)
+		conn_rdma_unpost(c, chs[i]);
+	if (ret == -ENOMEM) {
+		*error = -ENOMEM;
+	} else {
+		/* A QP that refuses a valid post is not ready to send. */
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		*error = -EIO;
+	}
+	return n;
+}
+
+/*
+ * The cm_id goes first: once its creator is done with it, rdma_destroy_id()
+ * waits for a running handler and no handler runs afterwards (and a
+ * connected id sends the peer a DREQ). Only then is the QP, which the
+ * handler may have just created, touched.
+ */
+static void conn_rdma_disconnect(struct xferk_conn *c)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct rdma_cm_id *id;
+	struct xferk_lane *l;
+
+	/* Every QP's: none joins the path any more (it is marked dead). */
+	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++) {
+		wait_for_completion(&l->cm_ready);
+		spin_lock_irq(&c->cm_lock);
+		id = l->cm_id;
+		l->cm_id = NULL;
+		spin_unlock_irq(&c->cm_lock);
+		if (id)
+			rdma_destroy_id(id);
+	}
+	/* Also for a half-connected QP: error state flushes everything. */
+	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++)
+		if (l->qp)
+			ib_modify_qp(l->qp, &attr, IB_QP_STATE);
+	if (!c->lanes[0].qp)
+		return;
+	/*
+	 * The message ring's flushes handled before the QP and CQ go (bounded,
+	 * like the chunks' wait): soft-RoCE frees a CQ whose completion
+	 * tasklet may still be scheduled, and a flush arriving at the CQ just
+	 * before it goes would schedule it.
+	 */
+	wait_event_timeout(c->idle, !atomic_read(&c->msgs->inflight),
+			   msecs_to_jiffies(1000));
+}
+
+/*
+ * QPs first, then the CQ: conn_cq_destroy() waits for a running completion
+ * handler. A registration still waiting for its completion gets none now:
+ * it is released here, as failed (before teardown revokes exports).
+ */
+static void conn_rdma_quiesce(struct xferk_conn *c)
+{
+	struct ib_qp *qps[XFERK_MAX_QPS];
+	int i;
+
+	mutex_lock(&c->lock);
+	for (i = 0; i < XFERK_MAX_QPS; i++) {
+		qps[i] = c->lanes[i].qp;
+		c->lanes[i].qp = NULL;
+		c->lanes[i].live = false;
+	}
+	mutex_unlock(&c->lock);
+	for (i = 0; i < XFERK_MAX_QPS; i++)
+		if (qps[i])
+			ib_destroy_qp(qps[i]);
+	if (c->cq)
+		conn_cq_destroy(c);
+	complete(&c->reg_done);
+}
+
+static void conn_rdma_destroy(struct xferk_conn *c)
+{
+	if (c->msgs->mapped)
+		ib_dma_unmap_single(c->pd->device, c->msgs->dma,
+				    sizeof(c->msgs->buf), DMA_BIDIRECTIONAL);
+	c->msgs->mapped = false;
+	if (c->pd)
+		ib_dealloc_pd(c->pd);
+	c->pd = NULL;
+	INIT_LIST_HEAD(&c->free_sends);
+	conn_detach(c);
+	if (!c->active)
+		atomic_dec(&xferk_passive_conns);
+}
+
+static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_conn *c = cq->cq_context;
+
+	xferk_conn_probe_done(c, wc->status == IB_WC_WR_FLUSH_ERR ? 0 :
+				 wc_errno(wc->status));
+}
+
+/*
+ * A keepalive probe: a signaled zero-length RDMA WRITE, which checks no key
+ * or address at the peer (IBA C9-88) but needs the peer's QP to answer
+ * within the retry window. In the send queue's second spare slot. Not
+ * while our own port is down (-EAGAIN): a link that is down costs latency,
+ * it does not end the connection by itself; a probe after it comes back
+ * tells whether the peer is still there.
+ */
+static int conn_rdma_probe(struct xferk_conn *c)
+{
+	struct ib_rdma_wr wr = {
+		.wr.opcode = IB_WR_RDMA_WRITE,
+		.wr.wr_cqe = &c->keepalive_cqe,
+		.wr.send_flags = IB_SEND_SIGNALED,
+	};
+	struct ib_qp *qp = c->lanes[0].qp;
+	enum ib_port_state state;
+
+	lockdep_assert_held(&c->lock);
+	if (ib_get_cached_port_state(qp->device, qp->port, &state) ||
+	    state != IB_PORT_ACTIVE)
+		return -EAGAIN;
+	c->keepalive_cqe.done = conn_probe_done;
+	return ib_post_send(qp, &wr.wr, NULL);
+}
+
+/* ---- QP ---- */
+
+/*
+ * Atomic context. COMM_EST (a receive before RTU) goes to rdma_cm as the
+ * rdma_cm rules ask; every event that means the QP left RTS kills the
+ * connection at once.
+ */
+static void conn_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct xferk_lane *l = ctx;
+	struct xferk_conn *c = l->conn;
+	unsigned long flags;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		spin_lock_irqsave(&c->cm_lock, flags);
+		if (l->cm_id)
+			rdma_notify(l->cm_id, IB_EVENT_COMM_EST);
+		spin_unlock_irqrestore(&c->cm_lock, flags);
+		break;
+	case IB_EVENT_SQ_DRAINED:
+	case IB_EVENT_PATH_MIG:
+	case IB_EVENT_QP_LAST_WQE_REACHED:
+		break;
+	default:
+		pr_debug("xferk: conn %u: QP event %s\n", c->id,
+			 ib_event_msg(ev->event));
+		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		break;
+	}
+}
+
+/*
+ * Lane @l's QP on @id, on the session's PD and the path's CQ. Each QP's
+ * send queue takes XFERK_QP_CTXS chunks (lane_pick() keeps it so); the
+ * first's also a registration, a probe and the messages, and only it
+ * receives. Published under c->lock: a joining QP's request checks that
+ * the path has its first.
+ */
+int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
+		   struct rdma_cm_id *id)
+{
+	struct ib_device *dev = id->device;
+	struct ib_qp_init_attr init = {
+		.event_handler = conn_qp_event,
+		.qp_context = l,
+		.send_cq = c->cq,
+		.recv_cq = c->cq,
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.port_num = id->port_num,
+		.cap.max_send_wr = XFERK_QP_CTXS,
+		.cap.max_recv_wr = 1,
+		.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge,
+					  XFERK_MAX_SGE),
+		.cap.max_recv_sge = 1,
+	};
+	int ret;
+
+	if (dev != c->pd->device)
+		return -ENODEV;
+	if (!l->index) {
+		init.cap.max_send_wr += 2 + XFERK_MSG_SENDS;
+		init.cap.max_recv_wr = XFERK_MSG_RECVS;
+	}
+	ret = rdma_create_qp(id, c->pd, &init);
+	if (ret)
+		return ret;
+	mutex_lock(&c->lock);
+	l->qp = id->qp;
+	mutex_unlock(&c->lock);
+	WRITE_ONCE(l->qp_num, id->qp->qp_num);
+	/*
+	 * The path's QPs have the same capabilities. A device that claims 0
+	 * read SGEs still gets one page per chunk.
+	 */
+	if (!l->index)
+		c->max_chunk_pages = clamp_t(u32,
+					     min_t(u32, init.cap.max_send_sge,
+						   dev->attrs.max_sge_rd),
+					     1, XFERK_MAX_SGE);
+	return rdma_set_ack_timeout(id, XFERK_ACK_TIMEOUT);
+}
+
+/*
+ * CQ and first QP of a new path on @id's (attached) device; the session's
+ * first path also makes its PD and lists its send slots (allocated with
+ * the connection, charged to whoever caused it; a dead path's teardown
+ * gives every slot back). A later path must be on the session's device.
+ */
+int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
+{
+	struct ib_device *dev = id->device;
+	int i, ret;
+
+	if (c->pd) {
+		if (c->pd->device != dev)
+			return -ENODEV;
+	} else {
+		for (i = 0; i < c->nr_qps * XFERK_QP_CTXS; i++)
+			list_add_tail(&c->sends[i].node, &c->free_sends);
+		c->pd = ib_alloc_pd(dev, 0);
+		if (IS_ERR(c->pd)) {
+			ret = PTR_ERR(c->pd);
+			c->pd = NULL;
+			return ret;
+		}
+		c->msgs->dma = ib_dma_map_single(dev, c->msgs->buf,
+						 sizeof(c->msgs->buf),
+						 DMA_BIDIRECTIONAL);
+		if (ib_dma_mapping_error(dev, c->msgs->dma))
+			return -ENOMEM;
+		c->msgs->mapped = true;
+	}
+	/*
+	 * One CQE per chunk (every QP's send slots), an export's
+	 * registration, a keepalive probe, each message buffer.
+	 */
+	ret = conn_cq_create(c, dev, c->nr_qps * XFERK_QP_CTXS + 2 +
+			     XFERK_MSG_SENDS + XFERK_MSG_RECVS);
+	if (ret)
+		return ret;
+	ret = lane_create_qp(c, &c->lanes[0], id);
+	if (ret)
+		return ret;
+	return msg_path_init(c);
+}
+
+/*
+ * A connection with its send slots (for @nr_qps QPs), message buffers,
+ * revoked ids, its CQ's work; zeroed.
+ */
+struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
+{
+	struct xferk_conn *c = kzalloc(sizeof(*c), gfp);
+
+	if (!c)
+		return NULL;
+	c->sends = kvcalloc(nr_qps * XFERK_QP_CTXS, sizeof(*c->sends), gfp);
+	c->msgs = kzalloc(sizeof(*c->msgs), gfp);
+	c->revoked = kvcalloc(XFERK_REVOKED_MAX, sizeof(*c->revoked), gfp);
+	if (!c->sends || !c->msgs || !c->revoked) {
+		kvfree(c->sends);
+		kfree(c->msgs);
+		kvfree(c->revoked);
+		kfree(c);
+		return NULL;
+	}
+	INIT_WORK(&c->cq_work, conn_cq_work);
+	return c;
+}
+
+const struct xferk_transport xferk_rdma_transport = {
+	.name = "rdma",
+	.post = conn_rdma_post,
+	.unpost = conn_rdma_unpost,
+	.export = conn_rdma_export,
+	.unexport = conn_rdma_unexport,
+	.disconnect = conn_rdma_disconnect,
+	.quiesce = conn_rdma_quiesce,
+	.destroy = conn_rdma_destroy,
+	.probe = conn_rdma_probe,
+	.send_msg = conn_rdma_send_msg,
+	.reconnect = conn_rdma_reconnect,
+};
