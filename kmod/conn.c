@@ -38,8 +38,9 @@
  * ESTALE), or whose peer host opens a new session to us, goes DOWN. So
  * do a first connection that fails, a device that goes away, an unclaimed
  * passive end, and every session at module unload. Every way down goes
- * through xferk_conn_down(); the recovery work then tears the session
- * down in one fixed order:
+ * through xferk_conn_down(); the recovery work then moves the session
+ * from DOWN to CLOSED, which happens once, and tears it down in one fixed
+ * order:
  *
  *   1. stop posting: fail the chunks still waiting for a send slot
  *   2. tear the path down as above; no chunk is re-queued any more
@@ -266,10 +267,16 @@ void xferk_conn_claim(struct xferk_conn *c)
 	set_bit(XFERK_CONN_F_CLAIMED, &c->flags);
 }
 
-/* The one place @state changes. With c->lock. */
-static void conn_set_state(struct xferk_conn *c, int state)
+/*
+ * The one function that changes @state, with c->lock: to @state if the
+ * session's state machine allows it from the current one (conn_state.h).
+ * Return: whether it changed.
+ */
+static bool conn_change_state(struct xferk_conn *c, int state)
 {
 	lockdep_assert_held(&c->lock);
+	if (!xferk_conn_state_allowed(c->state, state))
+		return false;
 	trace_xferk_conn_state(c->id, c->state, state, c->error);
 	if (c->state == XFERK_CONN_UP) {
 		atomic64_dec(&xferk_stats.peers_connected);
@@ -279,6 +286,28 @@ static void conn_set_state(struct xferk_conn *c, int state)
 		atomic64_inc(&xferk_stats.peers_connected);
 	WRITE_ONCE(c->state, state);
 	wake_up_all(&c->state_wq);
+	return true;
+}
+
+/*
+ * Runs the recovery work after @delay jiffies (at once if it is queued
+ * later), with c->lock: never once the session is CLOSED, so that no run
+ * is left for a session that may be freed.
+ */
+static void conn_recover_locked(struct xferk_conn *c, unsigned long delay)
+{
+	lockdep_assert_held(&c->lock);
+	if (c->state != XFERK_CONN_CLOSED)
+		mod_delayed_work(xferk_conn_wq, &c->recover_work, delay);
+}
+
+/* (Re)arms the session's own deadline @ms from now, with c->lock. */
+static void conn_arm_timer_locked(struct xferk_conn *c, unsigned int ms)
+{
+	lockdep_assert_held(&c->lock);
+	if (c->state != XFERK_CONN_CLOSED)
+		mod_delayed_work(xferk_conn_wq, &c->timer_work,
+				 msecs_to_jiffies(ms));
 }
 
 /**
@@ -290,19 +319,18 @@ static void conn_set_state(struct xferk_conn *c, int state)
  */
 void xferk_conn_down(struct xferk_conn *c, int error)
 {
-	bool first = false;
+	bool first;
 
 	mutex_lock(&c->lock);
-	if (c->state != XFERK_CONN_DOWN) {
+	first = xferk_conn_state_allowed(c->state, XFERK_CONN_DOWN);
+	if (first) {
 		c->error = conn_errno(error);
-		conn_set_state(c, XFERK_CONN_DOWN);
-		first = true;
+		conn_change_state(c, XFERK_CONN_DOWN);
+		conn_recover_locked(c, 0);
 	}
 	mutex_unlock(&c->lock);
-	if (!first)
-		return;
-	conn_drop_creator(c);
-	mod_delayed_work(xferk_conn_wq, &c->recover_work, 0);
+	if (first)
+		conn_drop_creator(c);
 }
 
 /* The session outlives its path: its transport makes new ones. */
@@ -351,24 +379,25 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 	state = c->state;
 	if (state == XFERK_CONN_UP && resumable) {
 		c->error = conn_errno(error);
-		conn_set_state(c, XFERK_CONN_RECONNECTING);
+		conn_change_state(c, XFERK_CONN_RECONNECTING);
 		c->attempts = 0;
 		c->next_attempt = ktime_get();
 		c->path_deaths++;
 		atomic64_inc(&xferk_stats.path_deaths[cause]);
+		conn_arm_timer_locked(c, READ_ONCE(xferk_reconnect_ms));
 	}
 	mutex_unlock(&c->lock);
-	if (state == XFERK_CONN_DOWN)
+	if (xferk_conn_state_over(state))
 		return;
 	if (state == XFERK_CONN_CONNECTING || !resumable) {
 		xferk_conn_down(c, error);
 		return;
 	}
-	if (state == XFERK_CONN_UP) {
-		xferk_conn_arm_timer(c, READ_ONCE(xferk_reconnect_ms));
+	if (state == XFERK_CONN_UP)
 		conn_reroute_pending(c);
-	}
-	mod_delayed_work(xferk_conn_wq, &c->recover_work, 0);
+	mutex_lock(&c->lock);
+	conn_recover_locked(c, 0);
+	mutex_unlock(&c->lock);
 }
 
 /* Holds the reference xferk_conn_qp_dead() took for it. */
@@ -416,7 +445,7 @@ static void conn_timer(struct work_struct *work)
 	mutex_lock(&c->lock);
 	state = c->state;
 	mutex_unlock(&c->lock);
-	if (state == XFERK_CONN_DOWN ||
+	if (xferk_conn_state_over(state) ||
 	    (state == XFERK_CONN_UP &&
 	     (c->active || test_bit(XFERK_CONN_F_CLAIMED, &c->flags))))
 		return;
@@ -491,7 +520,9 @@ void xferk_conn_probe_done(struct xferk_conn *c, int error)
 /* (Re)arms the connection's own deadline @ms from now. */
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms)
 {
-	mod_delayed_work(xferk_conn_wq, &c->timer_work, msecs_to_jiffies(ms));
+	mutex_lock(&c->lock);
+	conn_arm_timer_locked(c, ms);
+	mutex_unlock(&c->lock);
 }
 
 /* May a work request be posted on @c now? With c->lock. */
@@ -509,7 +540,7 @@ bool xferk_conn_postable(struct xferk_conn *c)
 bool xferk_conn_qp_live(struct xferk_conn *c)
 {
 	lockdep_assert_held(&c->lock);
-	return c->lanes[0].qp && c->state != XFERK_CONN_DOWN &&
+	return c->lanes[0].qp && !xferk_conn_state_over(c->state) &&
 	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 }
 
@@ -636,7 +667,7 @@ void xferk_conn_set_up(struct xferk_conn *c)
 			c->reconnects++;
 			atomic64_inc(&xferk_stats.reconnects);
 		}
-		conn_set_state(c, XFERK_CONN_UP);
+		conn_change_state(c, XFERK_CONN_UP);
 		c->path_gen++;
 		c->attempts = 0;
 		conn_kick_locked(c, &failed);
@@ -704,7 +735,7 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
 	mutex_lock(&c->lock);
 	for (i = 0; i < n; i++) {
 		ch = chs[i];
-		if (c->state == XFERK_CONN_DOWN) {
+		if (xferk_conn_state_over(c->state)) {
 			ch->error = c->error ?: -ENOTCONN;
 			list_add_tail(&ch->node, &down);
 		} else if (!xferk_conn_postable(c) &&
@@ -796,7 +827,7 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 {
 	lockdep_assert_held(&c->lock);
 	if (!chunk_path_error(error) ||
-	    c->state == XFERK_CONN_DOWN || !conn_resumable(c) ||
+	    xferk_conn_state_over(c->state) || !conn_resumable(c) ||
 	    xferk_chunk_cancelled(ch))
 		return false;
 	xferk_chunk_unposted(ch);
@@ -1016,7 +1047,10 @@ static void conn_path_teardown(struct xferk_conn *c)
 	mutex_unlock(&c->lock);
 }
 
-/* The session is DOWN: tear it down (steps 1-3 of a session's teardown). */
+/*
+ * The session went from DOWN to CLOSED in this run of the recovery work:
+ * tear it down (steps 1-3 of a session's teardown), once.
+ */
 static void conn_teardown(struct xferk_conn *c)
 {
 	struct xferk_conn *sibling;
@@ -1054,6 +1088,12 @@ static void conn_teardown(struct xferk_conn *c)
 	hash_del(&c->id_node);
 	hash_del(&c->peer_node);
 	mutex_unlock(&xferk_conns_lock);
+	/*
+	 * A run of this work queued before the session was CLOSED would find
+	 * nothing to do, and nothing queues it since: drop it, as the list's
+	 * reference may be the last.
+	 */
+	cancel_delayed_work(&c->recover_work);
 	xferk_conn_put(c);
 }
 
@@ -1064,6 +1104,10 @@ static unsigned int reconnect_backoff_ms(u32 n)
 		     XFERK_RECONNECT_MIN_MS << min_t(u32, n, 6));
 }
 
+/*
+ * With c->lock, or from the recovery work itself: only it closes the
+ * session, and it does not come back once it did.
+ */
 static void conn_recover_at(struct xferk_conn *c, ktime_t when, ktime_t now)
 {
 	queue_delayed_work(xferk_conn_wq, &c->recover_work,
@@ -1145,7 +1189,7 @@ static void conn_recover(struct work_struct *work)
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, recover_work);
 	ktime_t now = ktime_get();
-	bool live, dead;
+	bool live, dead, closing = false;
 	int state;
 
 	mutex_lock(&c->lock);
@@ -1154,12 +1198,17 @@ static void conn_recover(struct work_struct *work)
 	if (state == XFERK_CONN_RECONNECTING && live && now >= c->attempt_deadline)
 		set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 	dead = test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	/* DOWN goes CLOSED once: this run alone tears the session down. */
+	if (state == XFERK_CONN_DOWN)
+		closing = conn_change_state(c, XFERK_CONN_CLOSED);
 	mutex_unlock(&c->lock);
 
-	if (state == XFERK_CONN_DOWN) {
+	if (closing) {
 		conn_teardown(c);
 		return;
 	}
+	if (xferk_conn_state_over(state))
+		return;
 	/*
 	 * A path of an UP session died: the transition first (its down_work
 	 * may not have run, or may have been cancelled by a teardown).
@@ -1250,7 +1299,7 @@ static bool conn_serves(const struct xferk_conn *c,
 /* Not down: up, or a session that replaces its path. */
 static bool conn_alive(struct xferk_conn *c)
 {
-	return READ_ONCE(c->state) != XFERK_CONN_DOWN;
+	return !xferk_conn_state_over(READ_ONCE(c->state));
 }
 
 /* Alive, and (loopback) its other end is alive too. */
@@ -1498,7 +1547,7 @@ int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
 	mutex_lock(&c->lock);
 	*info = (struct xferk_conn_info) {
-		.state = c->state,
+		.state = xferk_conn_state_uapi(c->state),
 		.error = c->error,
 		.path_gen = c->path_gen,
 		.outstanding = c->outstanding,

@@ -95,13 +95,6 @@ static int quarantine_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(quarantine);
 
-static const char *const conn_states[] = {
-	[XFERK_CONN_CONNECTING] = "connecting",
-	[XFERK_CONN_UP] = "up",
-	[XFERK_CONN_RECONNECTING] = "reconnecting",
-	[XFERK_CONN_DOWN] = "down",
-};
-
 /* Revokes this end sent that are not answered (waiting or abandoned). */
 static unsigned int revokes_unanswered(const struct xferk_conn *c)
 {
@@ -135,7 +128,7 @@ static int peers_show(struct seq_file *m, void *unused)
 		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %d %u %llu %llu %#llx %u %u %u %u ",
 			   c->id, c->transport->name,
 			   c->active ? "active" : "passive",
-			   conn_states[c->state], &c->peer,
+			   xferk_conn_state_name(c->state), &c->peer,
 			   READ_ONCE(c->lanes[0].qp_num),
 			   c->outstanding, c->error,
 			   test_bit(XFERK_CONN_F_QP_DEAD, &c->flags),

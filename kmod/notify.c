@@ -144,7 +144,7 @@ void xferk_notify_send(struct xferk_notify *n)
 	bool down;
 
 	mutex_lock(&c->lock);
-	down = c->state == XFERK_CONN_DOWN;
+	down = xferk_conn_state_over(c->state);
 	if (!down) {
 		n->seq = ++c->notify_seq;
 		list_add_tail(&n->node, &c->notify_queue);
@@ -220,7 +220,7 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_notify_path_lost);
 /**
  * xferk_notify_conn_down() - the session ended for good: what it holds
  * goes (and with it the files' charges), nothing more is queued
- * @c: the connection, DOWN
+ * @c: the connection, CLOSED (being torn down)
  */
 void xferk_notify_conn_down(struct xferk_conn *c)
 {
@@ -453,7 +453,7 @@ int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	}
 	rm = container_of(ho, struct xferk_remote, hobj);
 	/* Refused while the session has ended (later, it drops it). */
-	if (READ_ONCE(rm->conn->state) == XFERK_CONN_DOWN) {
+	if (xferk_conn_state_over(READ_ONCE(rm->conn->state))) {
 		mutex_unlock(&xf->lock);
 		return -ENOTCONN;
 	}

@@ -109,7 +109,7 @@ static bool conn_settled(struct xferk_conn *c)
 {
 	int state = READ_ONCE(c->state);
 
-	return state == XFERK_CONN_DOWN ||
+	return xferk_conn_state_over(state) ||
 	       (state == XFERK_CONN_UP &&
 		!test_bit(XFERK_CONN_F_QP_DEAD, &c->flags));
 }
@@ -162,7 +162,7 @@ again:
 						max_t(long, until - jiffies, 1));
 	mutex_lock(&c->lock);
 	ret = c->state == XFERK_CONN_UP ? 0 : c->error;
-	if (c->state != XFERK_CONN_DOWN && !conn_settled(c))
+	if (!xferk_conn_state_over(c->state) && !conn_settled(c))
 		ret = left < 0 ? -ERESTARTSYS : -ETIMEDOUT;
 	mutex_unlock(&c->lock);
 	if (!ret)
@@ -172,7 +172,7 @@ again:
 	 * peer's and lost (the peer's end is ours now): look again.
 	 */
 	lost = ret == -EALREADY ||
-	       (!created && READ_ONCE(c->state) == XFERK_CONN_DOWN);
+	       (!created && xferk_conn_state_over(READ_ONCE(c->state)));
 	if (lost && time_before(jiffies, until)) {
 		xferk_conn_put(c);
 		created = false;

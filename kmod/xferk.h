@@ -11,6 +11,7 @@
  *   limits.c     per-file and host-wide limits (module parameters)
  *   region.c     pinned user memory
  *   conn.c       host-wide connections: state, posting, teardown, lookup
+ *   conn_state.c the session state machine's table       (verbs-free)
  *   rdma.c       the RDMA transport: connecting, the listener, module init
  *   rdma_dev.c   RDMA devices, connections attaching, DMA maps of regions
  *   rdma_post.c  RDMA paths: PD, CQ, QPs, send slots, posting, teardown
@@ -60,6 +61,7 @@
 #include "lifecycle.h"
 #include "frag.h"
 #include "sched.h"
+#include "conn_state.h"
 
 /*
  * Memory a user's command makes the kernel hold: charged to the caller's
@@ -371,14 +373,9 @@ struct xferk_lane {
  * A connection is a session with the peer (its PD, exports, key, ids, its
  * users' handles) over one path at a time (cm_ids, QPs, CQ). When the path
  * of an UP session dies, the session is RECONNECTING until a new path is
- * up (UP again) or it gives up (DOWN). Every transition is in conn.c.
+ * up (UP again) or it gives up (DOWN). conn_state.h has the state machine;
+ * every transition is in conn.c.
  */
-enum xferk_conn_state {
-	XFERK_CONN_CONNECTING = XFERK_CONN_STATE_CONNECTING,
-	XFERK_CONN_UP = XFERK_CONN_STATE_UP,
-	XFERK_CONN_RECONNECTING = XFERK_CONN_STATE_RECONNECTING,
-	XFERK_CONN_DOWN = XFERK_CONN_STATE_DOWN,
-};
 
 /* struct xferk_conn.flags: atomic bits, set from any context */
 #define XFERK_CONN_F_QP_DEAD	0	/* the QP left RTS: post nothing more */
@@ -542,7 +539,8 @@ struct xferk_transport {
  * @net: the network namespace it lives in (ref): the key of sharing
  * @active: this end initiated the connection
  * @peer: the peer's address
- * @state: enum xferk_conn_state (@lock)
+ * @state: enum xferk_conn_state (@lock; changed only by conn.c's
+ *	conn_change_state())
  * @error: why the connection went down or failed to come up (@lock); one
  *	of the errnos documented for CONNECT and for chunks
  * @flags: XFERK_CONN_F_* bits

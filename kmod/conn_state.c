@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The session state machine's table (kmod/conn_state.h has the diagram).
+ * Verbs-free.
+ */
+#include <linux/bits.h>
+#include <linux/kernel.h>
+#include <kunit/visibility.h>
+
+#include "conn_state.h"
+
+#define S(x)	BIT(XFERK_CONN_##x)
+
+static const u32 xferk_conn_transitions[XFERK_CONN_NR_STATES] = {
+	[XFERK_CONN_CONNECTING] = S(UP) | S(DOWN),
+	[XFERK_CONN_UP] = S(RECONNECTING) | S(DOWN),
+	[XFERK_CONN_RECONNECTING] = S(UP) | S(DOWN),
+	[XFERK_CONN_DOWN] = S(CLOSED),
+	[XFERK_CONN_CLOSED] = 0,
+};
+
+static const char *const xferk_conn_state_names[XFERK_CONN_NR_STATES] = {
+	[XFERK_CONN_CONNECTING] = "connecting",
+	[XFERK_CONN_UP] = "up",
+	[XFERK_CONN_RECONNECTING] = "reconnecting",
+	[XFERK_CONN_DOWN] = "down",
+	[XFERK_CONN_CLOSED] = "closed",
+};
+
+/* May a session in state @from go to state @to? */
+bool xferk_conn_state_allowed(int from, int to)
+{
+	return from >= 0 && from < XFERK_CONN_NR_STATES &&
+	       to >= 0 && to < XFERK_CONN_NR_STATES &&
+	       (xferk_conn_transitions[from] & BIT(to));
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_conn_state_allowed);
+
+const char *xferk_conn_state_name(int state)
+{
+	if (state < 0 || state >= XFERK_CONN_NR_STATES)
+		return "?";
+	return xferk_conn_state_names[state];
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_conn_state_name);
+
+/* The XFERK_CONN_STATE_* that CONN_QUERY reports for @state. */
+int xferk_conn_state_uapi(int state)
+{
+	return state == XFERK_CONN_CLOSED ? XFERK_CONN_STATE_DOWN : state;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_conn_state_uapi);
