@@ -631,7 +631,7 @@ static inline int t_submit_held(struct xferk *x, const struct xferk_frag *f,
 /*
  * Does the debugfs peers table list an RDMA session end to the peer
  * (either side: on loopback the accepting end's peer is this host too)
- * that is not down?
+ * that is not down (nor closed: being torn down)?
  */
 static inline int t_peer_session_live(void)
 {
@@ -646,6 +646,7 @@ static inline int t_peer_session_live(void)
 		live = sscanf(line, "%*u %15s %*s %31s %79s", transport, state,
 			      peer) == 3 &&
 		       !strcmp(transport, "rdma") && strcmp(state, "down") &&
+		       strcmp(state, "closed") &&
 		       !strncmp(peer, t_peer(), n) && peer[n] == ':';
 	fclose(f);
 	return live;
