@@ -134,6 +134,32 @@ void xferk_notify_kick_locked(struct xferk_conn *c)
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_kick_locked);
 
 /**
+ * xferk_notify_queue_locked() - number a notification and queue it on its
+ *	session, with the session's lock
+ * @n: the notification
+ *
+ * Its sequence number is its place in the order the peer sees, so a
+ * caller that must order it before something else (an op's DATA before
+ * what anyone may do once the op is seen physically complete) numbers it
+ * within the same hold of the lock.
+ *
+ * Return: true if the session owns it now; false if the session ended:
+ * the caller frees it (xferk_notify_free()) without the lock.
+ */
+bool xferk_notify_queue_locked(struct xferk_notify *n)
+{
+	struct xferk_conn *c = n->conn;
+
+	lockdep_assert_held(&c->lock);
+	if (xferk_conn_state_over(c->state))
+		return false;
+	n->seq = ++c->notify_seq;
+	list_add_tail(&n->node, &c->notify_queue);
+	xferk_notify_kick_locked(c);
+	return true;
+}
+
+/**
  * xferk_notify_send() - queue a notification on its session
  * @n: the notification; the session owns it from now on (one that ended
  *	drops it at once)
@@ -141,17 +167,12 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_notify_kick_locked);
 void xferk_notify_send(struct xferk_notify *n)
 {
 	struct xferk_conn *c = n->conn;
-	bool down;
+	bool queued;
 
 	mutex_lock(&c->lock);
-	down = xferk_conn_state_over(c->state);
-	if (!down) {
-		n->seq = ++c->notify_seq;
-		list_add_tail(&n->node, &c->notify_queue);
-		xferk_notify_kick_locked(c);
-	}
+	queued = xferk_notify_queue_locked(n);
 	mutex_unlock(&c->lock);
-	if (down)
+	if (!queued)
 		xferk_notify_free(n);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_send);

@@ -102,26 +102,6 @@ static void op_free_chunks(struct xferk_op *op)
 }
 
 /*
- * Its notification, if it asked for one, goes now: the op is physically
- * complete, every write it made was acknowledged by the target's device.
- */
-static void op_send_notify(struct xferk_op *op, u32 state)
-{
-	struct xferk_notify *n = op->notify;
-	unsigned long flags;
-
-	if (!n)
-		return;
-	op->notify = NULL;
-	spin_lock_irqsave(&op->lock, flags);
-	n->bytes = op->life.transferred_bytes;
-	spin_unlock_irqrestore(&op->lock, flags);
-	if (state != XFERK_STATE_SUCCEEDED)
-		n->flags |= XFERK_EVENT_INCOMPLETE;
-	xferk_notify_send(n);
-}
-
-/*
  * The op is physically complete: nothing of it can touch memory any more.
  * That is visible (op->life, under op->lock) before this runs; here the
  * chunks' pages are released, then waiters wake, then the physical
@@ -143,7 +123,6 @@ static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 		if (op->orphaned)
 			atomic64_inc(&xferk_stats.ops_drained_after_exit);
 		op_free_chunks(op);
-		op_send_notify(op, state);
 		if (op->group)
 			xferk_group_op_physical(op->group);
 	}
@@ -164,19 +143,66 @@ static void chunk_end_begin(struct xferk_chunk *ch, int error)
 }
 
 /*
+ * The session of the op's notification, while it has one not yet queued
+ * (NULL otherwise). The op's connections keep that session alive.
+ */
+static struct xferk_conn *op_notify_conn(struct xferk_op *op)
+{
+	struct xferk_conn *c = NULL;
+	unsigned long flags;
+
+	spin_lock_irqsave(&op->lock, flags);
+	if (op->notify)
+		c = op->notify->conn;
+	spin_unlock_irqrestore(&op->lock, flags);
+	return c;
+}
+
+/*
+ * The op became physically complete (op->lock held): its notification,
+ * if it asked for one and has not sent it, is taken to be queued, with
+ * what the op transferred. Every write it made was acknowledged by the
+ * target's device.
+ */
+static struct xferk_notify *op_take_notify(struct xferk_op *op, u32 state)
+{
+	struct xferk_notify *n = op->notify;
+
+	lockdep_assert_held(&op->lock);
+	if (!n)
+		return NULL;
+	op->notify = NULL;
+	n->bytes = op->life.transferred_bytes;
+	if (state != XFERK_STATE_SUCCEEDED)
+		n->flags |= XFERK_EVENT_INCOMPLETE;
+	return n;
+}
+
+/*
  * A chunk's end, after the queue's part: the chunk counts terminal in its
  * op, which acts on what that changes; then the reference of
  * chunk_end_begin() goes. The last chunk frees every chunk of the op, @ch
  * included: only that reference keeps the op meanwhile (another chunk's
  * completion may free the chunks and drop the physical reference).
+ *
+ * An op with a notification changes under its notification session's
+ * lock, and the chunk that makes it physically complete numbers the
+ * notification in that same hold: whatever anyone does once they see the
+ * op physically complete (WAIT, QUERY, another op, a NOTE) comes after
+ * its DATA event in the session's order.
  */
 static void chunk_end_count(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
+	struct xferk_conn *nc = op_notify_conn(op);
+	struct xferk_notify *n = NULL;
 	unsigned long flags;
 	unsigned int what;
 	u32 late, state;
+	bool queued;
 
+	if (nc)
+		mutex_lock(&nc->lock);
 	spin_lock_irqsave(&op->lock, flags);
 	late = op->life.late_completions;
 	/* The clock only for the last chunk: the op's physical time. */
@@ -186,7 +212,15 @@ static void chunk_end_count(struct xferk_chunk *ch, int error)
 				     ktime_get() : 0);
 	late = op->life.late_completions - late;
 	state = op->life.state;
+	if (nc && (what & XFERK_LIFE_PHYSICAL))
+		n = op_take_notify(op, state);
 	spin_unlock_irqrestore(&op->lock, flags);
+	if (nc) {
+		queued = !n || xferk_notify_queue_locked(n);
+		mutex_unlock(&nc->lock);
+		if (!queued)
+			xferk_notify_free(n);
+	}
 	if (late)
 		atomic64_inc(&xferk_stats.late_completions);
 	op_apply(op, what, state);

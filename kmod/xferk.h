@@ -1031,8 +1031,9 @@ struct xferk_chunk {
  * @id: its handle as SUBMIT returned it, its name in traces
  * @group: the group it joined at submit (ref), or NULL
  * @group_node: in @group->ops until the op is freed (@group->lock)
- * @notify: XFERK_SUBMIT_NOTIFY: its notification, sent (and NULL) once
- *	the op is physically complete
+ * @notify: XFERK_SUBMIT_NOTIFY: its notification (@lock), queued (and
+ *	NULL) by the chunk that makes the op physically complete, under its
+ *	session's lock (op.c chunk_end_count())
  */
 struct xferk_op {
 	struct xferk_hobj hobj;
@@ -1261,6 +1262,7 @@ struct xferk_notify *xferk_notify_alloc(struct xferk_remote *rm,
 					u64 tag);
 void xferk_notify_free(struct xferk_notify *n);
 void xferk_notify_free_list(struct list_head *list);
+bool xferk_notify_queue_locked(struct xferk_notify *n);
 void xferk_notify_send(struct xferk_notify *n);
 void xferk_notify_send_list(struct list_head *list);
 void xferk_notify_kick_locked(struct xferk_conn *c);
