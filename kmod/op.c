@@ -713,6 +713,32 @@ static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
 }
 
 /*
+ * Makes the DMA maps of the op's regions for the devices of the sessions
+ * (rails included) their fragments go to, before the op is visible and
+ * outside every session's lock: a large region's first post would
+ * otherwise map all of its pages under the posting session's lock,
+ * stalling every tenant's posts and completions there. Best effort: a
+ * map that could not be made now is made by the post.
+ */
+static void op_map_regions(struct xferk_region **regions,
+			   struct xferk_remote **remotes, u32 nr)
+{
+	struct xferk_conn *c;
+	u32 i, k;
+
+	for (i = 0; i < nr; i++) {
+		if (i && regions[i] == regions[i - 1] &&
+		    remotes[i] == remotes[i - 1])
+			continue;
+		for (k = 0; k < xferk_remote_nr_rails(remotes[i]); k++) {
+			c = xferk_remote_rail_conn(remotes[i], k);
+			if (c->transport->map_region)
+				c->transport->map_region(c, regions[i]);
+		}
+	}
+}
+
+/*
  * Around the admission queue: every chunk to its connection now, in
  * batches. The caller's reference keeps the op; a batch's chunks may be
  * complete once it was queued, the ones after it cannot.
@@ -860,6 +886,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		ret = -ENOMEM;
 		goto out_unadmit;
 	}
+	op_map_regions(regions, remotes, a->nr_frags);
 	kref_init(&op->ref);
 	spin_lock_init(&op->lock);
 	init_waitqueue_head(&op->wq);

@@ -134,8 +134,11 @@ struct xferk_msgs {
 
 /* rdma_dev.c: devices, DMA maps of regions */
 extern struct ib_client xferk_ib_client;
+struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
+					  struct xferk_dev *d);
 struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 				     struct xferk_dev *d);
+void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r);
 int conn_attach(struct xferk_conn *c, struct ib_device *ibdev);
 void conn_detach(struct xferk_conn *c);
 

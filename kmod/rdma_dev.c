@@ -107,21 +107,34 @@ static struct xferk_dma_map *dma_map_create(struct xferk_region *r,
 	return m;
 }
 
+/* The map of @r for @d, or NULL if it has none yet. Lockless. */
+struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
+					  struct xferk_dev *d)
+{
+	struct xferk_dma_map *m;
+
+	/* Pairs with the release in region_dma_map(): seen means filled. */
+	for (m = smp_load_acquire(&r->maps); m; m = m->next)
+		if (READ_ONCE(m->dev) == d)
+			return m;
+	return NULL;
+}
+
 /*
- * The map of @r for @d, made now if it has none. Called with the posting
- * connection's lock; the pages are mapped without the global lock, which
- * is taken only to publish the map (a racing twin is thrown away).
- * Return: the map, or NULL (no memory).
+ * The map of @r for @d, made now if it has none: by a submit
+ * (conn_rdma_map_region()), else by the post that needs it, with the
+ * posting connection's lock. The pages are mapped without the global
+ * lock, which is taken only to publish the map (a racing twin is thrown
+ * away). Return: the map, or NULL (no memory).
  */
 struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 				     struct xferk_dev *d)
 {
 	struct xferk_dma_map *m, *new;
 
-	/* Pairs with the release below: a map seen is a map filled. */
-	for (m = smp_load_acquire(&r->maps); m; m = m->next)
-		if (READ_ONCE(m->dev) == d)
-			return m;
+	m = region_dma_map_find(r, d);
+	if (m)
+		return m;
 	new = dma_map_create(r, d);
 	if (!new)
 		return NULL;
@@ -190,6 +203,34 @@ static void dev_unmap_all(struct xferk_dev *d)
 static void dev_release(struct kref *ref)
 {
 	complete(&container_of(ref, struct xferk_dev, ref)->released);
+}
+
+/**
+ * conn_rdma_map_region() - map @r for @c's device ahead of its posts
+ * @c: a connection
+ * @r: a region the caller holds
+ *
+ * The transport's .map_region: without any connection's lock, so that a
+ * large region's first post finds its map instead of mapping every page
+ * under the posting connection's lock. Nothing for a connection not
+ * attached. A reference keeps the device until the map is published; its
+ * removal waits for it, then unmaps the map with the device's others.
+ */
+void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r)
+{
+	struct xferk_dev *d = NULL;
+
+	/* Listed: its detach has not dropped its reference yet. */
+	mutex_lock(&xferk_devs_lock);
+	if (c->dev && !list_empty(&c->dev_node)) {
+		d = c->dev;
+		kref_get(&d->ref);
+	}
+	mutex_unlock(&xferk_devs_lock);
+	if (!d)
+		return;
+	region_dma_map(r, d);
+	kref_put(&d->ref, dev_release);
 }
 
 static int xferk_ib_add(struct ib_device *ibdev)

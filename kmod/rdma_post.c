@@ -214,9 +214,14 @@ static int send_map(struct xferk_conn *c, struct xferk_send *s,
 	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
 	unsigned int off = offset_in_page(uaddr);
 	u32 left = ch->len, lkey = c->pd->local_dma_lkey;
-	struct xferk_dma_map *m = region_dma_map(r, c->dev);
+	struct xferk_dma_map *m = region_dma_map_find(r, c->dev);
 	struct ib_device *dev = c->pd->device;
 
+	if (!m) {
+		/* Its submit could not map it: here, under c->lock. */
+		atomic64_inc(&xferk_stats.dma_maps_in_post);
+		m = region_dma_map(r, c->dev);
+	}
 	if (!m)
 		return -ENOMEM;
 	s->nr_sge = 0;
@@ -669,5 +674,6 @@ const struct xferk_transport xferk_rdma_transport = {
 	.destroy = conn_rdma_destroy,
 	.probe = conn_rdma_probe,
 	.send_msg = conn_rdma_send_msg,
+	.map_region = conn_rdma_map_region,
 	.reconnect = conn_rdma_reconnect,
 };

@@ -113,6 +113,7 @@ XFERK_STAT_ATTR(reconnect_attempts);
 XFERK_STAT_ATTR(reconnects);
 XFERK_STAT_ATTR(chunks_reposted);
 XFERK_STAT_ATTR(chunks_rerouted);
+XFERK_STAT_ATTR(dma_maps_in_post);
 XFERK_STAT_ATTR(sessions_stale);
 XFERK_STAT_ATTR(conns_crossed);
 XFERK_STAT_ATTR(escalations_limited);
@@ -168,6 +169,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_reconnects.attr,
 	&dev_attr_chunks_reposted.attr,
 	&dev_attr_chunks_rerouted.attr,
+	&dev_attr_dma_maps_in_post.attr,
 	&dev_attr_sessions_stale.attr,
 	&dev_attr_conns_crossed.attr,
 	&dev_attr_escalations_limited.attr,

@@ -244,6 +244,7 @@ struct xferk_stats {
 	atomic64_t reconnects;
 	atomic64_t chunks_reposted;
 	atomic64_t chunks_rerouted;
+	atomic64_t dma_maps_in_post;
 	atomic64_t sessions_stale;
 	atomic64_t conns_crossed;
 	atomic64_t escalations_limited;
@@ -401,7 +402,9 @@ struct xferk_msgs;
  * and has at most XFERK_NOTIFY_SENDS notifications posted, so its send
  * slots suffice and its peer's receive ring holds what is on its way
  * unless the peer's kernel lags in reposting it (then the device retries
- * the send: receiver-not-ready is retried forever on our QPs).
+ * the send, XFERK_RNR_RETRY times: a kernel that lags longer kills the
+ * path, which is why nothing that can take long, such as mapping a
+ * region, runs under the lock that the receive completions need).
  */
 #define XFERK_MSG_SIZE		48
 #define XFERK_REVOKES_MAX	16
@@ -501,6 +504,10 @@ struct xferk_revoke {
  *	xferk_notify_sent()), 0 for other messages; 0, -EAGAIN (no send slot
  *	free) or -EIO (the path dies); NULL: the transport carries none, and
  *	the peer announces no capability
+ * @map_region: make @r's DMA map for the connection's device now, from
+ *	process context without any connection's lock, so that @post finds
+ *	it (NULL: the transport maps nothing ahead; @post maps what it
+ *	lacks)
  * @reconnect: start a new path for a RECONNECTING session of an end
  *	this host initiated (NULL: paths are not replaced, their death ends
  *	the session); its outcome arrives as xferk_conn_lane_up() of each
@@ -518,6 +525,7 @@ struct xferk_transport {
 	void (*destroy)(struct xferk_conn *c);
 	int (*probe)(struct xferk_conn *c);	/* -EAGAIN: not now */
 	int (*send_msg)(struct xferk_conn *c, const void *msg, u32 len, u64 seq);
+	void (*map_region)(struct xferk_conn *c, struct xferk_region *r);
 	int (*reconnect)(struct xferk_conn *c);
 };
 
