@@ -209,30 +209,34 @@ unsigned int xferk_escalation_interval_ms = 1000;
 module_param_cb(escalation_interval_ms, &escalation_interval_ms_ops,
 		&xferk_escalation_interval_ms, 0644);
 MODULE_PARM_DESC(escalation_interval_ms,
-		 "A file's cancels kill a path (flushing every user's work on it) at most once per this interval; 0: no limit (default 1000)");
+		 "A file's cancels kill a path (flushing every user's work on it) at most once per this interval, and so do all cancels on one session's path; 0: no limit (default 1000)");
 
 /**
- * xferk_escalation_allowed() - may a file's cancel kill a path now?
- * @a: the file's account
+ * xferk_escalation_allowed() - may a cancel kill a path now?
+ * @last: when the limited party last did (ns): a file's account
+ *	(struct xferk_qacct.last_escalation), or a session
+ *	(struct xferk_conn.last_escalation)
  *
  * A cancel's escalation flushes every user's work on the path and makes
  * the session reconnect, so a file that keeps causing it is limited to
- * one per escalation_interval_ms. Beyond that the cancel waits for its
- * work requests to complete by themselves (its op is QUARANTINED at the
- * drain deadline if they do not); stats/escalations_limited counts it.
+ * one per escalation_interval_ms, and so is a session's path whoever
+ * asks: N files (of one tenant or of several) kill a shared path no more
+ * often than one. Beyond that the cancel waits for its work requests to
+ * complete by themselves (its op is QUARANTINED at the drain deadline if
+ * they do not); stats/escalations_limited counts it.
  *
  * Return: true if the escalation may go ahead (it is recorded).
  */
-bool xferk_escalation_allowed(struct xferk_qacct *a)
+bool xferk_escalation_allowed(atomic64_t *last_ns)
 {
 	u64 interval = (u64)READ_ONCE(xferk_escalation_interval_ms) *
 		       NSEC_PER_MSEC;
-	u64 now = ktime_get_ns(), last = atomic64_read(&a->last_escalation);
+	u64 now = ktime_get_ns(), last = atomic64_read(last_ns);
 
 	if (!interval)
 		return true;
 	if ((!last || now - last >= interval) &&
-	    atomic64_cmpxchg(&a->last_escalation, last, now) == last)
+	    atomic64_cmpxchg(last_ns, last, now) == last)
 		return true;
 	atomic64_inc(&xferk_stats.escalations_limited);
 	return false;

@@ -1087,10 +1087,12 @@ int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
  * On each connection the ops use: drop their unposted chunks, or (@force)
  * kill the paths that still have some of them posted, if their file may
  * (escalation_interval_ms; one decision per cancel, also for a group's:
- * its ops are all of one file).
+ * its ops are all of one file) and the session's path was not killed by a
+ * cancel within that interval.
  */
 static void ops_cancel_on_conns(struct xferk_op **ops, u32 nr, bool force)
 {
+	struct xferk_conn *c;
 	bool posted = false;
 	u32 i, k;
 
@@ -1105,14 +1107,22 @@ static void ops_cancel_on_conns(struct xferk_op **ops, u32 nr, bool force)
 	for (k = 0; k < nr; k++)
 		for (i = 0; i < ops[k]->nr_conns; i++)
 			posted |= xferk_conn_op_posted(ops[k]->conns[i], ops[k]);
-	if (!posted || !xferk_escalation_allowed(ops[0]->qacct))
+	if (!posted || !xferk_escalation_allowed(&ops[0]->qacct->last_escalation))
 		return;
-	/* Killing the path flushes them; other ops' are posted again. */
-	for (k = 0; k < nr; k++)
-		for (i = 0; i < ops[k]->nr_conns; i++)
-			if (xferk_conn_op_posted(ops[k]->conns[i], ops[k]))
-				xferk_conn_qp_dead(ops[k]->conns[i], -ECONNRESET,
+	/*
+	 * Killing the path flushes them; other ops' are posted again. Each
+	 * session's path once per interval, whoever cancels.
+	 */
+	for (k = 0; k < nr; k++) {
+		for (i = 0; i < ops[k]->nr_conns; i++) {
+			c = ops[k]->conns[i];
+			if (!test_bit(XFERK_CONN_F_QP_DEAD, &c->flags) &&
+			    xferk_conn_op_posted(c, ops[k]) &&
+			    xferk_escalation_allowed(&c->last_escalation))
+				xferk_conn_qp_dead(c, -ECONNRESET,
 						   XFERK_PATH_CANCEL);
+		}
+	}
 }
 
 static void op_cancel_on_conns(struct xferk_op *op, bool force)

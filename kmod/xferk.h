@@ -117,7 +117,7 @@ int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
 		 int error);
 bool xferk_handle_room_limited(struct xferk_file *xf, u8 kind);
 struct xferk_qacct;
-bool xferk_escalation_allowed(struct xferk_qacct *a);
+bool xferk_escalation_allowed(atomic64_t *last_ns);
 
 /* main.c: module parameters (read-only after load) and command handlers */
 extern char *xferk_listen_addr;
@@ -562,6 +562,8 @@ struct xferk_transport {
  * @path_deaths: paths that died while it was up (@lock)
  * @reconnects: paths that came up after the first (@lock)
  * @reposted: chunks flushed by a path death and queued again (@lock)
+ * @last_escalation: when a cancel last killed its path (ns), for
+ *	escalation_interval_ms (whoever cancelled)
  * @resume_seq: the sequence number of the last new path's request: that
  *	this end sent (an end we initiated; its cm handler only), or that
  *	it accepted (an end the peer initiated; @lock); a request not newer
@@ -675,6 +677,7 @@ struct xferk_conn {
 	u64 path_deaths;
 	u64 reconnects;
 	u64 reposted;
+	atomic64_t last_escalation;
 	u64 resume_seq;
 	u64 peer_caps;
 	wait_queue_head_t state_wq;

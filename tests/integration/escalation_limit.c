@@ -12,6 +12,14 @@
  *    drain deadline with its pages pinned.
  * 3. With the interval at 0, cancelling that op again escalates: the path
  *    dies and the op becomes DRAINED.
+ * 4. Two files on one new session (the interval 60 s again): the first
+ *    file's cancel kills the path; the second file's, within the interval,
+ *    does not, though that file never escalated: a session's path dies by
+ *    cancel once per interval, whoever cancels (escalations_limited counts
+ *    it, its op is QUARANTINED); with the interval at 0 it does.
+ *
+ * Regression (4): the limit was per open file only, so N files (or N
+ * tenants) killed a shared path N times per interval.
  *
  * The knob is armed while no other op is live on the host (so this test's
  * ops take it).
@@ -77,6 +85,50 @@ static void wait_up(struct t_loop *l)
 	T_EXPECT(i.state == XFERK_CONN_STATE_UP, "the session is %u", i.state);
 }
 
+/* 4: the second file's cancel finds the session's path killed already. */
+static void two_files(void)
+{
+	long long deaths, limited;
+	struct t_loop a, b;
+	uint64_t opa, opb;
+
+	/* A new session: its path was never killed by a cancel. */
+	T_EXPECT(t_end_session() == 0, "could not end the session");
+	T_EXPECT(t_param_scoped("flush_timeout_ms",
+				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
+	T_EXPECT(t_param_scoped("escalation_interval_ms", 60000) == 0,
+		 "escalation_interval_ms: %s", strerror(errno));
+	t_loop_open(&a, 1 << 20, 1 << 20);
+	t_loop_open(&b, 1 << 20, 1 << 20);
+	deaths = t_stat("path_deaths_cancel");
+	limited = t_stat("escalations_limited");
+
+	opa = stuck_op(&a);
+	cancel_and_drain(&a, opa, true);
+	T_EXPECT(t_stat("path_deaths_cancel") == deaths + 1,
+		 "first file: path_deaths_cancel %lld, was %lld",
+		 t_stat("path_deaths_cancel"), deaths);
+	xferk_release(a.x, opa);
+	wait_up(&b);
+
+	opb = stuck_op(&b);
+	cancel_and_drain(&b, opb, false);
+	T_EXPECT(t_stat("path_deaths_cancel") == deaths + 1 &&
+		 t_stat("escalations_limited") == limited + 1,
+		 "second file: path_deaths_cancel %lld (was %lld), escalations_limited %lld (was %lld)",
+		 t_stat("path_deaths_cancel"), deaths,
+		 t_stat("escalations_limited"), limited);
+
+	T_EXPECT(t_set_param("escalation_interval_ms", 0) == 0, "interval 0");
+	cancel_and_drain(&b, opb, true);
+	T_EXPECT(t_stat("path_deaths_cancel") == deaths + 2,
+		 "second file, interval 0: path_deaths_cancel %lld, was %lld",
+		 t_stat("path_deaths_cancel"), deaths);
+	xferk_release(b.x, opb);
+	xferk_close(a.x);
+	xferk_close(b.x);
+}
+
 int main(void)
 {
 	long long deaths, limited;
@@ -119,6 +171,7 @@ int main(void)
 		 t_stat("path_deaths_cancel"), deaths);
 	xferk_release(l.x, op2);
 	xferk_close(l.x);
+	two_files();
 	restore();
 	return t_result();
 }
