@@ -60,7 +60,19 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
-#include "xferk.h"
+#include "conn.h"
+#include "conn_state.h"
+#include "export.h"
+#include "fault.h"
+#include "front.h"
+#include "handle.h"
+#include "limits.h"
+#include "notify.h"
+#include "op.h"
+#include "queue.h"
+#include "rail.h"
+#include "stats.h"
+#include "transport.h"
 #include "trace.h"
 
 #define XFERK_CHUNK_MAX_BYTES	SZ_1M

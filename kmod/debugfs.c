@@ -19,6 +19,17 @@
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 
+#include "conn.h"
+#include "conn_state.h"
+#include "fault.h"
+#include "front.h"
+#include "lifecycle.h"
+#include "limits.h"
+#include "op.h"
+#include "queue.h"
+#include "region.h"
+#include "sched.h"
+#include "wire.h"
 #include "xferk.h"
 
 u16 xferk_fault_connect_version;

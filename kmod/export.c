@@ -19,7 +19,7 @@
  * initiated; on one host (loopback) it is the end opposite the exporter's.
  *
  * Token wire format (little endian, XFERK_TOKEN_SIZE bytes): struct
- * xferk_token below; the MAC covers every byte before it.
+ * xferk_token in wire.h; the MAC covers every byte before it.
  *
  * A window is an export of a list of page-aligned blocks of a region (a
  * request's share of a pool), mapped by the device as one contiguous
@@ -37,26 +37,20 @@
 #include <linux/nsproxy.h>
 #include <linux/uaccess.h>
 
+#include "conn.h"
+#include "conn_state.h"
+#include "evq.h"
+#include "export.h"
+#include "frag.h"
+#include "front.h"
+#include "handle.h"
+#include "limits.h"
+#include "queue.h"
+#include "rail.h"
+#include "region.h"
+#include "stats.h"
+#include "wire.h"
 #include "xferk.h"
-
-#define XFERK_TOKEN_MAGIC	0x4b544658U	/* "XFTK" */
-#define XFERK_TOKEN_VERSION	2
-
-struct xferk_token {
-	__le32 magic;
-	__le16 version;
-	__le16 reserved0;
-	__le64 conn_id;		/* the importing end's local id */
-	__le64 iova;
-	__le64 len;
-	__le32 rkey;
-	__le32 access;
-	__le64 export_id;	/* 0: none (the peer has no XFERK_CAP_REVOKE) */
-	__le64 generation;
-	__le64 mac;		/* SipHash-2-4 of the bytes above */
-};
-
-static_assert(sizeof(struct xferk_token) == XFERK_TOKEN_SIZE);
 
 static u64 token_mac(const struct xferk_token *t, const siphash_key_t *key)
 {

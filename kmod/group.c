@@ -29,6 +29,15 @@
 #include <linux/slab.h>
 #include <kunit/visibility.h>
 
+#include "export.h"
+#include "front.h"
+#include "handle.h"
+#include "lifecycle.h"
+#include "limits.h"
+#include "notify.h"
+#include "op.h"
+#include "queue.h"
+#include "stats.h"
 #include "xferk.h"
 
 /**

@@ -16,7 +16,10 @@
  */
 #include <linux/moduleparam.h>
 
-#include "xferk.h"
+#include "front.h"
+#include "handle.h"
+#include "limits.h"
+#include "stats.h"
 
 /* Indexed by enum xferk_handle_kind. */
 u32 xferk_handle_limit[XFERK_H_KINDS] = {

@@ -13,6 +13,18 @@
 #include <net/net_namespace.h>
 #include <kunit/visibility.h>
 
+#include "conn.h"
+#include "evq.h"
+#include "export.h"
+#include "front.h"
+#include "handle.h"
+#include "limits.h"
+#include "op.h"
+#include "queue.h"
+#include "region.h"
+#include "stats.h"
+#include "transport.h"
+#include "uring.h"
 #include "xferk.h"
 
 char *xferk_listen_addr = "0.0.0.0";

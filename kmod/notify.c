@@ -34,6 +34,18 @@
 #include <linux/uaccess.h>
 #include <kunit/visibility.h>
 
+#include "conn.h"
+#include "conn_state.h"
+#include "evq.h"
+#include "export.h"
+#include "front.h"
+#include "handle.h"
+#include "lifecycle.h"
+#include "limits.h"
+#include "notify.h"
+#include "queue.h"
+#include "stats.h"
+#include "wire.h"
 #include "xferk.h"
 
 unsigned int xferk_events_per_file = 4096;

@@ -10,6 +10,11 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 
+#include "conn.h"
+#include "export.h"
+#include "op.h"
+#include "queue.h"
+#include "transport.h"
 #include "xferk.h"
 
 static struct workqueue_struct *xferk_null_wq;

@@ -31,6 +31,21 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "conn.h"
+#include "export.h"
+#include "frag.h"
+#include "front.h"
+#include "handle.h"
+#include "lifecycle.h"
+#include "limits.h"
+#include "notify.h"
+#include "op.h"
+#include "queue.h"
+#include "rail.h"
+#include "region.h"
+#include "stats.h"
+#include "transport.h"
+#include "uring.h"
 #include "xferk.h"
 #include "trace.h"
 

@@ -39,6 +39,12 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 
+#include "conn.h"
+#include "export.h"
+#include "op.h"
+#include "queue.h"
+#include "sched.h"
+#include "transport.h"
 #include "xferk.h"
 #include "trace.h"
 

@@ -43,6 +43,13 @@
 #include <kunit/visibility.h>
 #include <linux/slab.h>
 
+#include "conn.h"
+#include "conn_state.h"
+#include "export.h"
+#include "op.h"
+#include "rail.h"
+#include "region.h"
+#include "stats.h"
 #include "xferk.h"
 
 /* A chunk moves at most this often: a bound on a storm of session deaths. */

@@ -9,7 +9,15 @@
 #include <linux/module.h>
 #include <linux/random.h>
 #include <net/net_namespace.h>
+#include <rdma/rdma_cm.h>
+#include "conn.h"
+#include "conn_state.h"
+#include "handle.h"
+#include "limits.h"
+#include "queue.h"
 #include "rdma.h"
+#include "transport.h"
+#include "xferk.h"
 
 /*
  * The listener. Bound to the wildcard address (the default) it lives on no

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Private to the RDMA transport: included only by kmod/rdma*.c. The rest
- * of the module reaches the transport through xferk.h alone
+ * of the module reaches the transport through transport.h alone
  * (xferk_rdma_transport, xferk_conn_connect(), xferk_region_unmap(), its
  * module init and exit).
  *
@@ -23,52 +23,29 @@
 #ifndef XFERK_RDMA_H
 #define XFERK_RDMA_H
 
-#include "xferk.h"
+#include <linux/atomic.h>
+#include <linux/bitmap.h>
+#include <linux/cache.h>
+#include <linux/dma-direction.h>
+#include <linux/list.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include "wire.h"
 
-#define XFERK_CM_MAGIC		0x5846524bU	/* "XFRK" */
-#define XFERK_PROTO_VERSION	2
-#define XFERK_PROTO_CAPS	(XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY)
+struct rdma_cm_event;
+struct rdma_cm_id;
+struct xferk_conn;
+struct xferk_dev;
+struct xferk_export;
+struct xferk_lane;
+struct xferk_region;
+
 #define XFERK_MAX_RD_ATOMIC	16
 #define XFERK_ACK_TIMEOUT	17	/* 4.096 us * 2^17 = 0.54 s per try */
 #define XFERK_RETRY_COUNT	6
 #define XFERK_RNR_RETRY		6	/* 7 would mean forever */
 #define XFERK_RESOLVE_MS	5000
-
-/*
- * The connect request's and the accept's private data (56 bytes fit a
- * request over RoCE; the receiver may see more, zero-padded).
- */
-struct xferk_cm_msg {
-	__be32 magic;
-	__be16 version;
-	u8 nr_qps;		/* new: asked, accepted: granted (0 means 1) */
-	u8 lane;		/* a QP joining a path: its index (1..) */
-	__be64 caps;
-	__be64 conn_id;		/* the sender's local connection id */
-	u8 key_half[16];	/* the sender's half of the token key (new) */
-	__be64 resume_id;	/* resume: the acceptor's connection id */
-	__be64 mac;		/* resume: SipHash-2-4 of the bytes above */
-};
-
-static_assert(sizeof(struct xferk_cm_msg) <= 56);
-
-/* Why we refuse a connect request (struct xferk_cm_rej.reason). */
-enum xferk_rej_reason {
-	XFERK_REJ_VERSION = 1,		/* protocol version not supported */
-	XFERK_REJ_MALFORMED = 2,	/* not a valid xferk request */
-	XFERK_REJ_BUSY = 3,		/* max_passive_conns reached */
-	XFERK_REJ_RESOURCES = 4,	/* we could not set the end up */
-	XFERK_REJ_STALE = 5,		/* resume of a session we do not know */
-	XFERK_REJ_RETRY = 6,		/* resume: the old path is going; retry */
-	XFERK_REJ_CROSSED = 7,		/* ours to you crosses yours: use ours */
-};
-
-struct xferk_cm_rej {
-	__be32 magic;
-	__be16 version;
-	__be16 reserved;
-	__be32 reason;		/* enum xferk_rej_reason */
-};
 
 /**
  * struct xferk_dma_map - a region's pages DMA-mapped for one device

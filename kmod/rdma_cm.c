@@ -48,7 +48,15 @@
 #include <linux/random.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_cm.h>
+#include <rdma/rdma_cm.h>
+#include "conn.h"
+#include "conn_state.h"
+#include "fault.h"
+#include "limits.h"
 #include "rdma.h"
+#include "stats.h"
+#include "transport.h"
+#include "wire.h"
 
 /* Passive ends, bounded by max_passive_conns. */
 atomic_t xferk_passive_conns = ATOMIC_INIT(0);

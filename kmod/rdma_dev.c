@@ -19,7 +19,12 @@
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include "conn.h"
+#include "queue.h"
 #include "rdma.h"
+#include "region.h"
+#include "transport.h"
+#include "xferk.h"
 
 /**
  * struct xferk_dev - what xferk keeps per RDMA device

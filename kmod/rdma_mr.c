@@ -6,7 +6,12 @@
  * (conn->exports_lock), each posted under conn->lock.
  */
 #include <linux/random.h>
+#include "conn.h"
+#include "export.h"
 #include "rdma.h"
+#include "region.h"
+#include "stats.h"
+#include "xferk.h"
 
 /* The remote address of an export: random, with @addr's page offset. */
 static u64 export_iova(u64 addr)

@@ -5,7 +5,11 @@
  * posts under conn->lock; msgs->inflight counts the work requests whose
  * completion was not handled yet, which the path's disconnect waits for.
  */
+#include "conn.h"
+#include "notify.h"
 #include "rdma.h"
+#include "stats.h"
+#include "wire.h"
 
 /* ---- session messages ---- */
 
@@ -47,7 +51,7 @@ static void msg_done(struct xferk_conn *c)
 
 /*
  * A message arrived: copied out, its buffer posted again at once (the
- * ring bound in xferk.h counts on it), then handed to the protocol.
+ * ring bound in wire.h counts on it), then handed to the protocol.
  * Anything but a SEND is not a message.
  */
 static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)

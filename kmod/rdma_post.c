@@ -16,7 +16,15 @@
  */
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
+#include <rdma/rdma_cm.h>
+#include "conn.h"
+#include "fault.h"
+#include "op.h"
 #include "rdma.h"
+#include "region.h"
+#include "stats.h"
+#include "transport.h"
+#include "wire.h"
 
 /**
  * struct xferk_send - one send slot of a connection: a posted chunk's

@@ -15,6 +15,10 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
+#include "export.h"
+#include "region.h"
+#include "stats.h"
+#include "transport.h"
 #include "xferk.h"
 
 #define PIN_BATCH	(PAGE_SIZE / sizeof(struct page *))

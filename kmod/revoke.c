@@ -31,13 +31,16 @@
 #include <linux/wait.h>
 #include <kunit/visibility.h>
 
-#include "xferk.h"
+#include "conn.h"
+#include "export.h"
+#include "fault.h"
+#include "notify.h"
+#include "op.h"
+#include "stats.h"
+#include "wire.h"
 
 /* Fault injection: the next N revokes received are never answered. */
 atomic_t xferk_fault_ignore_revokes = ATOMIC_INIT(0);
-
-static_assert(sizeof(struct xferk_wire_msg) == 32);
-static_assert(sizeof(struct xferk_wire_notify) == XFERK_MSG_SIZE);
 
 static void revoke_msg(struct xferk_wire_msg *m, u8 type,
 		       const struct xferk_revoke *r)

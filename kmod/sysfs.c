@@ -6,6 +6,12 @@
 #include <linux/device.h>
 #include <linux/sysfs.h>
 
+#include "front.h"
+#include "queue.h"
+#include "region.h"
+#include "sched.h"
+#include "stats.h"
+#include "transport.h"
 #include "xferk.h"
 
 static ssize_t abi_version_show(struct device *dev,

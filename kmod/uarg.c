@@ -13,7 +13,8 @@
 #include <linux/uaccess.h>
 #include <kunit/visibility.h>
 
-#include "xferk.h"
+#include "front.h"
+#include "handle.h"
 
 #define XFERK_IOCTL(_cmd, _handler, _struct, _first_last, _flags)	\
 	[_IOC_NR(_cmd)] = {						\

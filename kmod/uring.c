@@ -44,7 +44,11 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
-#include "xferk.h"
+#include "front.h"
+#include "lifecycle.h"
+#include "op.h"
+#include "stats.h"
+#include "uring.h"
 #include "uring_compat.h"
 
 /* How often the monitor looks for exiting tasks while commands are parked. */

@@ -2,7 +2,7 @@
 /*
  * A "raw peer" for the integration programs: a userspace librdmacm end that
  * plays a remote host speaking xferk's rdma_cm wire format (protocol
- * version 2, kmod/rdma.h), so a test can send what a real xferk never
+ * version 2, kmod/wire.h), so a test can send what a real xferk never
  * would, or stop half way through a handshake.
  *
  *   connect request and accept: struct raw_msg (40 bytes, big-endian)

@@ -5,7 +5,9 @@
  */
 #include <kunit/test.h>
 
-#include "../../kmod/xferk.h"
+#include "../../kmod/export.h"
+#include "../../kmod/op.h"
+#include "../../kmod/queue.h"
 
 #define REMOTES	(XFERK_GROUP_MAX_TARGETS + 1)
 

@@ -6,7 +6,15 @@
  */
 #include <kunit/test.h>
 
-#include "../../kmod/xferk.h"
+#include "../../kmod/conn.h"
+#include "../../kmod/conn_state.h"
+#include "../../kmod/evq.h"
+#include "../../kmod/export.h"
+#include "../../kmod/notify.h"
+#include "../../kmod/queue.h"
+#include "../../kmod/stats.h"
+#include "../../kmod/transport.h"
+#include "../../kmod/wire.h"
 
 #define MSGS	16
 

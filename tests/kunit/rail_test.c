@@ -7,7 +7,12 @@
  */
 #include <kunit/test.h>
 
-#include "../../kmod/xferk.h"
+#include "../../kmod/conn.h"
+#include "../../kmod/conn_state.h"
+#include "../../kmod/export.h"
+#include "../../kmod/op.h"
+#include "../../kmod/rail.h"
+#include "../../kmod/region.h"
 
 #define NCONN	(XFERK_MAX_RAILS + 1)
 

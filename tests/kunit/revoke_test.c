@@ -6,7 +6,13 @@
 #include <asm/unaligned.h>
 #include <kunit/test.h>
 
-#include "../../kmod/xferk.h"
+#include "../../kmod/conn.h"
+#include "../../kmod/conn_state.h"
+#include "../../kmod/export.h"
+#include "../../kmod/op.h"
+#include "../../kmod/stats.h"
+#include "../../kmod/transport.h"
+#include "../../kmod/wire.h"
 
 #define MSGS	64
 

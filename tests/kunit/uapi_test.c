@@ -6,7 +6,7 @@
 #include <kunit/test.h>
 #include <linux/module.h>
 
-#include "../../kmod/xferk.h"
+#include "../../kmod/front.h"
 #include "uapi_layout.h"
 
 /* The same table tests/unit/uapi_layout.c checks in userspace. */

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sessions layer: a connection end to a peer (struct xferk_conn, conn.c),
+ * a file's handle to one, the session API, and the revoke protocol's state
+ * and entry points (revoke.c). The session state machine is conn_state.h,
+ * the transport's ops table transport.h, the messages' layout wire.h.
+ */
+#ifndef XFERK_CONN_H
+#define XFERK_CONN_H
+
+#include <linux/completion.h>
+#include <linux/kref.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/siphash.h>
+#include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+#include "handle.h"
+#include "sched.h"
+#include "transport.h"
+#include "wire.h"
+
+struct net;
+struct xferk_chunk;
+struct xferk_dev;
+struct xferk_export;
+struct xferk_msgs;
+struct xferk_op;
+struct xferk_qacct;
+struct xferk_qdev;
+struct xferk_remote;
+struct xferk_send;
+
+/*
+ * A connection is a session with the peer (its PD, exports, key, ids, its
+ * users' handles) over one path at a time (cm_ids, QPs, CQ). When the path
+ * of an UP session dies, the session is RECONNECTING until a new path is
+ * up (UP again) or it gives up (DOWN). conn_state.h has the state machine;
+ * every transition is in conn.c.
+ */
+
+/* struct xferk_conn.flags: atomic bits, set from any context */
+#define XFERK_CONN_F_QP_DEAD	0	/* the QP left RTS: post nothing more */
+#define XFERK_CONN_F_CLAIMED	1	/* a local object used it: never reaped */
+#define XFERK_CONN_F_KEYED	2	/* @peer_id and @token_key are set */
+#define XFERK_CONN_F_PROBING	3	/* a keepalive probe is posted */
+#define XFERK_CONN_F_RAIL	4	/* a remote handle's rail (rail.c) */
+
+/* Ids of the peer's revoked exports an end remembers (the oldest go). */
+#define XFERK_REVOKED_MAX	1024
+
+/* States of a revoke this end sent (struct xferk_revoke.state). */
+enum xferk_revoke_state {
+	XFERK_REVOKE_FREE,	/* slot unused */
+	XFERK_REVOKE_WAITING,	/* sent; its CLOSE waits for the answer */
+	XFERK_REVOKE_ANSWERED,	/* answered; its CLOSE takes the slot back */
+	XFERK_REVOKE_LOST,	/* its path died first; likewise */
+	/* its CLOSE gave up: taken until the answer comes or the path dies */
+	XFERK_REVOKE_ABANDONED,
+};
+
+/**
+ * struct xferk_revoke - a revoke this end sent, or one it must answer
+ * @id: the export's id in the session
+ * @gen: the export's generation
+ * @sent: when it was sent (sender)
+ * @answered: when its answer came (sender)
+ * @state: enum xferk_revoke_state (sender)
+ */
+struct xferk_revoke {
+	u64 id;
+	u64 gen;
+	ktime_t sent;
+	ktime_t answered;
+	u8 state;
+};
+
+/**
+ * struct xferk_conn - one end of a connection to a peer host
+ * @ref: xferk_conns list, handles, remotes, exports, ops
+ * @node: in xferk_conns (xferk_conns_lock)
+ * @peer_node: in the index by namespace and peer address (RDMA ends)
+ * @id_node: in the index by @local_id
+ * @transport: RDMA or null
+ * @id: number for tables
+ * @local_id: random, unique among this host's connections; the tokens the
+ *	peer exports on this connection name it
+ * @peer_id: the peer end's @local_id (XFERK_CONN_F_KEYED)
+ * @token_key: the key both ends derive in the handshake (from halves sent
+ *	in the clear); authenticates tokens and new paths
+ *	(XFERK_CONN_F_KEYED; before, this end's half); never shown to a
+ *	process
+ * @net: the network namespace it lives in (ref): the key of sharing
+ * @active: this end initiated the connection
+ * @peer: the peer's address
+ * @state: enum xferk_conn_state (@lock; changed only by conn.c's
+ *	conn_change_state())
+ * @error: why the connection went down or failed to come up (@lock); one
+ *	of the errnos documented for CONNECT and for chunks
+ * @flags: XFERK_CONN_F_* bits
+ * @qp_error: the error the QP event handler recorded for @down_work
+ * @qp_cause: and its enum xferk_path_cause
+ * @path_live: the session has a path, connecting or up (@lock)
+ * @path_gen: paths the session has had (@lock)
+ * @attempts: path attempts since the last path was up (@lock)
+ * @next_attempt: when the next path attempt may start (@lock)
+ * @attempt_deadline: when a path attempt that is not up yet fails (@lock)
+ * @path_deaths: paths that died while it was up (@lock)
+ * @reconnects: paths that came up after the first (@lock)
+ * @reposted: chunks flushed by a path death and queued again (@lock)
+ * @last_escalation: when a cancel last killed its path (ns), for
+ *	escalation_interval_ms (whoever cancelled)
+ * @resume_seq: the sequence number of the last new path's request: that
+ *	this end sent (an end we initiated; its cm handler only), or that
+ *	it accepted (an end the peer initiated; @lock); a request not newer
+ *	is a replay
+ * @peer_caps: XFERK_CAP_* the peer announced in the session's handshake
+ *	(XFERK_CONN_F_KEYED)
+ * @state_wq: woken on every change of @state, and when a revoke this end
+ *	sent is answered
+ * @creator: the account of the file whose CONNECT started this end (ref),
+ *	until it leaves CONNECTING
+ * @lock: protects posting state: @state, @pending, @posted, @credits,
+ *	the send slots
+ * @pending: chunks waiting for a send slot
+ * @posted: chunks posted and without completion
+ * @credits: free send slots
+ * @outstanding: number of chunks on @posted
+ * @idle: woken when @outstanding drops to 0
+ * @max_chunk_pages: most pages one work request covers (>= 1)
+ * @max_chunk_bytes: most bytes one work request carries
+ * @remotes: imports of tokens this end's peer exported with an id
+ *	(struct xferk_remote.conn_node), for the revokes it sends (@lock)
+ * @revokes: revokes this end sent (@lock)
+ * @acks_due: revokes the peer sent and this end has yet to answer (@lock)
+ * @nr_acks_due: entries of @acks_due in use (@lock)
+ * @revoked: ids of exports the peer revoked, the last XFERK_REVOKED_MAX,
+ *	a ring (RDMA; NULL: none remembered): an import of one fails with
+ *	ESTALE (@lock)
+ * @nr_revoked: entries in @revoked (@lock)
+ * @revoked_next: where the next goes (@lock)
+ * @msgs: the transport's message buffers (RDMA)
+ * @next_export_id: id of this end's next export (@exports_lock)
+ * @notify_queue: notifications to send, in sequence order (@lock)
+ * @notify_posted: notifications sent on the current path whose send has
+ *	not completed, in sequence order (@lock)
+ * @nr_notify_posted: entries of @notify_posted, at most
+ *	XFERK_NOTIFY_SENDS (@lock)
+ * @notify_seq: sequence number of the last notification queued (@lock)
+ * @notify_seen: sequence number of the last notification the peer sent
+ *	that was delivered (@lock)
+ * @exports_lock: protects @exports and each export's transport state
+ * @exports: live exports on this connection
+ * @export_ids: its live exports that have an id, by id (changed under
+ *	@exports_lock and the xarray's lock; read under the xarray's lock)
+ * @recover_work: the one error-recovery and teardown path: tears a dead
+ *	path down, starts the next one, tears a DOWN session down
+ * @down_work: takes the connection down for the QP event handler
+ * @timer_work: handshake deadline; idle reaping of a passive end
+ * @keepalive_work: posts a keepalive probe every keepalive_ms while the
+ *	connection is up (RDMA); re-arms itself only under @lock in state UP
+ * @keepalive_cqe: the probe's completion (XFERK_CONN_F_PROBING while posted)
+ * @cm_lock: guards each lane's cm_id against the QP event handler
+ *	(irq-safe)
+ * @nr_qps: QPs each path has (@lanes), 1 to XFERK_MAX_QPS: agreed in the
+ *	session's first handshake, before it is keyed; 1 for the null peer
+ * @lanes: the path's QPs (RDMA); lanes[0] is the handshake's
+ * @next_lane: where the search for the least busy lane starts (@lock)
+ * @dev: the device its verbs resources live on (ref), NULL until attached
+ * @dev_node: in @dev's list (xferk_devs_lock)
+ * @pd: protection domain of this connection alone (RDMA)
+ * @cq: completion queue of all of the path's QPs (RDMA)
+ * @cq_work: polls @cq (rdma.c conn_cq_work()), queued by its event
+ * @cq_stopped: @cq is being destroyed: its event and work do nothing
+ * @cq_wcs: @cq_work's completions of one poll
+ * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
+ *	on @free_sends
+ * @free_sends: send slots not in use (@lock)
+ * @reg_cqe: completion of an export's registration work request
+ * @reg_done: completed by it, or by teardown once the QP is gone
+ * @reg_status: its result (0 or -EIO); the three are @exports_lock's
+ * @qdev: the admission queue of the connection's device (ref); NULL
+ *	until the device is known
+ * @sqp: the session's dispatch window in that queue, one QP window per
+ *	lane (xferk_queue_lock)
+ * @null_delay_ns: delay before a chunk completes (null peer)
+ * @null_work: completes due chunks (null peer)
+ * @null_completing: @null_work is in its loop and looks at @posted again
+ *	before it leaves it, so a post need not queue it (null peer; @lock)
+ *
+ * Fencing: the rdma_cm handler runs only until teardown destroys @cm_id
+ * (rdma_destroy_id() waits for a running one, and teardown first waits
+ * for the creator's own call into rdma_cm, each lane's cm_ready); teardown
+ * destroys every lane's cm_id first and frees no verbs
+ * resource before that, and the handler creates none for a connection
+ * that is down. The QP event handler reads a lane's cm_id under @cm_lock and
+ * sets bits; it runs until the QP is destroyed, before @down_work is
+ * flushed.
+ */
+struct xferk_conn {
+	struct kref ref;
+	struct list_head node;
+	struct hlist_node peer_node;
+	struct hlist_node id_node;
+	const struct xferk_transport *transport;
+	u32 id;
+	u64 local_id;
+	u64 peer_id;
+	siphash_key_t token_key;
+	struct net *net;
+	bool active;
+	struct sockaddr_storage peer;
+	int state;
+	int error;
+	unsigned long flags;
+	int qp_error;
+	int qp_cause;
+	bool path_live;
+	u32 path_gen;
+	u32 attempts;
+	ktime_t next_attempt;
+	ktime_t attempt_deadline;
+	u64 path_deaths;
+	u64 reconnects;
+	u64 reposted;
+	atomic64_t last_escalation;
+	u64 resume_seq;
+	u64 peer_caps;
+	wait_queue_head_t state_wq;
+	struct xferk_qacct *creator;
+
+	struct mutex lock;	/* posting state, see above */
+	struct list_head pending;
+	struct list_head posted;
+	u32 credits;
+	u32 outstanding;
+	wait_queue_head_t idle;
+	u32 max_chunk_pages;
+	u64 max_chunk_bytes;
+	struct list_head remotes;
+	struct xferk_revoke revokes[XFERK_REVOKES_MAX];
+	struct xferk_revoke acks_due[XFERK_REVOKES_MAX];
+	u32 nr_acks_due;
+	u64 *revoked;
+	u32 nr_revoked;
+	u32 revoked_next;
+	struct xferk_msgs *msgs;
+	u64 next_export_id;
+	struct list_head notify_queue;
+	struct list_head notify_posted;
+	u32 nr_notify_posted;
+	u64 notify_seq;
+	u64 notify_seen;
+
+	struct mutex exports_lock;	/* exports and their keys */
+	struct list_head exports;
+	struct xarray export_ids;
+	struct delayed_work recover_work;
+	struct work_struct down_work;
+	struct delayed_work timer_work;
+	struct delayed_work keepalive_work;
+	struct ib_cqe keepalive_cqe;
+
+	spinlock_t cm_lock;	/* lanes' cm_ids vs the QP event handler */
+	u32 nr_qps;
+	struct xferk_lane lanes[XFERK_MAX_QPS];
+	u32 next_lane;
+	struct xferk_dev *dev;
+	struct list_head dev_node;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct work_struct cq_work;
+	bool cq_stopped;
+	struct ib_wc cq_wcs[XFERK_CQ_BATCH];
+	struct xferk_send *sends;
+	struct list_head free_sends;
+	struct ib_cqe reg_cqe;
+	struct completion reg_done;
+	int reg_status;
+
+	struct xferk_qdev *qdev;
+	struct xferk_sched_qp sqp;
+
+	u64 null_delay_ns;
+	struct delayed_work null_work;
+	bool null_completing;
+};
+
+/**
+ * struct xferk_conn_ref - a file's handle to a (shared) connection
+ * @hobj: handle-table entry
+ * @conn: the connection (ref)
+ */
+struct xferk_conn_ref {
+	struct xferk_hobj hobj;
+	struct xferk_conn *conn;
+};
+
+extern struct mutex xferk_conns_lock;
+extern struct list_head xferk_conns;
+extern struct workqueue_struct *xferk_conn_wq;
+
+/* conn.c: the transport-independent connection */
+int xferk_conn_module_init(void);
+void xferk_conn_shutdown_all(void);
+void xferk_conn_module_exit(void);
+void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
+		     struct net *net, bool active);
+struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);
+void xferk_conn_get(struct xferk_conn *c);
+void xferk_conn_put(struct xferk_conn *c);
+void xferk_conn_claim(struct xferk_conn *c);
+void xferk_conn_set_up(struct xferk_conn *c);
+void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l);
+void xferk_conn_down(struct xferk_conn *c, int error);
+void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
+void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
+bool xferk_conn_path_attach(struct xferk_conn *c);
+struct xferk_conn *xferk_conn_find_resumed(u64 local_id,
+					   const struct sockaddr_storage *from);
+bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq);
+void xferk_conn_stale_peer(struct net *net,
+			   const struct sockaddr_storage *peer);
+void xferk_conn_probe_done(struct xferk_conn *c, int error);
+void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
+bool xferk_conn_postable(struct xferk_conn *c);
+bool xferk_conn_qp_live(struct xferk_conn *c);
+void xferk_conn_flush_posted(struct xferk_conn *c);
+bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
+			  siphash_key_t *key);
+void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
+void xferk_conn_chunks_succeeded(struct xferk_conn *c,
+				 struct xferk_chunk **chs, u32 n);
+void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
+			   int error);
+void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
+bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
+struct xferk_conn *xferk_conn_find_peer(struct net *net,
+					const struct sockaddr_storage *peer);
+struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
+					    u64 conn_id, struct net *net);
+
+/* revoke.c */
+bool xferk_export_ask_revoke(struct xferk_export *e, int *slot);
+bool xferk_export_await_revoke(struct xferk_export *e, int slot,
+			       ktime_t deadline, u64 *ack_ns);
+void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len);
+void xferk_msgs_kick_locked(struct xferk_conn *c);
+void xferk_msgs_path_lost(struct xferk_conn *c);
+int xferk_remote_listen(struct xferk_remote *rm);
+
+#endif /* XFERK_CONN_H */

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Requests layer: exports and windows (part of a region a peer may access,
+ * export.c) and remote handles (an imported token). The token's layout is
+ * in wire.h, the revoke protocol's entry points in conn.h, rails in rail.h.
+ */
+#ifndef XFERK_EXPORT_H
+#define XFERK_EXPORT_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/scatterlist.h>
+#include <linux/types.h>
+#include "handle.h"
+
+struct ib_mr;
+struct page;
+struct xferk_conn;
+struct xferk_evq;
+struct xferk_qacct;
+struct xferk_rails;
+struct xferk_region;
+
+/**
+ * struct xferk_export - part of a region exposed to one peer
+ * @hobj: handle-table entry
+ * @ref: handle; the lists do not hold references
+ * @conn: the connection whose peer may access it (ref)
+ * @region: the exported region (ref)
+ * @region_node: in region->exports (region->lock)
+ * @conn_node: in conn->exports (conn->exports_lock)
+ * @addr: start (user address of the exporting process); a window's first
+ *	block's
+ * @len: length; a window's is the sum of its blocks'
+ * @access: XFERK_ACCESS_REMOTE_*
+ * @iova: address the peer uses (transport-defined)
+ * @rkey: remote key (transport-defined)
+ * @mr: the RDMA memory region, NULL once revoked (conn->exports_lock)
+ * @sgt: fast registration: the region's pages it maps, DMA-mapped while
+ *	@mr lives (conn->exports_lock)
+ * @npages: pages it covers, charged to @acct's max_export_pages_per_file
+ * @window_pages: a window's pages, in the order the peer sees them
+ *	(@npages of them); NULL for a plain export
+ * @id: its id in the session (@conn->next_export_id), 0 when the peer
+ *	announced no XFERK_CAP_REVOKE: then the token carries none, and a
+ *	CLOSE revokes without asking
+ * @gen: its generation, a random nonce the token carries
+ * @acct: the exporting file's account (ref)
+ * @evq: the exporting file's event queue (ref): notifications for it go
+ *	there
+ * @live: not yet revoked (conn->exports_lock)
+ */
+struct xferk_export {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	struct xferk_conn *conn;
+	struct xferk_region *region;
+	struct list_head region_node;
+	struct list_head conn_node;
+	u64 addr;
+	u64 len;
+	u32 access;
+	u64 iova;
+	u32 rkey;
+	struct ib_mr *mr;
+	struct sg_table sgt;
+	unsigned long npages;
+	struct page **window_pages;
+	u64 id;
+	u64 gen;
+	struct xferk_qacct *acct;
+	struct xferk_evq *evq;
+	bool live;
+};
+
+/**
+ * struct xferk_remote - an imported token: where fragments go
+ * @hobj: handle-table entry
+ * @ref: handle + one per chunk using it
+ * @conn: the local end that posts to the exporting peer (ref)
+ * @iova: the peer's address of the range's start
+ * @len: the range's length
+ * @rkey: the peer's remote key
+ * @access: XFERK_ACCESS_REMOTE_* the peer granted
+ * @id: the export's id in the session, 0 if the token has none
+ * @gen: the export's generation
+ * @conn_node: in @conn->remotes while @id is set (@conn->lock)
+ * @error: 0, or why the key is unusable, for good: -ESTALE once the peer
+ *	revoked it (REVOKE), -EACCES once the peer refused a work request on
+ *	it (a remote access error). Later chunks on it fail with it unposted
+ *	(instead of killing a path each), a submit that names it fails with
+ *	it. Set under @conn->lock, read locklessly.
+ * @rails: NULL, or the rails of a remote handle striped over several
+ *	sessions (XFERK_IMPORT_RAIL; rail.c), this one the first; set once,
+ *	under its file's lock. A rail is a remote of its own with no handle.
+ */
+struct xferk_remote {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	struct xferk_conn *conn;
+	u64 iova;
+	u64 len;
+	u32 rkey;
+	u32 access;
+	u64 id;
+	u64 gen;
+	struct list_head conn_node;
+	int error;
+	struct xferk_rails *rails;
+};
+
+/* Most pages of one window (256 MiB in 4 KiB pages): E2BIG beyond. */
+#define XFERK_WINDOW_MAX_PAGES	65536
+
+void xferk_export_put(struct xferk_export *e);
+void xferk_export_revoke(struct xferk_export *e);
+void xferk_region_revoke_exports(struct xferk_region *r);
+void xferk_conn_revoke_exports(struct xferk_conn *c);
+void xferk_remote_get(struct xferk_remote *rm);
+int xferk_remote_add_rail(struct xferk_remote *rm, struct xferk_remote *rail);
+void xferk_remote_put(struct xferk_remote *rm);
+
+#endif /* XFERK_EXPORT_H */

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Requests layer: ops (op.c) and their groups (group.c). An op is one
+ * submitted batch of fragments, cut into chunks of one work request each;
+ * the lifecycle model is lifecycle.h, the queue's scheduler model
+ * sched.h. Also the background drain's steps and the chunk API the
+ * sessions layer completes chunks through.
+ */
+#ifndef XFERK_OP_H
+#define XFERK_OP_H
+
+#include <linux/hrtimer.h>
+#include <linux/kref.h>
+#include <linux/ktime.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include "../uapi/xferk.h"
+#include "export.h"
+#include "handle.h"
+#include "lifecycle.h"
+#include "rail.h"
+#include "sched.h"
+
+struct io_uring_cmd;
+struct task_struct;
+struct xferk_conn;
+struct xferk_file;
+struct xferk_notify;
+struct xferk_qacct;
+struct xferk_qdev;
+struct xferk_region;
+struct xferk_send;
+
+#define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
+				 XFERK_SUBMIT_AUTO_RELEASE | XFERK_SUBMIT_NOTIFY)
+
+/* op.c */
+
+/**
+ * struct xferk_chunk - one work request of an op
+ * @node: on conn->pending or conn->posted (conn->lock)
+ * @op: the op
+ * @region: local region (ref until the op is physically complete)
+ * @remote: the fragment's remote handle (ref, likewise); the chunk goes
+ *	through its rail @rail (xferk_chunk_remote())
+ * @offset: start within @region
+ * @remote_addr: the peer's address
+ * @len: bytes (at most a work request's, far below 4 GiB)
+ * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
+ * @frags_done: fragments whose last byte it carries (chunks may carry
+ *	bytes of several fragments that follow each other, see op.c)
+ * @posted: handed to the device and not yet reclaimed (conn->lock)
+ * @sent: was handed to the device and is counted in flight: since its
+ *	last post, unless it was queued again (xferk_chunk_unposted())
+ * @dispatched: the admission queue let it go (charged to its windows
+ *	until it is terminal)
+ * @error: why an unposted chunk failed, for the completion path
+ * @rail: the rail of @remote it goes through (0: @remote itself); changed
+ *	only by whoever holds it off every list (xferk_chunk_reroute())
+ * @reroutes: times it moved to another rail (bounded)
+ * @sqp: the QP window the admission queue charged it to (dispatched)
+ * @dispatched_at: when
+ * @due: null peer: when to complete
+ * @send: RDMA: the connection's send slot while posted (conn->lock)
+ *
+ * Kept small: an op holds one per work request, and what a post needs
+ * (SGEs, the work request, the DMA mapping) lives in the connection's
+ * bounded send slots instead.
+ */
+struct xferk_chunk {
+	struct list_head node;
+	struct xferk_op *op;
+	struct xferk_region *region;
+	struct xferk_remote *remote;
+	u64 offset;
+	u64 remote_addr;
+	u32 len;
+	u8 opcode;
+	u32 frags_done;
+	bool posted;
+	bool sent;
+	bool dispatched;
+	u8 rail;
+	u8 reroutes;
+	int error;
+	struct xferk_sched_qp *sqp;
+	ktime_t dispatched_at;
+	union {
+		ktime_t due;
+		struct xferk_send *send;
+	};
+};
+
+/**
+ * struct xferk_op - one submitted batch of fragments
+ * @hobj: handle-table entry
+ * @ref: handle + one until physically complete (+ one while an io_uring
+ *	completion for it is on its way)
+ * @node: in xferk_ops (xferk_ops_lock), for debugfs
+ * @lock: protects @life and @drain_deadline; taken from the deadline
+ *	hrtimer (irq-safe)
+ * @life: lifecycle and accounting
+ * @wq: waiters for @life changes
+ * @deadline: absolute, KTIME_MAX for none
+ * @timer: fires at @deadline
+ * @owner: tgid of the submitter
+ * @user_data: as given at submit
+ * @read_bytes: bytes of its READ fragments (the rest are WRITEs)
+ * @submit_flags: XFERK_SUBMIT_*
+ * @drain_budget_ns: drain budget of the deadline policy
+ * @flags: XFERK_OP_* bits
+ * @orphaned: its file was closed before it was physically complete
+ * @drain_deadline: bound of the background drain (while
+ *	XFERK_OP_CANCEL_QUEUED; @lock)
+ * @drain_step: its next step, enum xferk_drain_step (its work item only)
+ * @drain_timer: when that step is due
+ * @cancel_work: the background drain's steps (deadline policy, exit, an
+ *	interrupted CANCEL)
+ * @ucmd: the parked io_uring SUBMIT command, or NULL; set before the op
+ *	is published, completed once (XFERK_OP_UCMD_CLAIMED) when it settles
+ * @ucmd_task: the task that submitted @ucmd (ref until claimed)
+ * @parked_node: in xferk_parked (xferk_parked_lock) until claimed
+ * @expire_work: at the deadline: takes the op off its queue
+ * @qdev: the queue the op was admitted to (ref), NULL when bypassed
+ * @qacct: its file's account (ref): queue admission, chunk budget
+ * @qitem: its entry in @qdev's scheduler (xferk_queue_lock)
+ * @dispatch_next: index of its next chunk to dispatch (xferk_queue_lock)
+ * @nr_conns: connections in @conns
+ * @conns: the distinct connections its chunks use (one ref each), for
+ *	cancel; they outlive @chunks
+ * @nr_chunks: chunks the op was cut into
+ * @chunks: the op's chunks; freed when the op is physically complete
+ *	(NULL afterwards): a finished op keeps only its accounting
+ * @id: its handle as SUBMIT returned it, its name in traces
+ * @group: the group it joined at submit (ref), or NULL
+ * @group_node: in @group->ops until the op is freed (@group->lock)
+ * @notify: XFERK_SUBMIT_NOTIFY: its notification (@lock), queued (and
+ *	NULL) by the chunk that makes the op physically complete, under its
+ *	session's lock (op.c chunk_end_count())
+ */
+struct xferk_op {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	struct list_head node;
+	spinlock_t lock;	/* life; irq-safe */
+	struct xferk_life life;
+	wait_queue_head_t wq;
+	ktime_t deadline;
+	struct hrtimer timer;
+	pid_t owner;
+	u64 user_data;
+	u64 read_bytes;
+	u32 submit_flags;
+	u64 drain_budget_ns;
+	unsigned long flags;
+	bool orphaned;
+	ktime_t drain_deadline;
+	u8 drain_step;
+	struct hrtimer drain_timer;
+	struct work_struct cancel_work;
+	struct io_uring_cmd *ucmd;
+	struct task_struct *ucmd_task;
+	struct list_head parked_node;
+	struct work_struct expire_work;
+	struct xferk_qdev *qdev;
+	struct xferk_qacct *qacct;
+	struct xferk_sched_item qitem;
+	u32 dispatch_next;
+	u32 nr_conns;
+	struct xferk_conn **conns;
+	u32 nr_chunks;
+	struct xferk_chunk *chunks;
+	u64 id;
+	struct xferk_group *group;
+	struct list_head group_node;
+	struct xferk_notify *notify;
+};
+
+/* struct xferk_op.flags */
+#define XFERK_OP_CANCEL_QUEUED	0	/* a background drain runs; holds a reference */
+#define XFERK_OP_UCMD_CLAIMED	1	/* whoever sets it completes ucmd */
+#define XFERK_OP_EXIT_CANCEL	2	/* ucmd_task exited: cancelled, -ECANCELED */
+
+/* Steps of the background drain (struct xferk_op.drain_step). */
+enum xferk_drain_step {
+	XFERK_DRAIN_BEGIN,	/* cancel, drop unposted chunks */
+	XFERK_DRAIN_FORCE,	/* halfway: fail the connections still posting */
+	XFERK_DRAIN_EXPIRE,	/* the deadline: QUARANTINED if not physical */
+};
+
+extern spinlock_t xferk_ops_lock;
+extern struct list_head xferk_ops;
+
+int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
+		    struct io_uring_cmd *ucmd);
+int xferk_ops_cancel_drain(struct xferk_op **ops, u32 nr,
+			   ktime_t drain_deadline);
+void xferk_op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap);
+void xferk_op_orphan(struct xferk_op *op);
+bool xferk_op_physical(struct xferk_op *op);
+int xferk_op_module_init(void);
+void xferk_op_module_exit(void);
+extern unsigned int xferk_exit_drain_ms;
+void xferk_chunk_complete(struct xferk_chunk *ch, int error);
+void xferk_chunks_succeeded(struct xferk_chunk **chs, u32 n);
+bool xferk_chunk_cancelled(struct xferk_chunk *ch);
+void xferk_chunk_posted(struct xferk_chunk *ch);
+void xferk_chunk_unposted(struct xferk_chunk *ch);
+void xferk_op_put(struct xferk_op *op);
+
+/* The remote a chunk goes through: its handle's own, or one of its rails. */
+static inline struct xferk_remote *
+xferk_chunk_remote(const struct xferk_chunk *ch)
+{
+	return ch->rail ? ch->remote->rails->rail[ch->rail] : ch->remote;
+}
+
+/* group.c */
+
+/**
+ * struct xferk_group - ops of one request, aborted together
+ * @hobj: handle-table entry
+ * @ref: handle + one per op that joined
+ * @lock: guards @ops, @nr_listed, @nr_physical, @gone, @gone_error and
+ *	@aborted_notes; @closed, @nr_ops and @targets change only under it
+ *	and the file's lock (joins and aborts run under the latter)
+ * @wq: woken when an op of it becomes physically complete
+ * @ops: its ops that are not yet freed (struct xferk_op.group_node)
+ * @nr_ops: ops that joined
+ * @nr_listed: of them, still on @ops
+ * @nr_physical: of them, physically complete
+ * @closed: aborted: no op joins any more, @targets no longer change
+ * @gone: the sum of the snapshots of its ops that were freed
+ * @gone_error: the first error among them
+ * @aborted_notes: the ABORTED notifications of its targets, made as they
+ *	joined, sent once it is closed and every op is physically complete
+ *	(struct xferk_notify.node)
+ * @nr_targets: entries of @targets
+ * @targets: the distinct remote handles its ops used (a reference each)
+ * @gen: random non-zero nonce
+ * @tag: the tag of its ABORTED notifications
+ */
+struct xferk_group {
+	struct xferk_hobj hobj;
+	struct kref ref;
+	spinlock_t lock;	/* see above */
+	wait_queue_head_t wq;
+	struct list_head ops;
+	u32 nr_ops;
+	u32 nr_listed;
+	u32 nr_physical;
+	bool closed;
+	struct xferk_group_snapshot gone;
+	int gone_error;
+	struct list_head aborted_notes;
+	u32 nr_targets;
+	struct xferk_remote *targets[XFERK_GROUP_MAX_TARGETS];
+	u64 gen;
+	u64 tag;
+};
+
+struct xferk_group *xferk_group_create(u64 tag);
+void xferk_group_put(struct xferk_group *g);
+int xferk_group_join(struct xferk_group *g, struct xferk_op *op,
+		     struct xferk_remote *const *remotes, u32 nr,
+		     struct xferk_qacct *acct);
+void xferk_group_op_physical(struct xferk_group *g);
+void xferk_group_op_gone(struct xferk_op *op);
+void xferk_group_sum_add(struct xferk_group_snapshot *sum,
+			 const struct xferk_op_snapshot *s);
+void xferk_group_snapshot(struct xferk_group *g,
+			  struct xferk_group_snapshot *snap);
+int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline);
+int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
+		      ktime_t drain_deadline);
+
+#endif /* XFERK_OP_H */

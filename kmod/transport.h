@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Transport layer: what the sessions layer asks of a transport (struct
+ * xferk_transport, the ops table conn.c calls through), one QP of a
+ * session's path (struct xferk_lane), the bounds of posting, and the
+ * entry points of the two transports: RDMA (rdma*.c; rdma.h is its
+ * private header) and the null peer (nullpeer.c).
+ */
+#ifndef XFERK_TRANSPORT_H
+#define XFERK_TRANSPORT_H
+
+#include <linux/completion.h>
+#include <linux/socket.h>
+#include <linux/types.h>
+
+struct ib_qp;
+struct net;
+struct rdma_cm_id;
+struct xferk_chunk;
+struct xferk_conn;
+struct xferk_export;
+struct xferk_qacct;
+struct xferk_region;
+
+/* conn.c, rdma.c, nullpeer.c */
+
+/* Chunks (send work requests) in flight per connection. */
+#define XFERK_QP_CTXS	128
+
+/*
+ * Chunks posted with one call into the device (one ib_post_send() of a
+ * chain, one doorbell), and picked per hold of the queue's lock.
+ */
+#define XFERK_POST_BATCH	16
+
+/*
+ * Completions taken per poll of a path's CQ: as many as one chain posts,
+ * and as many chunks as complete together (xferk_conn_chunks_succeeded()).
+ */
+#define XFERK_CQ_BATCH		XFERK_POST_BATCH
+
+/* Most scatter/gather entries, hence pages, one work request carries. */
+#define XFERK_MAX_SGE	32
+
+/**
+ * struct xferk_lane - one RC QP of a session's path (RDMA)
+ * @conn: its session
+ * @index: 0 for the QP of the path's handshake, which also carries the
+ *	session's messages, registrations and keepalive probes; 1 to
+ *	nr_qps - 1 for the QPs that join the path once its first is
+ *	established (chunks only)
+ * @cm_id: its rdma_cm id, NULL until the path has one for it and once
+ *	teardown destroyed it (conn->cm_lock for the QP event handler; on
+ *	the accepting end a joining QP's is set under conn->lock, on the
+ *	initiating end once @cm_ready was reserved under it)
+ * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (its
+ *	creator's rdma_resolve_addr() returned); teardown waits for it
+ * @qp: the QP, NULL until the path creates it and once quiesced
+ * @qp_num: its number, for tables
+ * @live: established on the current path (conn->lock); the path is up
+ *	once all of its QPs are
+ * @posted: chunks posted on it and not yet terminal (conn->lock)
+ * @posts: chunks posted on it over the session's life (conn->lock)
+ *
+ * A path's QPs live and die together: any of them failing is the path
+ * dying (one recovery, one next path with every QP again).
+ */
+struct xferk_lane {
+	struct xferk_conn *conn;
+	u32 index;
+	struct rdma_cm_id *cm_id;
+	struct completion cm_ready;
+	struct ib_qp *qp;
+	u32 qp_num;
+	bool live;
+	u32 posted;
+	u64 posts;
+};
+
+/**
+ * struct xferk_transport - what differs between the RDMA and null peers
+ * @name: for tables
+ * @post: hand @n chunks (at most XFERK_POST_BATCH) to the device in one
+ *	call, in order; called with conn->lock held, with a free send slot
+ *	for each (conn->credits). Return: how many were posted, always the
+ *	first ones of @chs; when fewer than @n, *@error (-ENOMEM or -EIO)
+ *	says why the next one was not, and nothing after it was posted; or
+ *	0: the transport has no room now (its QPs' send queues are full),
+ *	the rest waits for a completion
+ * @unpost: undo what @post set up (DMA mapping, send slot) once the
+ *	chunk's work request is terminal; called with conn->lock held
+ * @export: make e->addr..+len of the calling process remotely accessible
+ *	on this connection: set e->rkey and e->iova
+ * @unexport: revoke what @export made
+ * @disconnect: stop every callback of the connection manager and start
+ *	flushing everything posted (the path's first teardown step)
+ * @quiesce: stop the device: afterwards no posted work request can touch
+ *	memory and no completion or QP event callback runs; the path is gone
+ * @destroy: free what is left (after exports were revoked)
+ * @probe: post a keepalive probe (c->lock held)
+ * @send_msg: post a session message of @len <= XFERK_MSG_SIZE bytes
+ *	(c->lock held, the connection postable); @seq: a notification's
+ *	sequence number (its successful completion calls
+ *	xferk_notify_sent()), 0 for other messages; 0, -EAGAIN (no send slot
+ *	free) or -EIO (the path dies); NULL: the transport carries none, and
+ *	the peer announces no capability
+ * @map_region: make @r's DMA map for the connection's device now, from
+ *	process context without any connection's lock, so that @post finds
+ *	it (NULL: the transport maps nothing ahead; @post maps what it
+ *	lacks)
+ * @reconnect: start a new path for a RECONNECTING session of an end
+ *	this host initiated (NULL: paths are not replaced, their death ends
+ *	the session); its outcome arrives as xferk_conn_lane_up() of each
+ *	of the path's QPs (then xferk_conn_set_up()) or xferk_conn_path_down()
+ */
+struct xferk_transport {
+	const char *name;
+	u32 (*post)(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+		    int *error);
+	void (*unpost)(struct xferk_conn *c, struct xferk_chunk *ch);
+	int (*export)(struct xferk_conn *c, struct xferk_export *e);
+	void (*unexport)(struct xferk_conn *c, struct xferk_export *e);
+	void (*disconnect)(struct xferk_conn *c);
+	void (*quiesce)(struct xferk_conn *c);
+	void (*destroy)(struct xferk_conn *c);
+	int (*probe)(struct xferk_conn *c);	/* -EAGAIN: not now */
+	int (*send_msg)(struct xferk_conn *c, const void *msg, u32 len, u64 seq);
+	void (*map_region)(struct xferk_conn *c, struct xferk_region *r);
+	int (*reconnect)(struct xferk_conn *c);
+};
+
+extern const struct xferk_transport xferk_null_transport;
+extern const struct xferk_transport xferk_rdma_transport;
+
+/* rdma.c: devices, rdma_cm, QPs, the listener */
+void xferk_region_unmap(struct xferk_region *r);
+int xferk_rdma_module_init(void);
+void xferk_rdma_module_exit(void);
+struct xferk_conn *xferk_conn_connect(struct net *net,
+				      const struct sockaddr_storage *peer,
+				      unsigned int timeout_ms, u32 nr_qps,
+				      struct xferk_qacct *acct);
+
+/* nullpeer.c */
+struct xferk_conn *xferk_conn_null_create(u64 delay_ns);
+int xferk_null_module_init(void);
+void xferk_null_module_exit(void);
+
+#endif /* XFERK_TRANSPORT_H */

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Front layer: io_uring commands (uring.c), the file's ->uring_cmd: a
+ * SUBMIT parks its command until the op settles. uring_compat.h hides the
+ * differences of the kernels' io_uring command API.
+ */
+#ifndef XFERK_URING_H
+#define XFERK_URING_H
+
+#include <linux/types.h>
+
+struct io_uring_cmd;
+struct xferk_op;
+
+/* uring.c */
+int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
+void xferk_uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
+		      u64 handle);
+void xferk_uring_op_settled(struct xferk_op *op, u32 state);
+void xferk_uring_module_exit(void);
+
+#endif /* XFERK_URING_H */
