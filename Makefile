@@ -36,6 +36,7 @@ THTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/twohost/*.c))
 HELPERS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
 UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c)) \
 	   $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/unit/*.cc))
+USCRIPTS := $(patsubst tests/%.sh,$(B)/tests/%,$(wildcard tests/unit/*.sh))
 EXAMPLES := $(patsubst libxferk/examples/%.c,$(B)/examples/%,$(wildcard libxferk/examples/*.c))
 LIBHDRS	:= libxferk/libxferk.h libxferk/xferk_uring.h uapi/xferk.h
 MANPAGES := $(wildcard man/*.[0-9])
@@ -69,7 +70,7 @@ module:
 
 lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
 tools: $(TOOLS)
-tests: $(ITESTS) $(ISCRIPTS) $(THTESTS) $(HELPERS) $(UTESTS)
+tests: $(ITESTS) $(ISCRIPTS) $(THTESTS) $(HELPERS) $(UTESTS) $(USCRIPTS)
 examples: $(EXAMPLES)
 
 $(B)/lib/libxferk.o: libxferk/libxferk.c $(LIBHDRS)
@@ -131,6 +132,12 @@ $(B)/tests/unit/%: tests/unit/%.c tests/kunit/uapi_layout.h $(LIB_SO) $(LIBHDRS)
 $(B)/tests/unit/%: tests/unit/%.cc $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -pedantic -Iuapi -Ilibxferk $(EXTRA_CFLAGS) -o $@ $<
+
+# Unit scripts (host checks of the sources, e.g. the module's layers) run
+# like the unit programs.
+$(B)/tests/unit/%: tests/unit/%.sh
+	@mkdir -p $(@D)
+	install -m 0755 $< $@
 
 # The udev rule gives /dev/xferk to group xferk, created here unless the
 # install goes to a staging DESTDIR (a package creates it at its own install).

@@ -4,8 +4,8 @@
  *
  * The files form five layers. Calls go downward; a lower layer reaches a
  * higher one only through a callback. A file includes the headers of its
- * own layer and of lower ones, but for the upward includes still to
- * remove. One concern per file:
+ * own layer and of lower ones: tests/unit/layers.sh checks it, and lists
+ * the upward includes still to remove. One concern per file:
  *
  * 1. Front: the device file and its commands
  *   main.c       module init/exit, parameters, /dev/xferk file operations

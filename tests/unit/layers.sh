@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# The module's layers (kmod/xferk.h describes them), checked on its sources:
+#
+#  - every kmod/*.c and kmod/*.h has a layer in the table below: a new file
+#    must be placed, a file that is gone must leave the table;
+#  - a file's #include "..." name headers of its own layer or lower ones.
+#    Today's upward includes are listed below, one a line with why: an
+#    upward include not listed fails, and so does a listed one that no
+#    longer occurs, so the list only shrinks as the layers are decoupled;
+#  - no kmod/*.c over 900 lines and no kmod/*.h over 400, except the files
+#    listed below, which fail once they are within the limit (the list
+#    only shrinks too).
+#
+# Exit 0 when all of it holds; 1 with what is wrong, one line each.
+set -u
+
+# Layers, top to bottom: a file may include its own layer's headers and
+# those of the layers below it.
+LAYERS=(front requests sessions transport bottom uapi)
+
+layer_table() {
+	cat <<'EOF'
+front      main.c uarg.c uring.c sysfs.c debugfs.c limits.c
+front      front.h limits.h uring.h uring_compat.h
+requests   op.c group.c export.c
+requests   op.h export.h evq.h
+sessions   conn.c revoke.c notify.c rail.c queue.c
+sessions   conn.h notify.h rail.h queue.h
+transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
+transport  nullpeer.c
+transport  rdma.h transport.h
+bottom     lifecycle.c sched.c handle.c frag.c conn_state.c region.c stats.c
+bottom     trace.c
+bottom     lifecycle.h sched.h handle.h frag.h conn_state.h region.h stats.h
+bottom     trace.h wire.h fault.h xferk.h
+uapi       ../uapi/xferk.h
+EOF
+}
+
+# Known upward includes: "file -> header: why". Remove a line once its
+# include is gone; never add one.
+upward_includes() {
+	cat <<'EOF'
+# requests -> front
+op.c -> front.h: the SUBMIT, WAIT, QUERY and CANCEL handlers live in op.c
+op.c -> limits.h: charges chunks and handles to the file's limits; a cancel's escalation asks xferk_escalation_allowed()
+op.c -> uring.h: an op parks and completes its io_uring command (xferk_uring_park(), xferk_uring_op_settled())
+group.c -> front.h: the GROUP_* handlers live in group.c
+group.c -> limits.h: a group's handle counts against the file's handle limit
+export.c -> front.h: the EXPORT, IMPORT and WINDOW_* handlers live in export.c; it takes handles itself (xferk_take_handle())
+export.c -> limits.h: handle limits, max_export_pages_per_file
+# sessions -> front
+conn.c -> front.h: the CONN_QUERY handler lives in conn.c
+conn.c -> limits.h: reads handshake_timeout_ms, keepalive_ms, reconnect_ms, passive_idle_ms, listen_port
+notify.c -> front.h: the NOTIFY and EVENTS handlers live in notify.c, and a file's event queue (xferk_file_evq())
+notify.c -> limits.h: a queued notification counts against max_chunks_per_file
+# sessions -> requests
+conn.c -> export.h: a session's teardown revokes its exports (xferk_conn_revoke_exports())
+conn.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
+revoke.c -> export.h: the revoke protocol reads exports and fences remote handles
+revoke.c -> op.h: an export is answered once none of its chunks is posted (struct xferk_chunk)
+notify.c -> evq.h: the event queue half of notify.c is in the requests layer (evq.h)
+notify.c -> export.h: a notification goes through a remote handle and arrives at an export's queue
+rail.c -> export.h: a rail is a remote handle (struct xferk_remote, xferk_remote_add_rail())
+rail.c -> op.h: rerouting moves chunks of ops (struct xferk_chunk, struct xferk_op)
+queue.c -> export.h: admission reads the remote handles of an op's fragments
+queue.c -> op.h: the queue admits ops and dispatches their chunks (struct xferk_op, struct xferk_chunk)
+# transport -> front
+rdma.c -> limits.h: a connect counts against the file's connection limit; the listener's address
+rdma_cm.c -> limits.h: max_passive_conns, max_peer_qps, handshake_timeout_ms
+# transport -> requests
+rdma_mr.c -> export.h: registers an export's memory (struct xferk_export)
+rdma_post.c -> op.h: posts chunks (struct xferk_chunk)
+nullpeer.c -> export.h: the null peer's export sets the key (struct xferk_export)
+nullpeer.c -> op.h: the null peer completes chunks (struct xferk_chunk)
+# transport -> sessions
+rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
+rdma.c -> queue.h: the connecting file's account (struct xferk_qacct)
+rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
+rdma_dev.c -> conn.h: a device's removal takes its sessions down (xferk_conn_down())
+rdma_dev.c -> queue.h: each device has an admission queue (xferk_qdev_create())
+rdma_mr.c -> conn.h: registration posts on the session and kills its path on failure (xferk_conn_qp_dead())
+rdma_msg.c -> conn.h: received messages go to the revoke protocol (xferk_msg_received())
+rdma_msg.c -> notify.h: a notification's send completion (xferk_notify_sent())
+rdma_post.c -> conn.h: completions are handed to the session (xferk_conn_chunk_done(), ...)
+nullpeer.c -> conn.h: the null peer creates sessions and completes their chunks (xferk_conn_init(), ...)
+nullpeer.c -> queue.h: the null peers' admission queue (xferk_qdev_get_null())
+# bottom -> requests, transport
+region.c -> export.h: deregistering a region revokes its exports (xferk_region_revoke_exports())
+region.c -> transport.h: releasing a region unmaps its DMA maps (xferk_region_unmap(), rdma_dev.c)
+EOF
+}
+
+# Files over their size limit today: "file: why". Remove a line once the
+# file is within the limit; never add one.
+big_files() {
+	cat <<'EOF'
+conn.c: sessions, posting, recovery, teardown and lookup in one file; being split
+op.c: submit, posting, completion, wait, cancel and drain in one file; being split
+EOF
+}
+
+C_MAX=900
+H_MAX=400
+
+src=${XFERK_SRC:-}
+if [ -z "$src" ]; then
+	# tests/unit/ in the sources, or build/tests/unit/ once installed
+	src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	while [ "$src" != / ] && [ ! -f "$src/kmod/xferk.h" ]; do
+		src=$(dirname "$src")
+	done
+fi
+if [ ! -f "$src/kmod/xferk.h" ]; then
+	echo "layers: no kmod/xferk.h above $(dirname "${BASH_SOURCE[0]}"); set XFERK_SRC"
+	exit 1
+fi
+cd "$src/kmod" || exit 1
+
+fail=0
+bad() {
+	echo "FAIL: $*"
+	fail=1
+}
+
+declare -A rank layer_of
+i=0
+for l in "${LAYERS[@]}"; do
+	rank[$l]=$i
+	i=$((i + 1))
+done
+
+while read -r l files; do
+	[ -n "$l" ] || continue
+	[ -n "${rank[$l]+x}" ] || { bad "table: unknown layer '$l'"; continue; }
+	for f in $files; do
+		[ -z "${layer_of[$f]+x}" ] || bad "table: $f is in two layers"
+		layer_of[$f]=$l
+		[ -e "$f" ] || bad "table: $f is gone; remove it from the layer table"
+	done
+done < <(layer_table)
+
+files=
+for f in *.c *.h; do
+	case $f in *.mod.c) continue ;; esac
+	[ -e "$f" ] && files="$files $f"
+done
+for f in $files; do
+	[ -n "${layer_of[$f]+x}" ] ||
+		bad "$f has no layer: add it to the layer table in tests/unit/layers.sh"
+done
+
+declare -A known seen
+while IFS= read -r line; do
+	case $line in '#'* | '') continue ;; esac
+	key=${line%%:*}
+	[ -z "${known[$key]+x}" ] || bad "exceptions: '$key' is listed twice"
+	known[$key]=1
+done < <(upward_includes)
+
+nincludes=0
+for f in $files; do
+	[ -n "${layer_of[$f]+x}" ] || continue
+	while IFS= read -r h; do
+		nincludes=$((nincludes + 1))
+		if [ -z "${layer_of[$h]+x}" ]; then
+			bad "$f includes \"$h\", which has no layer"
+			continue
+		fi
+		[ "${rank[${layer_of[$h]}]}" -lt "${rank[${layer_of[$f]}]}" ] || continue
+		key="$f -> $h"
+		if [ -n "${known[$key]+x}" ]; then
+			seen[$key]=1
+		else
+			bad "$f (${layer_of[$f]}) includes $h (${layer_of[$h]}): upward;" \
+				"reach the higher layer through a callback instead"
+		fi
+	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done
+for key in "${!known[@]}"; do
+	[ -n "${seen[$key]+x}" ] ||
+		bad "$key no longer occurs: remove it from the known upward includes"
+done
+
+declare -A big
+while IFS= read -r line; do
+	[ -n "$line" ] || continue
+	big[${line%%:*}]=1
+done < <(big_files)
+for f in $files; do
+	case $f in *.c) max=$C_MAX ;; *) max=$H_MAX ;; esac
+	n=$(wc -l < "$f")
+	if [ "$n" -gt "$max" ] && [ -z "${big[$f]+x}" ]; then
+		bad "$f has $n lines, over $max: split it"
+	elif [ "$n" -le "$max" ] && [ -n "${big[$f]+x}" ]; then
+		bad "$f has $n lines, within $max: remove it from the files over the limit"
+	fi
+done
+for f in "${!big[@]}"; do
+	[ -e "$f" ] || bad "$f is gone: remove it from the files over the limit"
+done
+
+if [ "$fail" -ne 0 ]; then
+	echo "layers: FAIL"
+	exit 1
+fi
+echo "layers: $(wc -w <<<"$files") files, $nincludes includes," \
+	"${#known[@]} known upward, ${#big[@]} known over the size limit: ok"
