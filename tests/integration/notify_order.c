@@ -147,7 +147,7 @@ int main(void)
 	if (access(XFERK_DEVICE_PATH, F_OK))
 		return T_SKIP;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	rounds = t_debug_kernel() ? 40 : 500;
+	rounds = t_debug_kernel() ? 40 : 2000;
 	t_loop_open(&l, THREADS * SLOT, THREADS * SLOT);
 	ret = xferk_export(l.x, l.conn, l.dst_mr, 0, THREADS * SLOT,
 			   XFERK_ACCESS_REMOTE_WRITE, &tok, &exp_h);
