@@ -464,7 +464,9 @@ out:
  * XFERK_IOC_WINDOW_CLOSE: the handle goes first (nobody else closes it),
  * then the peer is asked to stop (revoke.c), then the key is invalidated,
  * answered or not: when this returns no access through it can happen any
- * more.
+ * more. The peer is asked also when the close does not wait (a deadline
+ * that passed): its imports are fenced all the same, so none keeps a key
+ * and address that a later registration in the session's PD could match.
  */
 int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
@@ -484,7 +486,7 @@ int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	deadline = min_t(u64, a->deadline_ns, now + XFERK_CLOSE_MAX_WAIT_NS);
 	a->how = XFERK_CLOSE_FORCED;
 	a->ack_ns = 0;
-	if (deadline > now && xferk_export_ask_revoke(e, &slot) &&
+	if (xferk_export_ask_revoke(e, &slot) &&
 	    xferk_export_await_revoke(e, slot, deadline, &a->ack_ns))
 		a->how = XFERK_CLOSE_COOPERATIVE;
 	else

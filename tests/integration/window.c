@@ -19,9 +19,16 @@
  *    is forced and returns; a write through the closed export then fails
  *    at the device (EACCES) and lands nowhere; the session's path, killed
  *    by the access error, is replaced (both ends reconnect).
+ * 5. CLOSE of an imported export with a deadline that passed: forced, and
+ *    it returns at once, but the peer is asked all the same: its kernel
+ *    answers (revokes_answered), the import then fails a submit with
+ *    ESTALE before anything is posted, and no path dies.
  *
  * Regression: a transfer is posted only while its import is usable (the
  * kernel reads the revoke under the lock that posts).
+ * Regression (5): a forced CLOSE sent no REVOKE, so the import kept the
+ * export's key and address, which a later registration in the session's
+ * PD could match.
  */
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -212,6 +219,41 @@ static void close_export(void)
 	T_EXPECT(t_peers_matching(" 0x3 0 0 ", NULL) >= 2,
 		 "debugfs peers: %d ends with the capability and no revoke left",
 		 t_peers_matching(" 0x3 0 0 ", NULL));
+	xferk_unimport(x, rm);
+}
+
+/* 5: a CLOSE that does not wait still fences the peer's import. */
+static void close_forced(void)
+{
+	long long forced = t_stat("closes_forced");
+	long long answered = t_stat("revokes_answered");
+	long long deaths = t_stat("path_deaths_qp");
+	struct xferk_token tok;
+	struct xferk_frag f;
+	uint64_t exp, rm, op, ack = 0;
+	uint32_t how = 0;
+	int ret;
+
+	ret = xferk_export(x, conn, pool_mr, 0, 8 * PAGE, RW, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(x, conn, &tok, &rm);
+	T_EXPECT(ret == 0, "export, import: %s", strerror(-ret));
+	if (ret)
+		return;
+	ret = xferk_window_close(x, exp, 0, &how, &ack);
+	T_EXPECT(ret == 0 && how == XFERK_CLOSE_FORCED && ack == 0,
+		 "close: %d how %u ack %llu ns", ret, how,
+		 (unsigned long long)ack);
+	T_EXPECT(t_stat("closes_forced") == forced + 1,
+		 "closes_forced %lld, was %lld", t_stat("closes_forced"), forced);
+	T_EXPECT(t_stat_wait("revokes_answered", answered + 1,
+			     t_scaled_ms(10000)) == answered + 1,
+		 "the peer was not asked: revokes_answered %lld, was %lld",
+		 t_stat("revokes_answered"), answered);
+	f = (struct xferk_frag) { .mr = src_mr, .len = PAGE, .remote = rm,
+				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT_ERR(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op), ESTALE);
+	T_EXPECT(t_stat("path_deaths_qp") == deaths, "a path died");
 	xferk_unimport(x, rm);
 }
 
@@ -468,6 +510,7 @@ int main(void)
 	xferk_unimport(x, rm);
 	scattered();
 	close_export();
+	close_forced();
 	close_ring();
 	bad_input();
 	xferk_close(x);
