@@ -45,7 +45,6 @@
 #include "region.h"
 #include "stats.h"
 #include "transport.h"
-#include "uring.h"
 #include "xferk.h"
 #include "trace.h"
 
@@ -144,7 +143,8 @@ static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
 	if (what & XFERK_LIFE_PHYSICAL) {
-		xferk_uring_op_settled(op, state);
+		if (op->settled)
+			op->settled(op, state);
 		xferk_op_put(op);
 	}
 }
@@ -462,7 +462,8 @@ static void op_drain_expire(struct xferk_op *op)
 		atomic64_inc(&xferk_stats.drain_timeouts);
 		atomic64_inc(&xferk_stats.quarantine_events);
 		wake_up_all(&op->wq);
-		xferk_uring_op_settled(op, XFERK_STATE_QUARANTINED);
+		if (op->settled)
+			op->settled(op, XFERK_STATE_QUARANTINED);
 	}
 }
 
@@ -776,7 +777,7 @@ static void op_queue_direct(struct xferk_op *op)
  * xferk_op_submit() - validate a batch, publish it as an op and start it
  * @xf: the submitting file
  * @a: the submit argument (kernel copy); @a->op is set on success
- * @ucmd: the io_uring command to complete when the op settles, or NULL
+ * @settle: the command to complete when the op settles, or NULL
  *
  * All or nothing: on error nothing was published. Every bound is checked
  * before the chunks are allocated, and the work is bounded by them.
@@ -784,7 +785,7 @@ static void op_queue_direct(struct xferk_op *op)
  * Return: 0, or a negative errno.
  */
 int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
-		    struct io_uring_cmd *ucmd)
+		    const struct xferk_op_settle *settle)
 {
 	struct xferk_region **regions = NULL;
 	struct xferk_remote **remotes = NULL;
@@ -949,8 +950,10 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	kref_get(&xf->qacct->ref);
 	kref_get(&op->ref);	/* physical reference */
 	kref_get(&op->ref);	/* until started, below */
-	if (ucmd)
-		xferk_uring_park(op, ucmd, a->op);
+	if (settle) {
+		op->settled = settle->settled;
+		settle->park(op, settle->cmd, a->op);
+	}
 	spin_lock(&xferk_ops_lock);
 	list_add_tail(&op->node, &xferk_ops);
 	spin_unlock(&xferk_ops_lock);

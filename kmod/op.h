@@ -119,8 +119,11 @@ struct xferk_chunk {
  * @drain_timer: when that step is due
  * @cancel_work: the background drain's steps (deadline policy, exit, an
  *	interrupted CANCEL)
- * @ucmd: the parked io_uring SUBMIT command, or NULL; set before the op
- *	is published, completed once (XFERK_OP_UCMD_CLAIMED) when it settles
+ * @settled: the submitter's settle callback (struct xferk_op_settle), or
+ *	NULL; set before the op is published, never changed
+ * @ucmd: the parked io_uring SUBMIT command, or NULL; set by the front's
+ *	park callback before the op is published, completed once
+ *	(XFERK_OP_UCMD_CLAIMED) when it settles
  * @ucmd_task: the task that submitted @ucmd (ref until claimed)
  * @parked_node: in xferk_parked (xferk_parked_lock) until claimed
  * @expire_work: at the deadline: takes the op off its queue
@@ -161,6 +164,7 @@ struct xferk_op {
 	u8 drain_step;
 	struct hrtimer drain_timer;
 	struct work_struct cancel_work;
+	void (*settled)(struct xferk_op *op, u32 state);
 	struct io_uring_cmd *ucmd;
 	struct task_struct *ucmd_task;
 	struct list_head parked_node;
@@ -191,11 +195,52 @@ enum xferk_drain_step {
 	XFERK_DRAIN_EXPIRE,	/* the deadline: QUARANTINED if not physical */
 };
 
+/**
+ * struct xferk_op_settle - a submitter whose command waits for its op
+ * @cmd: the command that waits: an io_uring SUBMIT (uring.c)
+ * @park: records @cmd in the op, with the op's handle
+ * @settled: the op's ->settled from then on
+ *
+ * The front that submits through io_uring hands this to xferk_op_submit()
+ * (the ioctl path passes NULL: nothing waits), so that the requests layer
+ * completes the command by calling back, never by calling the front. The
+ * exactly-once protocol is the front's (uring.c); this is only its wiring.
+ *
+ * @park is called once, by xferk_op_submit() under the file's lock
+ * (xf->lock, a mutex; process context, no spinlock held), after the op
+ * holds its handle, its physical reference and its chunks and after
+ * ->settled was set, and before the op is published: before it is on
+ * xferk_ops, its timer runs or a chunk is queued, so nothing can settle
+ * it or see it until @park returned. It cannot fail. It owns what it sets
+ * in the op: @ucmd, @ucmd_task and @parked_node of struct xferk_op (the
+ * requests layer only reads @ucmd: "a command is parked", which bounds a
+ * drain of the op).
+ *
+ * @settled is called with the op's state when the op settles: by
+ * op_apply() once it is physically complete (its chunks and their pages
+ * released, waiters woken) with its final state, before the op's physical
+ * reference is dropped; and by op_drain_expire() when a drain leaves it
+ * QUARANTINED. So up to twice (QUARANTINED, then physically complete),
+ * possibly at once from two threads: the callee acts on the first call
+ * only (XFERK_OP_UCMD_CLAIMED). Process context, with neither op->lock
+ * nor a lock of the op's sessions or of the admission queue held; it must
+ * not sleep (op_apply() is on the chunks' completion path).
+ * The caller holds a reference to the op for the call, the physical one
+ * included when called from op_apply(): an op the callee keeps beyond the
+ * call needs a reference of its own (kref_get()).
+ */
+struct xferk_op_settle {
+	struct io_uring_cmd *cmd;
+	void (*park)(struct xferk_op *op, struct io_uring_cmd *cmd,
+		     u64 handle);
+	void (*settled)(struct xferk_op *op, u32 state);
+};
+
 extern spinlock_t xferk_ops_lock;
 extern struct list_head xferk_ops;
 
 int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
-		    struct io_uring_cmd *ucmd);
+		    const struct xferk_op_settle *settle);
 int xferk_ops_cancel_drain(struct xferk_op **ops, u32 nr,
 			   ktime_t drain_deadline);
 void xferk_op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap);

@@ -11,10 +11,12 @@
  *
  * SUBMIT parks instead: the op records the command (op->ucmd) before it is
  * published and completes it exactly once when it settles, whoever gets
- * there first:
+ * there first. The requests layer does both through the callbacks this
+ * file hands to xferk_op_submit() (struct xferk_op_settle): uring_park()
+ * at submit, and uring_op_settled() as op->settled from
  *
  *   op_apply()                physically complete     res = final state
- *   xferk_op_cancel_drain()   QUARANTINED at deadline res = QUARANTINED
+ *   op_drain_expire()         QUARANTINED at deadline res = QUARANTINED
  *
  * The winner sets XFERK_OP_UCMD_CLAIMED, takes the op off xferk_parked,
  * fills the command's pdu and hands it to io_uring_cmd_complete_in_task():
@@ -83,13 +85,16 @@ static struct xferk_ucmd *ucmd_pdu(struct io_uring_cmd *cmd)
 }
 
 /**
- * xferk_uring_park() - make a SUBMIT command wait for its op
+ * uring_park() - make a SUBMIT command wait for its op
  * @op: the op, before its chunks are queued
  * @cmd: the command; completed when the op settles
  * @handle: the op's handle, as the submit returns it
+ *
+ * struct xferk_op_settle.park: xferk_op_submit() calls it under the
+ * file's lock, before the op is published.
  */
-void xferk_uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
-		      u64 handle)
+static void uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
+		       u64 handle)
 {
 	ucmd_pdu(cmd)->op_handle = handle;
 	op->ucmd = cmd;
@@ -117,14 +122,15 @@ static void ucmd_done_in_task(struct io_uring_cmd *cmd, unsigned int issue_flags
 }
 
 /**
- * xferk_uring_op_settled() - complete the op's parked command, once
+ * uring_op_settled() - complete the op's parked command, once
  * @op: the op; physically complete or QUARANTINED
  * @state: its state now
  *
- * Process context. Does nothing for ops without a command and for every
- * call after the first.
+ * struct xferk_op_settle.settled, the op's ->settled. Process context.
+ * Does nothing for ops without a command and for every call after the
+ * first.
  */
-void xferk_uring_op_settled(struct xferk_op *op, u32 state)
+static void uring_op_settled(struct xferk_op *op, u32 state)
 {
 	struct io_uring_cmd *cmd = op->ucmd;
 	struct xferk_ucmd *uc;
@@ -188,6 +194,11 @@ static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
 			struct xferk_ioc_submit *a,
 			struct xferk_ioc_submit __user *uarg)
 {
+	const struct xferk_op_settle settle = {
+		.cmd = cmd,
+		.park = uring_park,
+		.settled = uring_op_settled,
+	};
 	ktime_t deadline = xferk_deadline_from_user(a->deadline_ns);
 	ktime_t now = ktime_get();
 	int ret;
@@ -198,7 +209,7 @@ static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
 	    (s64)(XFERK_URING_MAX_PARK_NS - a->drain_budget_ns))
 		return -EINVAL;
 	a->flags |= XFERK_SUBMIT_CANCEL_ON_DEADLINE;
-	ret = xferk_op_submit(xf, a, cmd);
+	ret = xferk_op_submit(xf, a, &settle);
 	if (ret)
 		return ret;
 	/*

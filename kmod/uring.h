@@ -10,13 +10,9 @@
 #include <linux/types.h>
 
 struct io_uring_cmd;
-struct xferk_op;
 
 /* uring.c */
 int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
-void xferk_uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
-		      u64 handle);
-void xferk_uring_op_settled(struct xferk_op *op, u32 state);
 void xferk_uring_module_exit(void);
 
 #endif /* XFERK_URING_H */

@@ -45,7 +45,6 @@ upward_includes() {
 # requests -> front
 op.c -> front.h: the SUBMIT, WAIT, QUERY and CANCEL handlers live in op.c
 op.c -> limits.h: charges chunks and handles to the file's limits; a cancel's escalation asks xferk_escalation_allowed()
-op.c -> uring.h: an op parks and completes its io_uring command (xferk_uring_park(), xferk_uring_op_settled())
 group.c -> front.h: the GROUP_* handlers live in group.c
 group.c -> limits.h: a group's handle counts against the file's handle limit
 export.c -> front.h: the EXPORT, IMPORT and WINDOW_* handlers live in export.c; it takes handles itself (xferk_take_handle())
