@@ -127,7 +127,7 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_window_open(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg);
 
-/* op.c */
+/* op_ioctl.c */
 int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_wait(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_query(struct xferk_file *xf, union xferk_ioc_arg *arg);

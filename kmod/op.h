@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Requests layer: ops (op.c) and their groups (group.c). An op is one
+ * Requests layer: ops (op.c, op_submit.c, op_cancel.c; their commands are
+ * the front's op_ioctl.c) and their groups (group.c). An op is one
  * submitted batch of fragments, cut into chunks of one work request each;
  * the lifecycle model is lifecycle.h, the queue's scheduler model
  * sched.h. Also the background drain's steps and the chunk API the
@@ -37,7 +38,7 @@ struct xferk_send;
 #define XFERK_SUBMIT_FLAGS	(XFERK_SUBMIT_CANCEL_ON_DEADLINE | \
 				 XFERK_SUBMIT_AUTO_RELEASE | XFERK_SUBMIT_NOTIFY)
 
-/* op.c */
+/* op.c, op_submit.c, op_cancel.c */
 
 /**
  * struct xferk_chunk - one work request of an op
@@ -51,7 +52,7 @@ struct xferk_send;
  * @len: bytes (at most a work request's, far below 4 GiB)
  * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
  * @frags_done: fragments whose last byte it carries (chunks may carry
- *	bytes of several fragments that follow each other, see op.c)
+ *	bytes of several fragments that follow each other, see op_submit.c)
  * @posted: handed to the device and not yet reclaimed (conn->lock)
  * @sent: was handed to the device and is counted in flight: since its
  *	last post, unless it was queued again (xferk_chunk_unposted())

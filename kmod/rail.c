@@ -153,7 +153,7 @@ void xferk_remote_limits(struct xferk_remote *rm, u32 *pages, u64 *bytes)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_remote_limits);
 
-/* The number of rails of @rm and its @i-th one's session, for op.c. */
+/* The number of rails of @rm and its @i-th one's session, for op_submit.c. */
 u32 xferk_remote_nr_rails(struct xferk_remote *rm)
 {
 	return rails_nr(rm);

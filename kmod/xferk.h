@@ -14,16 +14,20 @@
  *   limits.c     per-file and host-wide limits (module parameters)
  *   sysfs.c      counters, parameters and queues in sysfs
  *   debugfs.c    live objects and fault injection in debugfs
+ *   op_ioctl.c   the commands on ops: SUBMIT, WAIT, QUERY, CANCEL
  *   front.h      open file, command table, command handlers
  *   limits.h     module parameters and the limits' checks
  *   uring.h      io_uring commands
  *   uring_compat.h  io_uring command API differences between kernels
  *
  * 2. Requests: what a process asked for
- *   op.c         submit, posting, completion, wait, query, release
+ *   op.c         an op's life: chunks' ends, physical end, references
+ *   op_submit.c  submit: checking fragments, cutting chunks, publishing
+ *   op_cancel.c  deadline, cancel, drain, quarantine, exit drain
  *   group.c      groups of ops, aborted together
  *   export.c     export tokens (authenticated), windows, remote handles
  *   op.h         chunks, ops, groups, the background drain
+ *   op_internal.h  what the files of ops share among themselves
  *   export.h     exports, windows, remote handles
  *   evq.h        a file's queue of events (notify.c)
  *

@@ -21,10 +21,10 @@ LAYERS=(front requests sessions transport bottom uapi)
 
 layer_table() {
 	cat <<'EOF'
-front      main.c uarg.c uring.c sysfs.c debugfs.c limits.c
+front      main.c uarg.c uring.c sysfs.c debugfs.c limits.c op_ioctl.c
 front      front.h limits.h uring.h uring_compat.h
-requests   op.c group.c export.c
-requests   op.h export.h evq.h
+requests   op.c op_submit.c op_cancel.c group.c export.c
+requests   op.h op_internal.h export.h evq.h
 sessions   conn.c revoke.c notify.c rail.c queue.c
 sessions   conn.h notify.h rail.h queue.h
 transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
@@ -43,8 +43,9 @@ EOF
 upward_includes() {
 	cat <<'EOF'
 # requests -> front
-op.c -> front.h: the SUBMIT, WAIT, QUERY and CANCEL handlers live in op.c
-op.c -> limits.h: charges chunks and handles to the file's limits; a cancel's escalation asks xferk_escalation_allowed()
+op_submit.c -> front.h: a submit works on its file (struct xferk_file: its lock, handles and account) and checks the fragments' size by the uAPI's rule (xferk_arg_size_check())
+op_submit.c -> limits.h: charges chunks and handles to the file's limits
+op_cancel.c -> limits.h: a cancel's escalation asks xferk_escalation_allowed()
 group.c -> front.h: the GROUP_* handlers live in group.c
 group.c -> limits.h: a group's handle counts against the file's handle limit
 export.c -> front.h: the EXPORT, IMPORT and WINDOW_* handlers live in export.c; it takes handles itself (xferk_take_handle())
@@ -96,7 +97,6 @@ EOF
 big_files() {
 	cat <<'EOF'
 conn.c: sessions, posting, recovery, teardown and lookup in one file; being split
-op.c: submit, posting, completion, wait, cancel and drain in one file; being split
 EOF
 }
 
