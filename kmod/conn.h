@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Sessions layer: a connection end to a peer (struct xferk_conn, conn.c),
- * a file's handle to one, the session API, and the revoke protocol's state
- * and entry points (revoke.c). The session state machine is conn_state.h,
- * the transport's ops table transport.h, the messages' layout wire.h.
+ * Sessions layer: a connection end to a peer (struct xferk_conn; conn.c,
+ * conn_post.c, conn_timer.c and conn_lookup.c, which share
+ * conn_internal.h), a file's handle to one, the session API, and the
+ * revoke protocol's state and entry points (revoke.c). The session state
+ * machine is conn_state.h, the transport's ops table transport.h, the
+ * messages' layout wire.h.
  */
 #ifndef XFERK_CONN_H
 #define XFERK_CONN_H
@@ -306,13 +308,12 @@ extern struct mutex xferk_conns_lock;
 extern struct list_head xferk_conns;
 extern struct workqueue_struct *xferk_conn_wq;
 
-/* conn.c: the transport-independent connection */
+/* conn.c: a session's life, its state machine, recovery and teardown */
 int xferk_conn_module_init(void);
 void xferk_conn_shutdown_all(void);
 void xferk_conn_module_exit(void);
 void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 		     struct net *net, bool active);
-struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);
 void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
@@ -322,18 +323,15 @@ void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
 bool xferk_conn_path_attach(struct xferk_conn *c);
-struct xferk_conn *xferk_conn_find_resumed(u64 local_id,
-					   const struct sockaddr_storage *from);
-bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq);
-void xferk_conn_stale_peer(struct net *net,
-			   const struct sockaddr_storage *peer);
+
+/* conn_timer.c: its deadline and keepalive */
 void xferk_conn_probe_done(struct xferk_conn *c, int error);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
+
+/* conn_post.c: posting chunks, their completions */
 bool xferk_conn_postable(struct xferk_conn *c);
 bool xferk_conn_qp_live(struct xferk_conn *c);
 void xferk_conn_flush_posted(struct xferk_conn *c);
-bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
-			  siphash_key_t *key);
 void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
 void xferk_conn_chunks_succeeded(struct xferk_conn *c,
 				 struct xferk_chunk **chs, u32 n);
@@ -341,8 +339,18 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
+
+/* conn_lookup.c: publishing connections, finding them */
+struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);
 struct xferk_conn *xferk_conn_find_peer(struct net *net,
 					const struct sockaddr_storage *peer);
+struct xferk_conn *xferk_conn_find_resumed(u64 local_id,
+					   const struct sockaddr_storage *from);
+bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq);
+void xferk_conn_stale_peer(struct net *net,
+			   const struct sockaddr_storage *peer);
+bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
+			  siphash_key_t *key);
 struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
 					    u64 conn_id, struct net *net);
 

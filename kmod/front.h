@@ -118,7 +118,7 @@ int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_drop(struct xferk_file *xf, struct xferk_ioc_handle *a, u8 kind);
 
-/* conn.c */
+/* conn_query.c */
 int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
 
 /* export.c */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Transport layer: what the sessions layer asks of a transport (struct
- * xferk_transport, the ops table conn.c calls through), one QP of a
- * session's path (struct xferk_lane), the bounds of posting, and the
- * entry points of the two transports: RDMA (rdma*.c; rdma.h is its
- * private header) and the null peer (nullpeer.c).
+ * xferk_transport, the ops table conn.c, conn_post.c and conn_timer.c
+ * call through), one QP of a session's path (struct xferk_lane), the
+ * bounds of posting, and the entry points of the two transports: RDMA
+ * (rdma*.c; rdma.h is its private header) and the null peer (nullpeer.c).
  */
 #ifndef XFERK_TRANSPORT_H
 #define XFERK_TRANSPORT_H
@@ -22,7 +22,7 @@ struct xferk_export;
 struct xferk_qacct;
 struct xferk_region;
 
-/* conn.c, rdma.c, nullpeer.c */
+/* conn.c, conn_post.c, rdma.c, nullpeer.c */
 
 /* Chunks (send work requests) in flight per connection. */
 #define XFERK_QP_CTXS	128

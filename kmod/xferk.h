@@ -10,6 +10,7 @@
  * 1. Front: the device file and its commands
  *   main.c       module init/exit, parameters, /dev/xferk file operations
  *   uarg.c       ioctl table and the uAPI argument rules (size, reserved)
+ *   conn_query.c the CONN_QUERY command: a connection's state
  *   uring.c      io_uring commands: parking, completion, exit monitor
  *   limits.c     per-file and host-wide limits (module parameters)
  *   sysfs.c      counters, parameters and queues in sysfs
@@ -32,12 +33,17 @@
  *   evq.h        a file's queue of events (notify.c)
  *
  * 3. Sessions: connections to peers
- *   conn.c       host-wide connections: state, posting, teardown, lookup
+ *   conn.c       host-wide connections: state machine, recovery, teardown
+ *   conn_post.c  posting chunks on a connection, their completions
+ *   conn_timer.c a connection's deadline and keepalive
+ *   conn_lookup.c  publishing connections, finding them by peer and by id
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
  *   notify.c     notifications to a peer's process, a file's event queue
  *   rail.c       a remote handle striped over several sessions
  *   queue.c      the host-wide admission queue per RDMA device
  *   conn.h       connections, the session API, the revoke protocol
+ *   conn_internal.h  private to conn.c, conn_post.c, conn_timer.c and
+ *                conn_lookup.c: what they share, their locking rules
  *   notify.h     notifications on their way
  *   rail.h       rails
  *   queue.h      admission queues, per-file accounts

@@ -22,11 +22,13 @@ LAYERS=(front requests sessions transport bottom uapi)
 layer_table() {
 	cat <<'EOF'
 front      main.c uarg.c uring.c sysfs.c debugfs.c limits.c op_ioctl.c
+front      conn_query.c
 front      front.h limits.h uring.h uring_compat.h
 requests   op.c op_submit.c op_cancel.c group.c export.c
 requests   op.h op_internal.h export.h evq.h
-sessions   conn.c revoke.c notify.c rail.c queue.c
-sessions   conn.h notify.h rail.h queue.h
+sessions   conn.c conn_post.c conn_timer.c conn_lookup.c
+sessions   revoke.c notify.c rail.c queue.c
+sessions   conn.h conn_internal.h notify.h rail.h queue.h
 transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
 transport  nullpeer.c
 transport  rdma.h transport.h
@@ -51,13 +53,14 @@ group.c -> limits.h: a group's handle counts against the file's handle limit
 export.c -> front.h: the EXPORT, IMPORT and WINDOW_* handlers live in export.c; it takes handles itself (xferk_take_handle())
 export.c -> limits.h: handle limits, max_export_pages_per_file
 # sessions -> front
-conn.c -> front.h: the CONN_QUERY handler lives in conn.c
-conn.c -> limits.h: reads handshake_timeout_ms, keepalive_ms, reconnect_ms, passive_idle_ms, listen_port
+conn.c -> limits.h: reads handshake_timeout_ms, reconnect_ms, passive_idle_ms
+conn_timer.c -> limits.h: reads keepalive_ms
+conn_lookup.c -> limits.h: reads listen_port
 notify.c -> front.h: the NOTIFY and EVENTS handlers live in notify.c, and a file's event queue (xferk_file_evq())
 notify.c -> limits.h: a queued notification counts against max_chunks_per_file
 # sessions -> requests
 conn.c -> export.h: a session's teardown revokes its exports (xferk_conn_revoke_exports())
-conn.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
+conn_post.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
 revoke.c -> export.h: the revoke protocol reads exports and fences remote handles
 revoke.c -> op.h: an export is answered once none of its chunks is posted (struct xferk_chunk)
 notify.c -> evq.h: the event queue half of notify.c is in the requests layer (evq.h)
@@ -96,7 +99,6 @@ EOF
 # file is within the limit; never add one.
 big_files() {
 	cat <<'EOF'
-conn.c: sessions, posting, recovery, teardown and lookup in one file; being split
 EOF
 }
 
@@ -182,7 +184,7 @@ for key in "${!known[@]}"; do
 		bad "$key no longer occurs: remove it from the known upward includes"
 done
 
-declare -A big
+declare -A big=()
 while IFS= read -r line; do
 	[ -n "$line" ] || continue
 	big[${line%%:*}]=1

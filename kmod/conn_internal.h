@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Sessions layer, private to the files of a connection: conn.c,
+ * conn_post.c, conn_timer.c and conn_lookup.c (no other file includes
+ * it; conn.h is the session layer's API). Which file holds what:
+ *
+ *   conn.c         the life of a session: init, references, the state
+ *                  machine, a path's death, the recovery work (a path's
+ *                  teardown, reconnect attempts), the session's teardown
+ *   conn_post.c    posting chunks and their completions: queue, kick,
+ *                  repost, flush, a cancel's drop; the fault injection
+ *                  of posts and completions
+ *   conn_timer.c   the session's own deadline and its keepalive
+ *   conn_lookup.c  publishing, the indexes and lookups: by peer, by id,
+ *                  crossed and stale sessions, the token key
+ *
+ * Locking:
+ *   - xferk_conns_lock (mutex): xferk_conns, both indexes, the local ids,
+ *     an end's peer id and token key. Taken before an end's c->lock.
+ *   - c->lock (mutex): the session's state (written only by
+ *     conn_change_state()), its path, the pending and posted chunks, the
+ *     credits and send slots, and the arming of its recovery, timer and
+ *     keepalive works. Functions named *_locked want it held, but
+ *     conn_crossed_locked(), which wants xferk_conns_lock, as conn_by_id()
+ *     and conn_local_sibling() do.
+ *   - Under c->lock the transport posts and unposts, and chunks are
+ *     marked posted (connection, then op). Chunks are completed, moved to
+ *     another rail or handed to conn_queue() again only without any
+ *     connection's lock (that may take another connection's): each
+ *     function collects them on a list of its own and hands them on
+ *     once it has let c->lock go.
+ *   - xferk_conn_qp_dead() and xferk_conn_probe_done() may be called in
+ *     any context (they set bits and queue a work item); an entry point
+ *     that takes c->lock or xferk_conns_lock may sleep. The recovery
+ *     work runs one at a time and needs no lock of its own.
+ */
+#ifndef XFERK_CONN_INTERNAL_H
+#define XFERK_CONN_INTERNAL_H
+
+#include <linux/types.h>
+
+struct work_struct;
+struct xferk_conn;
+
+/* conn.c */
+bool conn_resumable(struct xferk_conn *c);
+
+/* conn_post.c */
+void conn_reroute_pending(struct xferk_conn *c);
+void conn_kick_locked(struct xferk_conn *c, struct list_head *failed);
+void complete_failed(struct list_head *failed);
+void fail_all(struct list_head *chunks, int error);
+void reroute_or_complete(struct list_head *chunks);
+
+/* conn_timer.c */
+void conn_arm_timer_locked(struct xferk_conn *c, unsigned int ms);
+void conn_timer(struct work_struct *work);
+unsigned long keepalive_delay(void);
+void conn_keepalive(struct work_struct *work);
+
+/* conn_lookup.c */
+struct xferk_conn *conn_local_sibling(struct xferk_conn *c);
+
+#endif /* XFERK_CONN_INTERNAL_H */

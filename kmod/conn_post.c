@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sessions: posting chunks and their completions, independent of the
+ * transport. A chunk handed to its connection (xferk_chunks_queue())
+ * waits on c->pending for a send slot and a live path, is posted in
+ * batches (conn_kick_locked(): one chain per call into the transport) and
+ * stays on c->posted until its work request is terminal: it succeeded
+ * (xferk_conn_chunks_succeeded()), it failed (xferk_conn_chunk_done()),
+ * or the path's teardown reclaims it (xferk_conn_flush_posted()). A chunk
+ * whose path failed under it moves to another rail of its remote that is
+ * up, or waits for the session's next path (conn.c describes the path's
+ * teardown). A cancel drops an op's waiting chunks (xferk_conn_drop_op()).
+ * The fault injection of posts and completions is here too.
+ *
+ * Locking: c->lock guards the pending and posted lists, the credits and
+ * the send slots, and the transport posts and unposts under it; functions
+ * named *_locked want it held. Chunks are completed, moved to another
+ * rail or handed to conn_queue() again only without any connection's
+ * lock (that may take another connection's): each function collects
+ * them on a list of its own and hands them on once it has let c->lock go.
+ */
+#include <linux/delay.h>
+#include "conn.h"
+#include "conn_internal.h"
+#include "conn_state.h"
+#include "fault.h"
+#include "op.h"
+#include "rail.h"
+#include "stats.h"
+#include "transport.h"
+
+/* Fault injection (debugfs xferk/fault/), each "the next N": see fault-injection.md. */
+atomic_t xferk_fault_swallow = ATOMIC_INIT(0);
+atomic_t xferk_fault_delay = ATOMIC_INIT(0);
+u32 xferk_fault_delay_ms = 100;
+atomic_t xferk_fault_fail_post = ATOMIC_INIT(0);
+atomic_t xferk_fault_fail_qp = ATOMIC_INIT(0);
+
+static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+		       bool move);
+static void conn_move_chunks(struct xferk_conn *c, struct list_head *chunks);
+
+/*
+ * The session's path died: chunks waiting for a send slot that another
+ * rail of their remote can take now go there instead of waiting for the
+ * next path (see conn_move_chunks()).
+ */
+void conn_reroute_pending(struct xferk_conn *c)
+{
+	struct xferk_chunk *ch, *tmp;
+	LIST_HEAD(moving);
+
+	mutex_lock(&c->lock);
+	list_for_each_entry_safe(ch, tmp, &c->pending, node)
+		if (xferk_chunk_may_reroute(ch))
+			list_move_tail(&ch->node, &moving);
+	mutex_unlock(&c->lock);
+	conn_move_chunks(c, &moving);
+}
+
+/* May a work request be posted on @c now? With c->lock. */
+bool xferk_conn_postable(struct xferk_conn *c)
+{
+	lockdep_assert_held(&c->lock);
+	return c->state == XFERK_CONN_UP &&
+	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+}
+
+/*
+ * Does the path's QP exist, its teardown not begun? With c->lock: the
+ * teardown marks the QP dead under it before it destroys the QP.
+ */
+bool xferk_conn_qp_live(struct xferk_conn *c)
+{
+	lockdep_assert_held(&c->lock);
+	return c->lanes[0].qp && !xferk_conn_state_over(c->state) &&
+	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+}
+
+/* Why a pending chunk may not be posted, or 0. Called with c->lock. */
+static int conn_chunk_refused(struct xferk_chunk *ch)
+{
+	if (xferk_chunk_cancelled(ch))
+		return -ECANCELED;
+	if (xferk_chunk_remote(ch)->error)	/* written under c->lock */
+		return xferk_chunk_remote(ch)->error;
+	if (atomic_dec_if_positive(&xferk_fault_fail_post) >= 0)
+		return -EIO;
+	return 0;
+}
+
+/*
+ * Posts pending chunks while there are send slots, in order, up to
+ * XFERK_POST_BATCH per call into the transport, or its share of them on a
+ * session of several QPs: each call is one chain on one QP (the least busy
+ * one), so what waits is spread over all of them. A chunk it refused goes
+ * to @failed with its error; the ones behind it go back to the head of
+ * the queue. Chunks it took none of without an error (its QPs' send
+ * queues are full) wait there too, until a completion kicks again.
+ * Called with c->lock.
+ */
+void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
+{
+	struct xferk_chunk *batch[XFERK_POST_BATCH], *ch;
+	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->nr_qps);
+	u32 n, i, posted;
+	int error = 0;
+
+	lockdep_assert_held(&c->lock);
+	while (xferk_conn_postable(c) && c->credits && !list_empty(&c->pending)) {
+		n = 0;
+		while (n < min(c->credits, chain) &&
+		       !list_empty(&c->pending)) {
+			ch = list_first_entry(&c->pending, struct xferk_chunk,
+					      node);
+			list_del(&ch->node);
+			ch->error = conn_chunk_refused(ch);
+			if (ch->error)
+				list_add_tail(&ch->node, failed);
+			else
+				batch[n++] = ch;
+		}
+		posted = n ? c->transport->post(c, batch, n, &error) : 0;
+		for (i = 0; i < posted; i++) {
+			ch = batch[i];
+			ch->posted = true;
+			xferk_chunk_posted(ch);
+			list_add_tail(&ch->node, &c->posted);
+		}
+		c->credits -= posted;
+		c->outstanding += posted;
+		if (posted == n)
+			continue;
+		if (error) {
+			batch[posted]->error = error;
+			list_add_tail(&batch[posted]->node, failed);
+			posted++;
+		}
+		for (i = n; i-- > posted; )
+			list_add(&batch[i]->node, &c->pending);
+		if (!error && !posted)
+			break;
+	}
+}
+
+/* Completes unposted chunks, each with its ->error. */
+void complete_failed(struct list_head *failed)
+{
+	struct xferk_chunk *ch, *tmp;
+
+	list_for_each_entry_safe(ch, tmp, failed, node) {
+		list_del_init(&ch->node);
+		xferk_chunk_complete(ch, ch->error);
+	}
+}
+
+void fail_all(struct list_head *chunks, int error)
+{
+	struct xferk_chunk *ch;
+
+	list_for_each_entry(ch, chunks, node)
+		ch->error = error;
+}
+
+/*
+ * Chunks whose session or path failed under them, each with its ->error:
+ * each moves to another rail of its remote if one is up (rail.c), or is
+ * completed unposted. Without any connection's lock.
+ */
+void reroute_or_complete(struct list_head *chunks)
+{
+	struct xferk_chunk *ch, *tmp;
+
+	list_for_each_entry_safe(ch, tmp, chunks, node) {
+		list_del_init(&ch->node);
+		if (!xferk_chunk_reroute(ch))
+			xferk_chunk_complete(ch, ch->error);
+	}
+}
+
+/*
+ * Hands @n chunks, all on @c and not yet posted, to @c in one hold of its
+ * lock: see xferk_chunks_queue(). @move: a chunk that would wait for @c's
+ * next path moves to another rail of its remote that is up.
+ */
+static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+		       bool move)
+{
+	struct xferk_chunk *ch;
+	LIST_HEAD(failed);
+	LIST_HEAD(moving);
+	LIST_HEAD(down);
+	u32 i;
+
+	if (atomic_dec_if_positive(&xferk_fault_fail_qp) >= 0)
+		xferk_conn_down(c, -EIO);
+	mutex_lock(&c->lock);
+	for (i = 0; i < n; i++) {
+		ch = chs[i];
+		if (xferk_conn_state_over(c->state)) {
+			ch->error = c->error ?: -ENOTCONN;
+			list_add_tail(&ch->node, &down);
+		} else if (!xferk_conn_postable(c) &&
+			   xferk_chunk_cancelled(ch)) {
+			/*
+			 * It would wait for a path, but its op's deadline may
+			 * have dropped the others already (when postable, the
+			 * kick drops it).
+			 */
+			ch->error = -ECANCELED;
+			list_add_tail(&ch->node, &failed);
+		} else if (move && !xferk_conn_postable(c) &&
+			   xferk_chunk_may_reroute(ch)) {
+			list_add_tail(&ch->node, &moving);
+		} else {
+			list_add_tail(&ch->node, &c->pending);
+		}
+	}
+	conn_kick_locked(c, &failed);
+	mutex_unlock(&c->lock);
+	complete_failed(&failed);
+	reroute_or_complete(&down);
+	conn_move_chunks(c, &moving);
+}
+
+/*
+ * Chunks whose session @c failed under them, not posted, on no list but
+ * @chunks: each moves to another rail of its remote that is up, or else
+ * is queued on @c again (behind the others: it waits for the next path,
+ * or completes as conn_queue() decides when @c is down or its op was
+ * settled). Without any connection's lock.
+ */
+static void conn_move_chunks(struct xferk_conn *c, struct list_head *chunks)
+{
+	struct xferk_chunk *ch, *tmp;
+
+	list_for_each_entry_safe(ch, tmp, chunks, node) {
+		list_del_init(&ch->node);
+		if (xferk_chunk_reroute(ch))
+			continue;
+		if (ch->sent)
+			xferk_chunk_unposted(ch);
+		conn_queue(c, &ch, 1, false);
+	}
+}
+
+/**
+ * xferk_chunks_queue() - hand chunks to their connections
+ * @chs: the chunks, not yet posted
+ * @n: how many
+ *
+ * Each run of chunks on the same connection is queued in one hold of its
+ * lock and posted in batches. A chunk is posted when a send slot is free
+ * (and the session has a path), in the order chunks were queued; chunks
+ * a path's death flushed are queued again behind those waiting. If the
+ * connection is down, the chunk moves to another rail of its remote, or
+ * is completed unposted with an error, as when the op was settled
+ * meanwhile. A chunk may be complete (and its op
+ * gone) once this returns; @chs is not touched after its run was queued.
+ */
+void xferk_chunks_queue(struct xferk_chunk **chs, u32 n)
+{
+	u32 i, run;
+
+	for (i = 0; i < n; i += run) {
+		struct xferk_conn *c = xferk_chunk_remote(chs[i])->conn;
+
+		for (run = 1; i + run < n &&
+		     xferk_chunk_remote(chs[i + run])->conn == c; run++)
+			;
+		conn_queue(c, chs + i, run, true);
+	}
+}
+
+/* Did the chunk's path fail under it (not its own fault)? */
+static bool chunk_path_error(int error)
+{
+	return error == -ECONNRESET || error == -ETIMEDOUT;
+}
+
+/*
+ * A posted chunk that came back with @error, its send slot returned: one
+ * a path's death flushed (or whose retries it exhausted) was not at fault
+ * and waits for the next path while the session lives, unless its op's
+ * outcome is decided. Return: true if it was queued again. With c->lock.
+ */
+static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
+			       int error)
+{
+	lockdep_assert_held(&c->lock);
+	if (!chunk_path_error(error) ||
+	    xferk_conn_state_over(c->state) || !conn_resumable(c) ||
+	    xferk_chunk_cancelled(ch))
+		return false;
+	xferk_chunk_unposted(ch);
+	list_add_tail(&ch->node, &c->pending);
+	c->reposted++;
+	atomic64_inc(&xferk_stats.chunks_reposted);
+	return true;
+}
+
+/*
+ * Fault injection for a work request's completion: a swallowed one never
+ * reports (true); a delayed one is reported late.
+ */
+static bool completion_swallowed(void)
+{
+	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
+		return true;
+	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
+		msleep(READ_ONCE(xferk_fault_delay_ms));
+	return false;
+}
+
+/*
+ * A posted chunk whose work request is terminal leaves the path: its send
+ * slot is returned. With c->lock. Return: false if the path's teardown
+ * already reclaimed it (it is teardown's to complete).
+ */
+static bool conn_chunk_off_path_locked(struct xferk_conn *c,
+				       struct xferk_chunk *ch)
+{
+	lockdep_assert_held(&c->lock);
+	if (!ch->posted)
+		return false;
+	list_del_init(&ch->node);
+	ch->posted = false;
+	c->transport->unpost(c, ch);
+	c->credits++;
+	if (!--c->outstanding)
+		wake_up_all(&c->idle);
+	return true;
+}
+
+/**
+ * xferk_conn_chunks_succeeded() - posted chunks' work requests succeeded
+ * @c: their connection
+ * @chs: the chunks, in completion order; the array is reused (compacted)
+ * @n: how many
+ *
+ * The batch of a completion queue poll (or of the null peer's due chunks)
+ * in one hold of the connection's lock: the send slots come back and what
+ * waits for them is posted as chains, then the chunks complete together
+ * (xferk_chunks_succeeded(): one hold of the queue's lock per device
+ * queue). A chunk the path's teardown already reclaimed is left to it. A
+ * completion the delay fault holds back holds back its batch.
+ */
+void xferk_conn_chunks_succeeded(struct xferk_conn *c,
+				 struct xferk_chunk **chs, u32 n)
+{
+	LIST_HEAD(failed);
+	u32 i, kept;
+
+	for (i = 0, kept = 0; i < n; i++)
+		if (!completion_swallowed())
+			chs[kept++] = chs[i];
+	mutex_lock(&c->lock);
+	for (i = 0, n = kept, kept = 0; i < n; i++)
+		if (conn_chunk_off_path_locked(c, chs[i]))
+			chs[kept++] = chs[i];
+	conn_kick_locked(c, &failed);
+	if (c->nr_acks_due)
+		xferk_msgs_kick_locked(c);
+	mutex_unlock(&c->lock);
+	xferk_chunks_succeeded(chs, kept);
+	complete_failed(&failed);
+}
+
+/**
+ * xferk_conn_chunk_done() - a posted chunk's work request is terminal
+ * @c: the connection
+ * @ch: the chunk
+ * @error: 0 or a negative errno (-ECONNRESET: flushed)
+ *
+ * Returns the send slot, posts what waits for it, and completes the chunk,
+ * or queues it again (conn_repost_locked()), or, when its path failed under
+ * it and another rail of its remote is up, moves it there
+ * (conn_move_chunks()). A chunk the path's
+ * teardown already reclaimed is left to it. Any error means the QP is in
+ * the error state: the path posts nothing more and dies.
+ */
+void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
+			   int error)
+{
+	LIST_HEAD(failed);
+	LIST_HEAD(moving);
+	bool reposted = false;
+
+	if (!error) {
+		xferk_conn_chunks_succeeded(c, &ch, 1);
+		return;
+	}
+	if (completion_swallowed())
+		return;
+	/* The chunk keeps its own error; others see the path reset. */
+	xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+	mutex_lock(&c->lock);
+	/* A key the peer refused stays so: its other chunks fail unposted. */
+	if (error == -EACCES && !xferk_chunk_remote(ch)->error)
+		WRITE_ONCE(xferk_chunk_remote(ch)->error, -EACCES);
+	if (!conn_chunk_off_path_locked(c, ch)) {
+		mutex_unlock(&c->lock);
+		return;
+	}
+	if (chunk_path_error(error) && xferk_chunk_may_reroute(ch))
+		list_add_tail(&ch->node, &moving);
+	else
+		reposted = conn_repost_locked(c, ch, error);
+	conn_kick_locked(c, &failed);
+	if (c->nr_acks_due)
+		xferk_msgs_kick_locked(c);
+	mutex_unlock(&c->lock);
+	if (!list_empty(&moving))
+		conn_move_chunks(c, &moving);
+	else if (!reposted)
+		xferk_chunk_complete(ch, error);
+	complete_failed(&failed);
+}
+
+/* Cancel: the op's chunks still waiting for a send slot are dropped. */
+void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
+{
+	struct xferk_chunk *ch, *tmp;
+	LIST_HEAD(failed);
+
+	mutex_lock(&c->lock);
+	list_for_each_entry_safe(ch, tmp, &c->pending, node) {
+		if (ch->op == op) {
+			ch->error = -ECANCELED;
+			list_move_tail(&ch->node, &failed);
+		}
+	}
+	mutex_unlock(&c->lock);
+	complete_failed(&failed);
+}
+
+/* Has @op work requests posted on @c's path? */
+bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op)
+{
+	struct xferk_chunk *ch;
+	bool posted = false;
+
+	mutex_lock(&c->lock);
+	list_for_each_entry(ch, &c->posted, node)
+		posted |= ch->op == op;
+	mutex_unlock(&c->lock);
+	return posted;
+}
+
+/**
+ * xferk_conn_flush_posted() - reclaim every chunk still posted, as flushed
+ * @c: the connection, its path dead
+ *
+ * Only once nothing can touch their memory any more: the transport is
+ * quiesced, or has no device (the null peer).
+ */
+void xferk_conn_flush_posted(struct xferk_conn *c)
+{
+	struct xferk_chunk *ch, *tmp;
+	LIST_HEAD(chunks);
+	LIST_HEAD(moving);
+	LIST_HEAD(done);
+
+	mutex_lock(&c->lock);
+	list_splice_init(&c->posted, &chunks);
+	list_for_each_entry_safe(ch, tmp, &chunks, node) {
+		conn_chunk_off_path_locked(c, ch);
+		if (xferk_chunk_may_reroute(ch))
+			list_add_tail(&ch->node, &moving);
+		else if (!conn_repost_locked(c, ch, -ECONNRESET))
+			list_add_tail(&ch->node, &done);
+	}
+	mutex_unlock(&c->lock);
+	conn_move_chunks(c, &moving);
+	list_for_each_entry_safe(ch, tmp, &done, node) {
+		list_del_init(&ch->node);
+		xferk_chunk_complete(ch, -ECONNRESET);
+	}
+}
