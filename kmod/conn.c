@@ -149,6 +149,9 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	c->net = get_net(net);
 	c->active = active;
 	c->id = atomic_inc_return(&xferk_next_conn_id);
+	/* An end we initiate is its creator's to use (CONNECT's handle). */
+	atomic_set(&c->users, active);
+	atomic64_set(&c->idle_since, ktime_get_ns());
 	c->state = XFERK_CONN_CONNECTING;
 	c->path_live = true;	/* the first path is the connection attempt */
 	init_waitqueue_head(&c->state_wq);
@@ -189,6 +192,23 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 void xferk_conn_claim(struct xferk_conn *c)
 {
 	set_bit(XFERK_CONN_F_CLAIMED, &c->flags);
+}
+
+/*
+ * A local object (a CONNECT handle, an export, an import) uses @c from now
+ * on; each use is dropped by xferk_conn_unuse(). While an end we initiated
+ * has none, its keepalive takes it down after session_idle_ms
+ * (conn_reap_idle()).
+ */
+void xferk_conn_use(struct xferk_conn *c)
+{
+	atomic_inc(&c->users);
+}
+
+void xferk_conn_unuse(struct xferk_conn *c)
+{
+	if (atomic_dec_and_test(&c->users))
+		atomic64_set(&c->idle_since, ktime_get_ns());
 }
 
 /*

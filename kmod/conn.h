@@ -116,6 +116,11 @@ struct xferk_revoke {
  * @path_deaths: paths that died while it was up (@lock)
  * @reconnects: paths that came up after the first (@lock)
  * @reposted: chunks flushed by a path death and queued again (@lock)
+ * @users: local objects that use the session: CONNECT handles, exports,
+ *	imports (xferk_conn_use()); an end we initiated starts with its
+ *	creator's
+ * @idle_since: when @users last dropped to 0 (ns): an end we initiated
+ *	goes down session_idle_ms later if none came meanwhile
  * @last_escalation: when a cancel last killed its path (ns), for
  *	escalation_interval_ms (whoever cancelled)
  * @resume_seq: the sequence number of the last new path's request: that
@@ -231,6 +236,8 @@ struct xferk_conn {
 	u64 path_deaths;
 	u64 reconnects;
 	u64 reposted;
+	atomic_t users;
+	atomic64_t idle_since;
 	atomic64_t last_escalation;
 	u64 resume_seq;
 	u64 peer_caps;
@@ -317,6 +324,8 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
+void xferk_conn_use(struct xferk_conn *c);
+void xferk_conn_unuse(struct xferk_conn *c);
 void xferk_conn_set_up(struct xferk_conn *c);
 void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l);
 void xferk_conn_down(struct xferk_conn *c, int error);

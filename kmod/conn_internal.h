@@ -60,5 +60,6 @@ void conn_keepalive(struct work_struct *work);
 
 /* conn_lookup.c */
 struct xferk_conn *conn_local_sibling(struct xferk_conn *c);
+void conn_reap_idle(struct xferk_conn *c);
 
 #endif /* XFERK_CONN_INTERNAL_H */

@@ -185,7 +185,9 @@ static bool conn_usable(struct xferk_conn *c)
  *
  * Prefers an end this host initiated.
  *
- * Return: the connection with a reference, or NULL.
+ * Return: the connection with a reference and a use (xferk_conn_use()),
+ * taken under xferk_conns_lock so that conn_reap_idle() does not take it
+ * down, or NULL.
  */
 struct xferk_conn *xferk_conn_find_peer(struct net *net,
 					const struct sockaddr_storage *peer)
@@ -200,9 +202,28 @@ struct xferk_conn *xferk_conn_find_peer(struct net *net,
 		if (!found || (c->active && !found->active))
 			found = c;
 	}
-	if (found)
+	if (found) {
 		xferk_conn_get(found);
+		xferk_conn_use(found);
+	}
 	return found;
+}
+
+/**
+ * conn_reap_idle() - take an unused end we initiated down
+ * @c: the end, idle for session_idle_ms when its keepalive looked
+ *
+ * Under the lock that CONNECT and IMPORT find an end with: one that took
+ * a use before keeps @c up, one after does not find it (it is DOWN).
+ */
+void conn_reap_idle(struct xferk_conn *c)
+{
+	mutex_lock(&xferk_conns_lock);
+	if (!atomic_read(&c->users)) {
+		atomic64_inc(&xferk_stats.sessions_idle);
+		xferk_conn_down(c, -ETIMEDOUT);
+	}
+	mutex_unlock(&xferk_conns_lock);
 }
 
 /**
@@ -340,7 +361,7 @@ bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
  * another of its addresses than the peer sees. The caller still checks
  * the token's authentication with the end's key.
  *
- * Return: the end with a reference, or NULL.
+ * Return: the end with a reference and a use (xferk_conn_use()), or NULL.
  */
 struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
 					    u64 conn_id, struct net *net)
@@ -351,6 +372,7 @@ struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
 		if (via->local_id != conn_id)
 			return NULL;
 		xferk_conn_get(via);
+		xferk_conn_use(via);
 		return via;
 	}
 	mutex_lock(&xferk_conns_lock);
@@ -358,8 +380,10 @@ struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
 	if (c && (c->transport != &xferk_rdma_transport || c->net != net ||
 		  !test_bit(XFERK_CONN_F_KEYED, &c->flags) || !conn_alive(c)))
 		c = NULL;
-	if (c)
+	if (c) {
 		xferk_conn_get(c);
+		xferk_conn_use(c);
+	}
 	mutex_unlock(&xferk_conns_lock);
 	return c;
 }

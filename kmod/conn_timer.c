@@ -72,10 +72,25 @@ unsigned long keepalive_delay(void)
  * retry window of a probe it can post, even when no local user posts on
  * it: CONNECT then makes a new one instead of returning it.
  */
+/*
+ * An end we initiated that no local object has used for session_idle_ms,
+ * with nothing posted or waiting to be: with c->lock.
+ */
+static bool conn_idle_locked(struct xferk_conn *c)
+{
+	u64 idle_ns = (u64)READ_ONCE(xferk_session_idle_ms) * NSEC_PER_MSEC;
+
+	lockdep_assert_held(&c->lock);
+	return c->active && idle_ns && !atomic_read(&c->users) &&
+	       !c->outstanding && list_empty(&c->pending) &&
+	       ktime_get_ns() - atomic64_read(&c->idle_since) >= idle_ns;
+}
+
 void conn_keepalive(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, keepalive_work);
+	bool idle;
 	int ret = 0;
 
 	mutex_lock(&c->lock);
@@ -83,6 +98,7 @@ void conn_keepalive(struct work_struct *work)
 		mutex_unlock(&c->lock);
 		return;
 	}
+	idle = conn_idle_locked(c);
 	if (READ_ONCE(xferk_keepalive_ms) &&
 	    !test_and_set_bit(XFERK_CONN_F_PROBING, &c->flags)) {
 		ret = c->transport->probe(c);
@@ -96,6 +112,8 @@ void conn_keepalive(struct work_struct *work)
 	mutex_unlock(&c->lock);
 	if (ret)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_KEEPALIVE);
+	else if (idle)
+		conn_reap_idle(c);
 }
 
 /**

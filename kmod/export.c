@@ -62,6 +62,7 @@ static void export_release(struct kref *ref)
 	struct xferk_export *e = container_of(ref, struct xferk_export, ref);
 
 	xferk_export_revoke(e);
+	xferk_conn_unuse(e->conn);
 	xferk_conn_put(e->conn);
 	xferk_region_put(e->region);
 	atomic_long_sub(e->npages, &e->acct->export_pages);
@@ -346,6 +347,7 @@ static int export_create(struct xferk_file *xf, struct export_args *x)
 	e->acct = xf->qacct;
 	xferk_region_get(r);
 	xferk_conn_get(c);
+	xferk_conn_use(c);
 	e->region = r;
 	e->conn = c;
 	e->access = x->access;
@@ -511,6 +513,7 @@ static void remote_release(struct kref *ref)
 		mutex_unlock(&rm->conn->lock);
 	}
 	xferk_remote_free_rails(rm);
+	xferk_conn_unuse(rm->conn);
 	xferk_conn_put(rm->conn);
 	kfree(rm);
 }
@@ -522,7 +525,7 @@ void xferk_remote_put(struct xferk_remote *rm)
 
 /*
  * The end a token names, if the token is authentic for it; with a
- * reference. NULL for a forged, altered or foreign token.
+ * reference and a use. NULL for a forged, altered or foreign token.
  */
 static struct xferk_conn *token_conn(struct xferk_conn *via,
 				     const struct xferk_token *tok)
@@ -532,6 +535,7 @@ static struct xferk_conn *token_conn(struct xferk_conn *via,
 	c = xferk_conn_find_importer(via, le64_to_cpu(tok->conn_id),
 				     current->nsproxy->net_ns);
 	if (c && le64_to_cpu(tok->mac) != token_mac(tok, &c->token_key)) {
+		xferk_conn_unuse(c);
 		xferk_conn_put(c);
 		c = NULL;
 	}
@@ -590,18 +594,15 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 					 XFERK_H_REMOTE);
 		if (IS_ERR(ho)) {
 			ret = PTR_ERR(ho);
-			xferk_conn_put(rm->conn);
-			goto err;
+			goto err_conn;
 		}
 		primary = container_of(ho, struct xferk_remote, hobj);
 	}
 	/* Listed before it can be used: a revoke finds it. */
 	if (rm->id) {
 		ret = xferk_remote_listen(rm);
-		if (ret) {
-			xferk_conn_put(rm->conn);
-			goto err;
-		}
+		if (ret)
+			goto err_conn;
 	}
 	if (primary) {
 		ret = xferk_remote_add_rail(primary, rm);
@@ -621,6 +622,9 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	}
 	return 0;
 
+err_conn:
+	xferk_conn_unuse(rm->conn);
+	xferk_conn_put(rm->conn);
 err:
 	mutex_unlock(&xf->lock);
 	kfree(rm);

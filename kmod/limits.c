@@ -180,6 +180,23 @@ module_param_cb(keepalive_ms, &keepalive_ms_ops, &xferk_keepalive_ms, 0644);
 MODULE_PARM_DESC(keepalive_ms,
 		 "Every RDMA connection probes its peer this often, so that an end whose peer is gone goes down by itself; 0 disables (default 2000)");
 
+/* 0 (never), or 100 ms to one day. */
+static int session_idle_ms_set(const char *val, const struct kernel_param *kp)
+{
+	return ms_param_set(val, kp, 100, 86400000);
+}
+
+static const struct kernel_param_ops session_idle_ms_ops = {
+	.set = session_idle_ms_set,
+	.get = param_get_uint,
+};
+
+unsigned int xferk_session_idle_ms = 60000;
+module_param_cb(session_idle_ms, &session_idle_ms_ops, &xferk_session_idle_ms,
+		0644);
+MODULE_PARM_DESC(session_idle_ms,
+		 "A session this host initiated goes down once no CONNECT handle, export or import has used it for this long; 0: never (default 60000)");
+
 /* 0 (paths are not replaced), or one second to ten minutes. */
 static int reconnect_ms_set(const char *val, const struct kernel_param *kp)
 {

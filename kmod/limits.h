@@ -23,6 +23,7 @@ extern unsigned int xferk_max_peer_qps;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_handshake_timeout_ms;
 extern unsigned int xferk_keepalive_ms;
+extern unsigned int xferk_session_idle_ms;
 extern unsigned int xferk_reconnect_ms;
 extern unsigned int xferk_escalation_interval_ms;
 int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,

@@ -150,6 +150,7 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	ret = xferk_handle_add_limited(xf, &cr->hobj, XFERK_H_CONN);
 	mutex_unlock(&xf->lock);
 	if (ret) {
+		xferk_conn_unuse(c);
 		xferk_conn_put(c);
 		kfree(cr);
 		return ret;
@@ -179,6 +180,7 @@ static void drop_object(struct xferk_hobj *ho, bool closing)
 		cr = container_of(ho, struct xferk_conn_ref, hobj);
 		if (cr->conn->transport == &xferk_null_transport)
 			xferk_conn_down(cr->conn, -ESHUTDOWN);
+		xferk_conn_unuse(cr->conn);
 		xferk_conn_put(cr->conn);
 		kfree(cr);
 		break;

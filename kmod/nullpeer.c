@@ -130,7 +130,8 @@ const struct xferk_transport xferk_null_transport = {
  * until the module unloads or its handle goes. It is both ends of itself:
  * its tokens name its own id, under its own random key.
  *
- * Return: the connection, up, with a reference for the caller.
+ * Return: the connection, up, with a reference and a use
+ * (xferk_conn_use()) for the caller.
  */
 struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 {

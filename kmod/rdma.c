@@ -140,7 +140,8 @@ static bool conn_settled(struct xferk_conn *c)
  * within @timeout_ms too; if it goes down meanwhile, a new connection is
  * made in the time left.
  *
- * Return: the connection, up, with a reference; or ERR_PTR: -EHOSTUNREACH,
+ * Return: the connection, up, with a reference and a use
+ * (xferk_conn_use()) for the caller; or ERR_PTR: -EHOSTUNREACH,
  * -ECONNREFUSED, -ETIMEDOUT, -EPROTONOSUPPORT, -EPROTO, -ECONNRESET,
  * -ENODEV, -ENOMEM, -EIO, -EMFILE, or -ERESTARTSYS (a signal; the attempt
  * goes on).
@@ -182,6 +183,7 @@ again:
 	lost = ret == -EALREADY ||
 	       (!created && xferk_conn_state_over(READ_ONCE(c->state)));
 	if (lost && time_before(jiffies, until)) {
+		xferk_conn_unuse(c);
 		xferk_conn_put(c);
 		created = false;
 		goto again;
@@ -190,6 +192,7 @@ again:
 		ret = -ETIMEDOUT;
 	if (created && (ret == -ETIMEDOUT || fatal_signal_pending(current)))
 		xferk_conn_down(c, ret);
+	xferk_conn_unuse(c);
 	xferk_conn_put(c);
 	/* An end that was up and went down while we looked: reset. */
 	if (ret == -ECANCELED || ret == -ESHUTDOWN || ret == -ESTALE)

@@ -56,6 +56,7 @@ struct xferk_stats {
 	atomic64_t chunks_rerouted;
 	atomic64_t dma_maps_in_post;
 	atomic64_t sessions_stale;
+	atomic64_t sessions_idle;
 	atomic64_t conns_crossed;
 	atomic64_t escalations_limited;
 	atomic64_t windows_opened;

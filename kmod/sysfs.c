@@ -121,6 +121,7 @@ XFERK_STAT_ATTR(chunks_reposted);
 XFERK_STAT_ATTR(chunks_rerouted);
 XFERK_STAT_ATTR(dma_maps_in_post);
 XFERK_STAT_ATTR(sessions_stale);
+XFERK_STAT_ATTR(sessions_idle);
 XFERK_STAT_ATTR(conns_crossed);
 XFERK_STAT_ATTR(escalations_limited);
 XFERK_STAT_ATTR(windows_opened);
@@ -177,6 +178,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_chunks_rerouted.attr,
 	&dev_attr_dma_maps_in_post.attr,
 	&dev_attr_sessions_stale.attr,
+	&dev_attr_sessions_idle.attr,
 	&dev_attr_conns_crossed.attr,
 	&dev_attr_escalations_limited.attr,
 	&dev_attr_windows_opened.attr,
