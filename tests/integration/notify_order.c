@@ -2,8 +2,9 @@
 /*
  * The order of notifications under path deaths (soft-RoCE, loopback):
  * 4 threads each loop over their own 4 KiB slot: a WRITE with
- * XFERK_SUBMIT_NOTIFY (tag: thread, round, DATA), WAIT until it is
- * physically complete, then NOTIFY a NOTE (tag: thread, round, NOTE).
+ * XFERK_SUBMIT_NOTIFY (tag: thread, round, DATA), QUERY until it is
+ * physically complete (polled, so the thread sees it as soon as the kernel
+ * says so), then NOTIFY a NOTE (tag: thread, round, NOTE).
  * Meanwhile the session's path dies every 100-300 ms (fault qp_error) and
  * the session replaces it. The target's events, per thread, are exactly
  * DATA 0, NOTE 0, DATA 1, NOTE 1, ...: each once, none lost, every DATA
@@ -16,6 +17,7 @@
  * sent at once could be numbered, and arrive, first.
  */
 #include <pthread.h>
+#include <sched.h>
 
 #include "test.h"
 
@@ -61,8 +63,13 @@ static void *writer_thread(void *arg)
 			snprintf(w->what, sizeof(w->what), "submit");
 			break;
 		}
-		ret = xferk_wait(l.x, op, XFERK_DEADLINE_NONE,
-				 XFERK_WAIT_PHYSICAL, &s);
+		/*
+		 * Polled rather than waited for: a WAIT sleeps until the op's
+		 * wakeup, a QUERY sees the op the moment it is physical.
+		 */
+		while (!(ret = xferk_query(l.x, op, &s)) &&
+		       !s.physical_complete)
+			sched_yield();
 		xferk_release(l.x, op);
 		if (!ret && s.state != XFERK_STATE_SUCCEEDED) {
 			snprintf(w->what, sizeof(w->what), "op %s",
