@@ -38,17 +38,18 @@ void conn_timer(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, timer_work);
-	int state;
+	int state, error;
 
 	mutex_lock(&c->lock);
 	state = c->state;
+	error = c->error;
 	mutex_unlock(&c->lock);
 	if (xferk_conn_state_over(state) ||
 	    (state == XFERK_CONN_UP &&
 	     (c->active || test_bit(XFERK_CONN_F_CLAIMED, &c->flags))))
 		return;
 	if (state == XFERK_CONN_RECONNECTING) {
-		xferk_conn_down(c, c->error);
+		xferk_conn_down(c, error);
 		return;
 	}
 	if (!c->active)

@@ -233,7 +233,7 @@ MODULE_PARM_DESC(escalation_interval_ms,
 
 /**
  * xferk_escalation_allowed() - may a cancel kill a path now?
- * @last: when the limited party last did (ns): a file's account
+ * @last_ns: when the limited party last did (ns): a file's account
  *	(struct xferk_qacct.last_escalation), or a session
  *	(struct xferk_conn.last_escalation)
  *

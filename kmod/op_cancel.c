@@ -58,7 +58,7 @@ static bool ops_physical(struct xferk_op **ops, u32 nr)
  * @drain_deadline: absolute bound of the drain
  *
  * Any context (the deadline hrtimer calls it). The same steps as
- * xferk_op_cancel_drain(), driven by op->drain_timer instead of a sleeping
+ * xferk_ops_cancel_drain(), driven by op->drain_timer instead of a sleeping
  * thread, so a drain costs a timer however long its budget. A request
  * while one runs is folded into it, with the earlier of the two deadlines:
  * a step waiting for a later time is then due at once.
