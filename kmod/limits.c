@@ -191,11 +191,11 @@ static const struct kernel_param_ops session_idle_ms_ops = {
 	.get = param_get_uint,
 };
 
-unsigned int xferk_session_idle_ms = 60000;
+unsigned int xferk_session_idle_ms;
 module_param_cb(session_idle_ms, &session_idle_ms_ops, &xferk_session_idle_ms,
 		0644);
 MODULE_PARM_DESC(session_idle_ms,
-		 "A session this host initiated goes down once no CONNECT handle, export or import has used it for this long; 0: never (default 60000)");
+		 "A session this host initiated goes down once no CONNECT handle, export or import has used it for this long; 0: never (default 0)");
 
 /* 0 (paths are not replaced), or one second to ten minutes. */
 static int reconnect_ms_set(const char *val, const struct kernel_param *kp)
