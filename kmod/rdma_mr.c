@@ -77,6 +77,24 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 }
 
 /*
+ * Soft-RoCE keeps an MR's pages in maps of 256 entries, and its
+ * rxe_mr_copy() (6.1) steps to the map after the last one when an access
+ * ends at the last page of a full map: it reads the pointer 8 bytes past
+ * the MR's array of maps (KASAN: slab-out-of-bounds). A spare page-list
+ * entry makes that map exist (rxe allocates the length asked for, not
+ * bounded by the 512 it advertises).
+ */
+#define XFERK_RXE_PAGES_PER_MAP	256
+
+static u32 frwr_page_list_len(struct ib_device *dev, unsigned long npages)
+{
+	if (dev->ops.driver_id == RDMA_DRIVER_RXE &&
+	    !(npages % XFERK_RXE_PAGES_PER_MAP))
+		return npages + 1;
+	return npages;
+}
+
+/*
  * Fast registration of @npages of the region's own pinned pages, from
  * @offset in the first: nothing is pinned or charged a second time, nobody
  * walks the page tables again.
@@ -99,7 +117,8 @@ static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
 		ret = -EIO;
 		goto err_free;
 	}
-	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, npages);
+	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG,
+			 frwr_page_list_len(dev, npages));
 	if (IS_ERR(mr)) {
 		ret = PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
 		goto err_unmap;
