@@ -146,13 +146,45 @@ err_free:
 }
 
 /*
+ * A range registered as user memory maps what the calling process (the
+ * region's: EXPORT refuses others with EPERM) maps there at registration,
+ * which need not be what its region pinned: 0 if it is (read after the
+ * registration, so a remap before it is seen), EFAULT if the process
+ * remapped part of the range since MR_REG.
+ */
+static int export_maps_region(const struct xferk_region *r, u64 addr,
+			      unsigned long npages)
+{
+	unsigned long first = (addr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
+	unsigned long done = 0, i;
+	struct page *pages[64];
+	int n, ret = 0;
+
+	while (!ret && done < npages) {
+		n = get_user_pages_fast((addr & PAGE_MASK) + done * PAGE_SIZE,
+					min_t(unsigned long, npages - done,
+					      ARRAY_SIZE(pages)), 0, pages);
+		if (n <= 0)
+			return -EFAULT;
+		for (i = 0; i < n; i++) {
+			if (pages[i] != r->pages[first + done + i])
+				ret = -EFAULT;
+			put_page(pages[i]);
+		}
+		done += n;
+	}
+	return ret;
+}
+
+/*
  * An export registers the exported range in this connection's PD, so only
  * this peer's QP can use the key (the hardware enforces it), at a random
  * remote address, so a key reused later never matches an old token. The
  * region's own pages are registered by fast registration where the device
  * maps that many pages in one MR; a longer range (soft-RoCE maps 512 pages)
  * is registered as user memory, which pins and charges its pages to
- * RLIMIT_MEMLOCK a second time. A window (its pages scattered) is always
+ * RLIMIT_MEMLOCK a second time, and only while the range still maps the
+ * region's pages (export_maps_region()). A window (its pages scattered) is always
  * fast-registered: EOPNOTSUPP without fast registration, E2BIG beyond the
  * device's page-list length.
  */
@@ -192,6 +224,11 @@ int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
 		if (IS_ERR(mr))
 			return PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
 			       PTR_ERR(mr) : -EIO;
+		ret = export_maps_region(r, e->addr, npages);
+		if (ret) {
+			ib_dereg_mr(mr);
+			return ret;
+		}
 		e->mr = mr;
 	}
 	e->iova = e->mr->iova;

@@ -8,10 +8,17 @@
  * Done unprivileged with RLIMIT_MEMLOCK at exactly the region, again and
  * again.
  *
- * Regression: an export registered the range as user memory anew (a second
- * walk of the page tables) while the region lent it its RLIMIT_MEMLOCK
- * charge: after a remap, every export pinned fresh pages charged to nobody,
- * so a process could pin without bound beyond its rlimit.
+ * Then a range longer than the device's fast-registration page list
+ * (soft-RoCE: 512 pages), which is registered as user memory: exported as
+ * it is, it works; exported after a remap, it fails with EFAULT (or, on a
+ * device that fast-registers that much, reaches the region's pages).
+ *
+ * Regressions: an export registered the range as user memory anew (a
+ * second walk of the page tables) while the region lent it its
+ * RLIMIT_MEMLOCK charge: after a remap, every export pinned fresh pages
+ * charged to nobody, so a process could pin without bound beyond its
+ * rlimit. A long range registered as user memory mapped whatever the
+ * process mapped there now, not the region's pages (issue 27, defect 8).
  */
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -20,6 +27,7 @@
 
 #define LEN	(64 << 10)
 #define ROUNDS	8
+#define LONG	(4UL << 20)
 
 static long long vm_pin_kb(void)
 {
@@ -87,6 +95,58 @@ static int child(void)
 	return t_result();
 }
 
+/* The long range, exported as registered, then after a remap. */
+static void long_range(void)
+{
+	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	uint8_t *src = t_map(LONG), *back = t_map(LONG), *dst = t_map(LONG);
+	uint64_t conn, src_mr, back_mr, dst_mr, exp, remote;
+	struct xferk_op_snapshot s;
+	struct xferk_token tok;
+	struct xferk_frag f;
+	struct xferk *x;
+	int ret;
+
+	if (xferk_open(&x) ||
+	    xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn) ||
+	    xferk_mr_reg(x, src, LONG, XFERK_ACCESS_LOCAL_SRC, &src_mr) ||
+	    xferk_mr_reg(x, back, LONG, XFERK_ACCESS_LOCAL_DST, &back_mr) ||
+	    xferk_mr_reg(x, dst, LONG, rw, &dst_mr)) {
+		T_EXPECT(0, "long range: setup");
+		return;
+	}
+	ret = xferk_export(x, conn, dst_mr, 0, LONG, rw, &tok, &exp);
+	T_EXPECT(ret == 0, "long range as registered: %s", strerror(-ret));
+	if (!ret)
+		xferk_unexport(x, exp);
+
+	if (mmap(dst, LONG, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != dst) {
+		T_EXPECT(0, "remap: %s", strerror(errno));
+		return;
+	}
+	memset(dst, 0xee, LONG);
+	ret = xferk_export(x, conn, dst_mr, 0, LONG, rw, &tok, &exp);
+	if (ret) {
+		T_EXPECT_ERR(ret, EFAULT);
+		xferk_close(x);
+		return;
+	}
+	T_EXPECT(xferk_import(x, conn, &tok, &remote) == 0, "import");
+	t_fill(src, LONG, 99);
+	f = (struct xferk_frag) { .mr = src_mr, .len = LONG, .remote = remote,
+				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED, "long: write");
+	f = (struct xferk_frag) { .mr = back_mr, .len = LONG, .remote = remote,
+				  .opcode = XFERK_OP_READ };
+	T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED &&
+		 t_check(back, LONG, 99) < 0,
+		 "long: the export does not reach the region's pages");
+	T_EXPECT(dst[0] == 0xee && dst[LONG - 1] == 0xee,
+		 "long: the write landed in the fresh mapping");
+	xferk_close(x);
+}
+
 int main(void)
 {
 	struct rlimit rl = { 3 * LEN, 3 * LEN };
@@ -103,5 +163,9 @@ int main(void)
 	waitpid(pid, &status, 0);
 	T_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == T_PASS,
 		 "child: status %#x", status);
+	rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return T_FAIL;
+	long_range();
 	return t_result();
 }
