@@ -173,6 +173,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	for (i = 0; i < XFERK_MAX_QPS; i++) {
 		c->lanes[i].conn = c;
 		c->lanes[i].index = i;
+		INIT_LIST_HEAD(&c->lanes[i].sends);
 		init_completion(&c->lanes[i].cm_ready);
 		/* The first's creator completes it; the others', once made. */
 		if (i)

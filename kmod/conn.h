@@ -314,6 +314,7 @@ struct xferk_conn_ref {
 extern struct mutex xferk_conns_lock;
 extern struct list_head xferk_conns;
 extern struct workqueue_struct *xferk_conn_wq;
+extern unsigned int xferk_lost_completion_ms;
 
 /* conn.c: a session's life, its state machine, recovery and teardown */
 int xferk_conn_module_init(void);
@@ -335,6 +336,7 @@ bool xferk_conn_path_attach(struct xferk_conn *c);
 
 /* conn_timer.c: its deadline and keepalive */
 void xferk_conn_probe_done(struct xferk_conn *c, int error);
+void xferk_conn_completion_lost(struct xferk_conn *c);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 
 /* conn_post.c: posting chunks, their completions */

@@ -61,5 +61,6 @@ void conn_keepalive(struct work_struct *work);
 /* conn_lookup.c */
 struct xferk_conn *conn_local_sibling(struct xferk_conn *c);
 void conn_reap_idle(struct xferk_conn *c);
+bool conn_post_overdue_locked(struct xferk_conn *c);
 
 #endif /* XFERK_CONN_INTERNAL_H */

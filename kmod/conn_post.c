@@ -31,6 +31,9 @@
 
 /* Fault injection (debugfs xferk/fault/), each "the next N": see fault-injection.md. */
 atomic_t xferk_fault_swallow = ATOMIC_INIT(0);
+
+/* A module parameter (limits.c); 0 turns the detection of lost completions off. */
+unsigned int xferk_lost_completion_ms = 30000;
 atomic_t xferk_fault_delay = ATOMIC_INIT(0);
 u32 xferk_fault_delay_ms = 100;
 atomic_t xferk_fault_fail_post = ATOMIC_INIT(0);
@@ -105,6 +108,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->nr_qps);
 	u32 n, i, posted;
 	int error = 0;
+	ktime_t now;
 
 	lockdep_assert_held(&c->lock);
 	while (xferk_conn_postable(c) && c->credits && !list_empty(&c->pending)) {
@@ -121,9 +125,11 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 				batch[n++] = ch;
 		}
 		posted = n ? c->transport->post(c, batch, n, &error) : 0;
+		now = ktime_get();
 		for (i = 0; i < posted; i++) {
 			ch = batch[i];
 			ch->posted = true;
+			ch->posted_at = now;
 			xferk_chunk_posted(ch);
 			list_add_tail(&ch->node, &c->posted);
 		}
@@ -348,6 +354,9 @@ static bool conn_chunk_off_path_locked(struct xferk_conn *c,
 void xferk_conn_chunks_succeeded(struct xferk_conn *c,
 				 struct xferk_chunk **chs, u32 n)
 {
+	bool check = READ_ONCE(xferk_lost_completion_ms) &&
+		     c->transport->overtaken;
+	bool lost = false;
 	LIST_HEAD(failed);
 	u32 i, kept;
 
@@ -355,15 +364,55 @@ void xferk_conn_chunks_succeeded(struct xferk_conn *c,
 		if (!completion_swallowed())
 			chs[kept++] = chs[i];
 	mutex_lock(&c->lock);
-	for (i = 0, n = kept, kept = 0; i < n; i++)
+	for (i = 0, n = kept, kept = 0; i < n; i++) {
+		if (check && chs[i]->posted &&
+		    c->transport->overtaken(c, chs[i]))
+			lost = true;
 		if (conn_chunk_off_path_locked(c, chs[i]))
 			chs[kept++] = chs[i];
+	}
 	conn_kick_locked(c, &failed);
 	if (c->nr_acks_due)
 		xferk_msgs_kick_locked(c);
 	mutex_unlock(&c->lock);
+	if (lost)
+		xferk_conn_completion_lost(c);
 	xferk_chunks_succeeded(chs, kept);
 	complete_failed(&failed);
+}
+
+/**
+ * xferk_conn_completion_lost() - a work request's completion was lost
+ * @c: the session whose path posted it
+ *
+ * A work request still outstanding after a later one of its RC send queue
+ * completed (completions come in order there), or outstanding for
+ * lost_completion_ms, will never complete: a device fault, not a tenant's
+ * doing, so the path is replaced at once, outside the escalation limit.
+ * Its teardown reclaims the work request once the QP is destroyed, and
+ * its chunk is posted again or completes.
+ */
+void xferk_conn_completion_lost(struct xferk_conn *c)
+{
+	if (!test_bit(XFERK_CONN_F_QP_DEAD, &c->flags))
+		pr_warn_ratelimited("xferk: conn %u: a work request lost its completion; replacing the path\n",
+				    c->id);
+	xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_LOST);
+}
+
+/*
+ * The oldest chunk still posted was posted lost_completion_ms ago or
+ * earlier: with c->lock.
+ */
+bool conn_post_overdue_locked(struct xferk_conn *c)
+{
+	u64 bound = READ_ONCE(xferk_lost_completion_ms);
+	struct xferk_chunk *ch;
+
+	lockdep_assert_held(&c->lock);
+	ch = list_first_entry_or_null(&c->posted, struct xferk_chunk, node);
+	return bound && ch &&
+	       ktime_ms_delta(ktime_get(), ch->posted_at) >= (s64)bound;
 }
 
 /**

@@ -6,7 +6,8 @@
  * path; when it passes, the session goes down. And the keepalive
  * (keepalive_work): while the session is up, its transport probes the
  * peer every keepalive_ms, and a failed probe kills the path like a
- * failed work request.
+ * failed work request; and every keepalive_ms (or second), a work request
+ * outstanding for lost_completion_ms replaces the path.
  *
  * Locking: both are armed under c->lock, never once the session is CLOSED
  * (its teardown cancels them); the keepalive re-arms itself only under
@@ -91,7 +92,7 @@ void conn_keepalive(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, keepalive_work);
-	bool idle;
+	bool idle, lost;
 	int ret = 0;
 
 	mutex_lock(&c->lock);
@@ -100,6 +101,7 @@ void conn_keepalive(struct work_struct *work)
 		return;
 	}
 	idle = conn_idle_locked(c);
+	lost = conn_post_overdue_locked(c);
 	if (READ_ONCE(xferk_keepalive_ms) &&
 	    !test_and_set_bit(XFERK_CONN_F_PROBING, &c->flags)) {
 		ret = c->transport->probe(c);
@@ -111,7 +113,9 @@ void conn_keepalive(struct work_struct *work)
 	}
 	queue_delayed_work(xferk_conn_wq, &c->keepalive_work, keepalive_delay());
 	mutex_unlock(&c->lock);
-	if (ret)
+	if (lost)
+		xferk_conn_completion_lost(c);
+	else if (ret)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_KEEPALIVE);
 	else if (idle)
 		conn_reap_idle(c);

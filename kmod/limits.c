@@ -16,6 +16,7 @@
  */
 #include <linux/moduleparam.h>
 
+#include "conn.h"
 #include "front.h"
 #include "handle.h"
 #include "limits.h"
@@ -196,6 +197,23 @@ module_param_cb(session_idle_ms, &session_idle_ms_ops, &xferk_session_idle_ms,
 		0644);
 MODULE_PARM_DESC(session_idle_ms,
 		 "A session this host initiated goes down once no CONNECT handle, export or import has used it for this long; 0: never (default 0)");
+
+/* 0 (off), or one second to ten minutes. */
+static int lost_completion_ms_set(const char *val,
+				  const struct kernel_param *kp)
+{
+	return ms_param_set(val, kp, 1000, 600000);
+}
+
+static const struct kernel_param_ops lost_completion_ms_ops = {
+	.set = lost_completion_ms_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(lost_completion_ms, &lost_completion_ms_ops,
+		&xferk_lost_completion_ms, 0644);
+MODULE_PARM_DESC(lost_completion_ms,
+		 "A work request outstanding this long, or after a later one of its QP completed, lost its completion: the path is replaced; 0: off (default 30000)");
 
 /* 0 (paths are not replaced), or one second to ten minutes. */
 static int reconnect_ms_set(const char *val, const struct kernel_param *kp)

@@ -64,6 +64,7 @@ struct xferk_send;
  * @reroutes: times it moved to another rail (bounded)
  * @sqp: the QP window the admission queue charged it to (dispatched)
  * @dispatched_at: when
+ * @posted_at: when it was last handed to the device (conn->lock)
  * @due: null peer: when to complete
  * @send: RDMA: the connection's send slot while posted (conn->lock)
  *
@@ -89,6 +90,7 @@ struct xferk_chunk {
 	int error;
 	struct xferk_sched_qp *sqp;
 	ktime_t dispatched_at;
+	ktime_t posted_at;
 	union {
 		ktime_t due;
 		struct xferk_send *send;

@@ -33,6 +33,8 @@
  * @cqe: its completion
  * @ch: the chunk it carries while posted
  * @lane: the QP it is posted on (while posted)
+ * @lane_node: in @lane's sends once its work request was posted
+ * @seq: its post's sequence number on @lane (struct xferk_lane.posts)
  * @nr_sge: entries of @sge: one per page, or per run of pages whose DMA
  *	addresses follow each other
  * @per_post: @sge was mapped for this post (direction @dir): the
@@ -46,6 +48,8 @@ struct xferk_send {
 	struct ib_cqe cqe;
 	struct xferk_chunk *ch;
 	struct xferk_lane *lane;
+	struct list_head lane_node;
+	u64 seq;
 	int nr_sge;
 	bool per_post;
 	enum dma_data_direction dir;
@@ -306,10 +310,21 @@ static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
 
 	lockdep_assert_held(&c->lock);
 	send_unmap(c->pd->device, s);
+	list_del_init(&s->lane_node);
 	s->lane->posted--;
 	s->ch = NULL;
 	ch->send = NULL;
 	list_add(&s->node, &c->free_sends);
+}
+
+/* Posted chunk @ch completed before a work request posted ahead of it. */
+static bool conn_rdma_overtaken(struct xferk_conn *c, struct xferk_chunk *ch)
+{
+	struct xferk_send *s = ch->send;
+
+	lockdep_assert_held(&c->lock);
+	return list_first_entry(&s->lane->sends, struct xferk_send,
+				lane_node) != s;
 }
 
 /*
@@ -332,6 +347,18 @@ static struct xferk_lane *lane_pick(struct xferk_conn *c)
 		return NULL;
 	c->next_lane = best->index + 1;
 	return best;
+}
+
+/* The first @n of @chs are on @l's send queue now, in this order. */
+static u32 lane_posted(struct xferk_lane *l, struct xferk_chunk **chs, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		chs[i]->send->seq = l->posts++;
+		list_add_tail(&chs[i]->send->lane_node, &l->sends);
+	}
+	return n;
 }
 
 /*
@@ -385,16 +412,13 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
 	} else {
 		ret = ib_post_send(l->qp, first, &bad);
 	}
-	if (!ret) {
-		l->posts += ready;
-		return ready;
-	}
+	if (!ret)
+		return lane_posted(l, chs, ready);
 	/* The driver posted the work requests before @bad, none after. */
 	for (i = 0; i < ready && &chs[i]->send->wr.wr != bad; i++)
 		;
 	WARN_ON_ONCE(i == ready);
-	n = i;
-	l->posts += n;
+	n = lane_posted(l, chs, i);
 	for (; i < ready; i++)
 		conn_rdma_unpost(c, chs[i]);
 	if (ret == -ENOMEM) {
@@ -485,10 +509,26 @@ static void conn_rdma_destroy(struct xferk_conn *c)
 		atomic_dec(&xferk_passive_conns);
 }
 
+/*
+ * A probe that succeeded vouches for every work request posted before it
+ * on its send queue: a chunk's still outstanding lost its completion.
+ */
 static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_conn *c = cq->cq_context;
+	struct xferk_lane *l = &c->lanes[0];
+	struct xferk_send *first;
+	bool lost = false;
 
+	if (wc->status == IB_WC_SUCCESS && READ_ONCE(xferk_lost_completion_ms)) {
+		mutex_lock(&c->lock);
+		first = list_first_entry_or_null(&l->sends, struct xferk_send,
+						 lane_node);
+		lost = first && first->seq < l->probe_seq;
+		mutex_unlock(&c->lock);
+	}
+	if (lost)
+		xferk_conn_completion_lost(c);
 	xferk_conn_probe_done(c, wc->status == IB_WC_WR_FLUSH_ERR ? 0 :
 				 wc_errno(wc->status));
 }
@@ -516,6 +556,7 @@ static int conn_rdma_probe(struct xferk_conn *c)
 	    state != IB_PORT_ACTIVE)
 		return -EAGAIN;
 	c->keepalive_cqe.done = conn_probe_done;
+	c->lanes[0].probe_seq = c->lanes[0].posts;
 	return ib_post_send(qp, &wr.wr, NULL);
 }
 
@@ -618,8 +659,10 @@ int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 		if (c->pd->device != dev)
 			return -ENODEV;
 	} else {
-		for (i = 0; i < c->nr_qps * XFERK_QP_CTXS; i++)
+		for (i = 0; i < c->nr_qps * XFERK_QP_CTXS; i++) {
+			INIT_LIST_HEAD(&c->sends[i].lane_node);
 			list_add_tail(&c->sends[i].node, &c->free_sends);
+		}
 		c->pd = ib_alloc_pd(dev, 0);
 		if (IS_ERR(c->pd)) {
 			ret = PTR_ERR(c->pd);
@@ -675,6 +718,7 @@ const struct xferk_transport xferk_rdma_transport = {
 	.name = "rdma",
 	.post = conn_rdma_post,
 	.unpost = conn_rdma_unpost,
+	.overtaken = conn_rdma_overtaken,
 	.export = conn_rdma_export,
 	.unexport = conn_rdma_unexport,
 	.disconnect = conn_rdma_disconnect,

@@ -15,6 +15,7 @@ enum xferk_path_cause {
 	XFERK_PATH_PEER,	/* the peer disconnected */
 	XFERK_PATH_KEEPALIVE,	/* a keepalive probe failed */
 	XFERK_PATH_CANCEL,	/* a cancel's escalation flushed the QP */
+	XFERK_PATH_LOST,	/* a work request's completion was lost */
 	XFERK_PATH_CAUSES
 };
 

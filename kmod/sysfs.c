@@ -115,6 +115,7 @@ XFERK_PATH_DEATHS_ATTR(qp, XFERK_PATH_QP);
 XFERK_PATH_DEATHS_ATTR(peer, XFERK_PATH_PEER);
 XFERK_PATH_DEATHS_ATTR(keepalive, XFERK_PATH_KEEPALIVE);
 XFERK_PATH_DEATHS_ATTR(cancel, XFERK_PATH_CANCEL);
+XFERK_PATH_DEATHS_ATTR(lost, XFERK_PATH_LOST);
 XFERK_STAT_ATTR(reconnect_attempts);
 XFERK_STAT_ATTR(reconnects);
 XFERK_STAT_ATTR(chunks_reposted);
@@ -172,6 +173,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_path_deaths_peer.attr,
 	&dev_attr_path_deaths_keepalive.attr,
 	&dev_attr_path_deaths_cancel.attr,
+	&dev_attr_path_deaths_lost.attr,
 	&dev_attr_reconnect_attempts.attr,
 	&dev_attr_reconnects.attr,
 	&dev_attr_chunks_reposted.attr,

@@ -60,7 +60,12 @@ struct xferk_region;
  * @live: established on the current path (conn->lock); the path is up
  *	once all of its QPs are
  * @posted: chunks posted on it and not yet terminal (conn->lock)
- * @posts: chunks posted on it over the session's life (conn->lock)
+ * @posts: chunks posted on it over the session's life (conn->lock); a
+ *	post's sequence number on the QP
+ * @sends: the send slots of those chunks, in posting order (RDMA;
+ *	conn->lock): its RC send queue completes them in that order
+ * @probe_seq: a keepalive probe in flight follows the chunks numbered
+ *	below it (conn->lock)
  *
  * A path's QPs live and die together: any of them failing is the path
  * dying (one recovery, one next path with every QP again).
@@ -75,6 +80,8 @@ struct xferk_lane {
 	bool live;
 	u32 posted;
 	u64 posts;
+	struct list_head sends;
+	u64 probe_seq;
 };
 
 /**
@@ -89,6 +96,10 @@ struct xferk_lane {
  *	the rest waits for a completion
  * @unpost: undo what @post set up (DMA mapping, send slot) once the
  *	chunk's work request is terminal; called with conn->lock held
+ * @overtaken: whether a work request posted before posted chunk @ch's on
+ *	its QP is still outstanding now that @ch's completed successfully:
+ *	on an RC send queue completions come in order, so its completion
+ *	was lost (conn->lock held; NULL: the transport cannot tell)
  * @export: make e->addr..+len of the calling process remotely accessible
  *	on this connection: set e->rkey and e->iova
  * @unexport: revoke what @export made
@@ -118,6 +129,7 @@ struct xferk_transport {
 	u32 (*post)(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
 		    int *error);
 	void (*unpost)(struct xferk_conn *c, struct xferk_chunk *ch);
+	bool (*overtaken)(struct xferk_conn *c, struct xferk_chunk *ch);
 	int (*export)(struct xferk_conn *c, struct xferk_export *e);
 	void (*unexport)(struct xferk_conn *c, struct xferk_export *e);
 	void (*disconnect)(struct xferk_conn *c);

@@ -82,7 +82,7 @@ int main(void)
 	f = (struct xferk_frag) { .mr = mr_src, .len = LEN, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
 	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_fault_set("swallow_completions", 1) == 0, "fault knob");
+	T_EXPECT(t_swallow(1) == 0, "fault knob");
 	ret = xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
 	T_EXPECT(ret == 0, "submit: %s", strerror(-ret));
 	/* One work request of the op completed on the device, unreported. */

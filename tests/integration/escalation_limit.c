@@ -43,7 +43,7 @@ static uint64_t stuck_op(struct t_loop *l)
 	uint64_t op = 0;
 
 	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_fault_set("swallow_completions", 1) == 0, "fault");
+	T_EXPECT(t_swallow(1) == 0, "fault");
 	T_EXPECT(xferk_submit(l->x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0,
 		 "submit");
 	T_EXPECT(t_fault_taken("swallow_completions", t_scaled_ms(10000)) == 0 &&

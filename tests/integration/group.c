@@ -181,7 +181,7 @@ static void abort_quarantined(void)
 	T_EXPECT(t_param_scoped("flush_timeout_ms",
 				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
 	T_EXPECT(xferk_group_create(l.x, 0xdef, &group, NULL) == 0, "create");
-	T_EXPECT(t_fault_set("swallow_completions", 1) == 0, "fault");
+	T_EXPECT(t_swallow(1) == 0, "fault");
 	for (i = 0; i < 2; i++)
 		T_EXPECT(submit(group, (uint64_t)i * 4096, 4096, &ops[i]) == 0,
 			 "submit");

@@ -46,7 +46,7 @@ int main(void)
 	T_EXPECT(t_param_scoped("flush_timeout_ms",
 				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
 	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_fault_set("swallow_completions", 1) == 0, "fault");
+	T_EXPECT(t_swallow(1) == 0, "fault");
 
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
 				  .opcode = XFERK_OP_WRITE };

@@ -551,6 +551,20 @@ static inline int t_fault_set(const char *name, long long val)
 	return t_write_file(path, v);
 }
 
+/*
+ * Swallows the next @n completions (the op can then end only by its QP's
+ * flush or teardown). A swallowed completion stands for one that never
+ * comes, so the module's detection of lost completions, which replaces the
+ * path at once, is off for the rest of the test. 0 or -1 with errno.
+ */
+static inline int t_swallow(long long n)
+{
+	if (t_param("lost_completion_ms") != 0 &&
+	    t_param_scoped("lost_completion_ms", 0))
+		return -1;
+	return t_fault_set("swallow_completions", n);
+}
+
 /* Knob @name's value, or -1. */
 static inline long long t_fault_get(const char *name)
 {

@@ -86,7 +86,7 @@ static void deadline_expiry(struct io_uring *ring, struct xferk *x,
 	/* Long enough to look at the quarantined op before the QP goes. */
 	T_EXPECT(t_write_file(FLUSH_TIMEOUT, "5000") == 0, "flush timeout");
 	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_write_file(FAULT "swallow_completions", "1") == 0, "fault");
+	T_EXPECT(t_swallow(1) == 0, "fault");
 	s = submit_one(ring, xferk_fd(x), f, xferk_now_ns() + 200 * MS,
 		       500 * MS, 1);
 	/* Its completion, swallowed: a TIMED_OUT op cannot complete now. */

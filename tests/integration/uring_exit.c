@@ -53,7 +53,7 @@ static void ring_closed(void)
 	}
 	t_ring(&ring, 8, 0, 0);
 	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_write_file(FAULT "swallow_completions", "4") == 0, "fault");
+	T_EXPECT(t_swallow(4) == 0, "fault");
 	for (i = 0; i < 4; i++) {
 		struct io_uring_sqe *sqe = t_sqe(&ring);
 
@@ -154,7 +154,7 @@ static void child(int ready, int stuck)
 	if (stuck) {
 		s[0].flags = 0;		/* queried below */
 		s[0].deadline_ns = xferk_now_ns() + 30000 * MS;
-		if (t_fault_set("swallow_completions", 1))
+		if (t_swallow(1))
 			_exit(1);
 		io_uring_prep_xferk_submit(t_sqe(&ring), xferk_fd(x), &s[0]);
 		ret = io_uring_submit(&ring) == 1 ? 0 : -EIO;
@@ -249,6 +249,9 @@ int main(void)
 	saved_flush = t_param("flush_timeout_ms");
 	saved_exit_drain = t_param("exit_drain_ms");
 	atexit(restore);
+	/* Its children swallow completions (t_swallow()): off for all of it. */
+	T_EXPECT(t_param_scoped("lost_completion_ms", 0) == 0,
+		 "lost_completion_ms");
 	T_EXPECT(t_write_file(PARAM "flush_timeout_ms", "1000") == 0, "flush timeout");
 	ring_closed();
 	killed();

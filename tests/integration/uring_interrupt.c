@@ -205,7 +205,7 @@ static void cancel_then_exit(int fd)
 	t_ring(&ring, 4, 0, 0);
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
 				  .opcode = XFERK_OP_WRITE };
-	if (t_write_file(FAULT "swallow_completions", "1") ||
+	if (t_swallow(1) ||
 	    xferk_submit(l.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op))
 		_exit(T_FAIL);
 	/* Posted, and its completion swallowed: only a forced drain ends it. */
@@ -257,6 +257,9 @@ int main(void)
 	if (access(XFERK_DEVICE_PATH, F_OK))
 		return T_SKIP;
 	atexit(restore);
+	/* Its children swallow completions (t_swallow()): off for all of it. */
+	T_EXPECT(t_param_scoped("lost_completion_ms", 0) == 0,
+		 "lost_completion_ms");
 
 	connect_exit();
 	connect_close();
