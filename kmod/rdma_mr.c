@@ -150,7 +150,11 @@ err_free:
  * region's: EXPORT refuses others with EPERM) maps there at registration,
  * which need not be what its region pinned: 0 if it is (read after the
  * registration, so a remap before it is seen), EFAULT if the process
- * remapped part of the range since MR_REG.
+ * remapped part of the range since MR_REG. Best effort: a thread that
+ * remaps the range during the registration and maps the region's pages
+ * back before this check gets an MR of other pages of its own process,
+ * which the MR pins and charges itself. Read as the region pinned them
+ * (FOLL_FORCE: also a range the process made inaccessible since).
  */
 static int export_maps_region(const struct xferk_region *r, u64 addr,
 			      unsigned long npages)
@@ -161,9 +165,13 @@ static int export_maps_region(const struct xferk_region *r, u64 addr,
 	int n, ret = 0;
 
 	while (!ret && done < npages) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		cond_resched();
 		n = get_user_pages_fast((addr & PAGE_MASK) + done * PAGE_SIZE,
 					min_t(unsigned long, npages - done,
-					      ARRAY_SIZE(pages)), 0, pages);
+					      ARRAY_SIZE(pages)), FOLL_FORCE,
+					pages);
 		if (n <= 0)
 			return -EFAULT;
 		for (i = 0; i < n; i++) {
