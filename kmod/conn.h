@@ -336,7 +336,6 @@ bool xferk_conn_path_attach(struct xferk_conn *c);
 
 /* conn_timer.c: its deadline and keepalive */
 void xferk_conn_probe_done(struct xferk_conn *c, int error);
-void xferk_conn_completion_lost(struct xferk_conn *c);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 
 /* conn_post.c: posting chunks, their completions */
@@ -350,6 +349,7 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 			   int error);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
+void xferk_conn_completion_lost(struct xferk_conn *c);
 
 /* conn_lookup.c: publishing connections, finding them */
 struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);

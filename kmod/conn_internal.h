@@ -29,8 +29,9 @@
  *     connection's lock (that may take another connection's): each
  *     function collects them on a list of its own and hands them on
  *     once it has let c->lock go.
- *   - xferk_conn_qp_dead() and xferk_conn_probe_done() may be called in
- *     any context (they set bits and queue a work item); an entry point
+ *   - xferk_conn_qp_dead(), xferk_conn_completion_lost() and
+ *     xferk_conn_probe_done() may be called in any context (they set bits
+ *     and queue a work item); an entry point
  *     that takes c->lock or xferk_conns_lock may sleep. The recovery
  *     work runs one at a time and needs no lock of its own.
  */
@@ -51,6 +52,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed);
 void complete_failed(struct list_head *failed);
 void fail_all(struct list_head *chunks, int error);
 void reroute_or_complete(struct list_head *chunks);
+bool conn_post_overdue_locked(struct xferk_conn *c);
 
 /* conn_timer.c */
 void conn_arm_timer_locked(struct xferk_conn *c, unsigned int ms);
@@ -61,6 +63,5 @@ void conn_keepalive(struct work_struct *work);
 /* conn_lookup.c */
 struct xferk_conn *conn_local_sibling(struct xferk_conn *c);
 void conn_reap_idle(struct xferk_conn *c);
-bool conn_post_overdue_locked(struct xferk_conn *c);
 
 #endif /* XFERK_CONN_INTERNAL_H */

@@ -31,13 +31,13 @@
 
 /* Fault injection (debugfs xferk/fault/), each "the next N": see fault-injection.md. */
 atomic_t xferk_fault_swallow = ATOMIC_INIT(0);
-
-/* A module parameter (limits.c); 0 turns the detection of lost completions off. */
-unsigned int xferk_lost_completion_ms = 30000;
 atomic_t xferk_fault_delay = ATOMIC_INIT(0);
 u32 xferk_fault_delay_ms = 100;
 atomic_t xferk_fault_fail_post = ATOMIC_INIT(0);
 atomic_t xferk_fault_fail_qp = ATOMIC_INIT(0);
+
+/* A module parameter (limits.c); 0 turns the detection of lost completions off. */
+unsigned int xferk_lost_completion_ms = 30000;
 
 static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
 		       bool move);

@@ -198,11 +198,14 @@ module_param_cb(session_idle_ms, &session_idle_ms_ops, &xferk_session_idle_ms,
 MODULE_PARM_DESC(session_idle_ms,
 		 "A session this host initiated goes down once no CONNECT handle, export or import has used it for this long; 0: never (default 0)");
 
-/* 0 (off), or one second to ten minutes. */
+/*
+ * 0 (off), or 5 s (about a work request's own retry window: 7 tries of
+ * 0.54 s) to ten minutes.
+ */
 static int lost_completion_ms_set(const char *val,
 				  const struct kernel_param *kp)
 {
-	return ms_param_set(val, kp, 1000, 600000);
+	return ms_param_set(val, kp, 5000, 600000);
 }
 
 static const struct kernel_param_ops lost_completion_ms_ops = {

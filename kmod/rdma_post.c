@@ -323,6 +323,8 @@ static bool conn_rdma_overtaken(struct xferk_conn *c, struct xferk_chunk *ch)
 	struct xferk_send *s = ch->send;
 
 	lockdep_assert_held(&c->lock);
+	if (WARN_ON_ONCE(list_empty(&s->lane_node)))
+		return false;
 	return list_first_entry(&s->lane->sends, struct xferk_send,
 				lane_node) != s;
 }
@@ -511,7 +513,9 @@ static void conn_rdma_destroy(struct xferk_conn *c)
 
 /*
  * A probe that succeeded vouches for every work request posted before it
- * on its send queue: a chunk's still outstanding lost its completion.
+ * on its send queue: a chunk's still outstanding lost its completion. From
+ * the CQ work (process context), like every completion handler here: it
+ * takes c->lock.
  */
 static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
 {
