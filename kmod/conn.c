@@ -180,7 +180,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 			complete_all(&c->lanes[i].cm_ready);
 	}
 	c->nr_qps = 1;
-	c->sqp.nr_qps = 1;
+	xferk_sched_qp_init(&c->sqp);
 	init_completion(&c->reg_done);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->free_sends);
@@ -435,6 +435,7 @@ static void conn_path_teardown(struct xferk_conn *c)
 	mutex_lock(&c->lock);
 	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 	xferk_msgs_path_lost(c);
+	conn_park_pending_locked(c);
 	mutex_unlock(&c->lock);
 	/*
 	 * No connection-manager callback after this; flush what was posted

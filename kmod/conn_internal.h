@@ -48,6 +48,7 @@ bool conn_resumable(struct xferk_conn *c);
 
 /* conn_post.c */
 void conn_reroute_pending(struct xferk_conn *c);
+void conn_park_pending_locked(struct xferk_conn *c);
 void conn_kick_locked(struct xferk_conn *c, struct list_head *failed);
 void complete_failed(struct list_head *failed);
 void fail_all(struct list_head *chunks, int error);

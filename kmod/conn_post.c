@@ -9,8 +9,12 @@
  * or the path's teardown reclaims it (xferk_conn_flush_posted()). A chunk
  * whose path failed under it moves to another rail of its remote that is
  * up, or waits for the session's next path (conn.c describes the path's
- * teardown). A cancel drops an op's waiting chunks (xferk_conn_drop_op()).
- * The fault injection of posts and completions is here too.
+ * teardown), parked out of its device's window (xferk_queue_chunk_park())
+ * until it is posted again. A cancel drops an op's waiting chunks
+ * (xferk_conn_drop_op()). The fault injection of posts and completions is
+ * here too.
+ *
+ * Lock order: c->lock, then xferk_queue_lock (parking).
  *
  * Locking: c->lock guards the pending and posted lists, the credits and
  * the send slots, and the transport posts and unposts under it; functions
@@ -25,6 +29,7 @@
 #include "conn_state.h"
 #include "fault.h"
 #include "op.h"
+#include "queue.h"
 #include "rail.h"
 #include "stats.h"
 #include "transport.h"
@@ -59,6 +64,20 @@ void conn_reroute_pending(struct xferk_conn *c)
 			list_move_tail(&ch->node, &moving);
 	mutex_unlock(&c->lock);
 	conn_move_chunks(c, &moving);
+}
+
+/*
+ * The session's path died: the chunks waiting for a send slot now wait for
+ * the next path, out of the device window (xferk_queue_chunk_park()).
+ * With c->lock.
+ */
+void conn_park_pending_locked(struct xferk_conn *c)
+{
+	struct xferk_chunk *ch;
+
+	lockdep_assert_held(&c->lock);
+	list_for_each_entry(ch, &c->pending, node)
+		xferk_queue_chunk_park(ch);
 }
 
 /* May a work request be posted on @c now? With c->lock. */
@@ -128,6 +147,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 		now = ktime_get();
 		for (i = 0; i < posted; i++) {
 			ch = batch[i];
+			xferk_queue_chunk_unpark(ch);
 			ch->posted = true;
 			ch->posted_at = now;
 			xferk_chunk_posted(ch);
@@ -220,6 +240,8 @@ static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
 			list_add_tail(&ch->node, &moving);
 		} else {
 			list_add_tail(&ch->node, &c->pending);
+			if (!xferk_conn_postable(c))
+				xferk_queue_chunk_park(ch);
 		}
 	}
 	conn_kick_locked(c, &failed);
@@ -300,6 +322,7 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 		return false;
 	xferk_chunk_unposted(ch);
 	list_add_tail(&ch->node, &c->pending);
+	xferk_queue_chunk_park(ch);
 	c->reposted++;
 	atomic64_inc(&xferk_stats.chunks_reposted);
 	return true;

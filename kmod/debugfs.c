@@ -173,20 +173,34 @@ static const char *const xferk_qstate_names[] = {
 	[XFERK_Q_DONE] = "done",
 };
 
-/* Every device's queue: windows, classes, and the ops waiting in them. */
+static void queue_item_show(struct seq_file *m, struct xferk_sched_item *it,
+			    ktime_t now)
+{
+	seq_printf(m, "  pid %d %s undispatched %llu/%u inflight %llu/%u age_ms %lld\n",
+		   container_of(it, struct xferk_op, qitem)->owner,
+		   xferk_qstate_names[it->state], it->undispatched_bytes,
+		   it->undispatched_chunks, it->inflight_bytes,
+		   it->inflight_chunks, ktime_ms_delta(now, it->enqueued));
+}
+
+/*
+ * Every device's queue: windows, classes, and the ops waiting in them;
+ * then the ops blocked on a session's full window, per session.
+ */
 static int queue_show(struct seq_file *m, void *unused)
 {
 	ktime_t now = xferk_queue_now();
 	struct xferk_sched_item *it;
 	struct xferk_qdev *q;
+	struct xferk_conn *c;
 	int i;
 
 	seq_printf(m, "bypass %d\n", READ_ONCE(xferk_queue_bypass));
 	spin_lock(&xferk_queue_lock);
 	list_for_each_entry(q, &xferk_qdevs, node) {
-		seq_printf(m, "device %s inflight_bytes %llu inflight_chunks %u\n",
+		seq_printf(m, "device %s inflight_bytes %llu inflight_chunks %u parked_bytes %llu\n",
 			   q->name, q->sched.inflight_bytes,
-			   q->sched.inflight_chunks);
+			   q->sched.inflight_chunks, q->sched.parked_bytes);
 		for (i = 0; i < XFERK_PRIO_COUNT; i++) {
 			struct xferk_sched_class *c = &q->sched.cls[i];
 
@@ -194,16 +208,25 @@ static int queue_show(struct seq_file *m, void *unused)
 				   xferk_prio_names[i], c->ops, c->bytes,
 				   c->deficit);
 			list_for_each_entry(it, &c->items, node)
-				seq_printf(m, "  pid %d %s undispatched %llu/%u inflight %llu/%u age_ms %lld\n",
-					   container_of(it, struct xferk_op, qitem)->owner,
-					   xferk_qstate_names[it->state],
-					   it->undispatched_bytes,
-					   it->undispatched_chunks,
-					   it->inflight_bytes, it->inflight_chunks,
-					   ktime_ms_delta(now, it->enqueued));
+				queue_item_show(m, it, now);
 		}
 	}
 	spin_unlock(&xferk_queue_lock);
+	mutex_lock(&xferk_conns_lock);
+	list_for_each_entry(c, &xferk_conns, node) {
+		spin_lock(&xferk_queue_lock);
+		for (i = 0; i < XFERK_PRIO_INTERNAL; i++) {
+			if (list_empty(&c->sqp.blocked[i]))
+				continue;
+			seq_printf(m, "conn %u outstanding %u blocked class %s\n",
+				   c->id, c->sqp.outstanding,
+				   xferk_prio_names[i]);
+			list_for_each_entry(it, &c->sqp.blocked[i], node)
+				queue_item_show(m, it, now);
+		}
+		spin_unlock(&xferk_queue_lock);
+	}
+	mutex_unlock(&xferk_conns_lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(queue);

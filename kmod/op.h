@@ -58,6 +58,9 @@ struct xferk_send;
  *	last post, unless it was queued again (xferk_chunk_unposted())
  * @dispatched: the admission queue let it go (charged to its windows
  *	until it is terminal)
+ * @parked: dispatched, and waiting for its session's next path: out of
+ *	the device window (xferk_queue_chunk_park()); written under
+ *	xferk_queue_lock by whoever holds the chunk, who may read it without
  * @error: why an unposted chunk failed, for the completion path
  * @rail: the rail of @remote it goes through (0: @remote itself); changed
  *	only by whoever holds it off every list (xferk_chunk_reroute())
@@ -85,6 +88,7 @@ struct xferk_chunk {
 	bool posted;
 	bool sent;
 	bool dispatched;
+	bool parked;
 	u8 rail;
 	u8 reroutes;
 	int error;

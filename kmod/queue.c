@@ -15,6 +15,9 @@
  *            xferk_queue_chunks_succeeded()  a batch, one kick per queue
  *   cancel   xferk_queue_drop()    cancel, deadline, error: undispatched
  *                                  chunks complete unposted (-ECANCELED)
+ *   park     xferk_queue_chunk_park()  a dispatched chunk waits for its
+ *                                  session's next path: it leaves the
+ *                                  device window until posted
  *
  * Only one context dispatches per device at a time (@kicking): a kick
  * that finds another running asks it to go round once more (@rekick), so
@@ -429,11 +432,58 @@ static bool queue_chunk_done_locked(struct xferk_chunk *ch, ktime_t now)
 	bool was_full;
 
 	lockdep_assert_held(&xferk_queue_lock);
+	if (ch->parked) {
+		ch->parked = false;
+		xferk_sched_unpark(&ch->op->qdev->sched, ch->len);
+	}
 	was_full = ch->sqp->outstanding >=
 		   xferk_sched_qp_window(ch->sqp, xferk_queue_limits.qp_window);
 	xferk_sched_complete(&ch->op->qdev->sched, &ch->op->qitem, ch->len,
 			     ch->sqp, ktime_sub(now, ch->dispatched_at));
 	return was_full && test_bit(XFERK_CONN_F_RAIL, &qp_conn->flags);
+}
+
+/**
+ * xferk_queue_chunk_park() - a chunk waits for its session's next path
+ * @ch: the chunk, held by the caller (on no list, or on its connection's
+ *	pending list under that connection's lock)
+ *
+ * A dispatched chunk gives its bytes in the device window back, so that
+ * the device's other sessions do not wait for this one's reconnect, and
+ * the device's queue is kicked in its kick work (the caller may hold a
+ * connection's lock). Its op's and its QP's windows stay charged. Once
+ * only; undone by xferk_queue_chunk_unpark() or its completion.
+ */
+void xferk_queue_chunk_park(struct xferk_chunk *ch)
+{
+	struct xferk_qdev *q = ch->op->qdev;
+
+	if (!ch->dispatched || ch->parked)
+		return;
+	spin_lock(&xferk_queue_lock);
+	ch->parked = true;
+	xferk_sched_park(&q->sched, ch->len);
+	/* The chunk's op holds @q: this reference is never the last. */
+	kref_get(&q->ref);
+	if (!queue_work(xferk_queue_wq, &q->kick_work))
+		xferk_qdev_put(q);
+	spin_unlock(&xferk_queue_lock);
+}
+
+/**
+ * xferk_queue_chunk_unpark() - a parked chunk is posted again
+ * @ch: the chunk, held by the caller
+ *
+ * It counts in the device window again (see xferk_sched_unpark()).
+ */
+void xferk_queue_chunk_unpark(struct xferk_chunk *ch)
+{
+	if (!ch->parked)
+		return;
+	spin_lock(&xferk_queue_lock);
+	ch->parked = false;
+	xferk_sched_unpark(&ch->op->qdev->sched, ch->len);
+	spin_unlock(&xferk_queue_lock);
 }
 
 /**

@@ -81,6 +81,8 @@ void xferk_queue_unadmit(struct xferk_op *op);
 void xferk_queue_start(struct xferk_op *op);
 void xferk_queue_drop(struct xferk_op *op);
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error);
+void xferk_queue_chunk_park(struct xferk_chunk *ch);
+void xferk_queue_chunk_unpark(struct xferk_chunk *ch);
 void xferk_queue_chunks_succeeded(struct xferk_chunk **chs, u32 n);
 ktime_t xferk_queue_now(void);
 int xferk_queue_module_init(void);

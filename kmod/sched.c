@@ -11,6 +11,10 @@
  *     per dispatch; an empty class forgets its deficit.
  * An item is eligible when its next chunk fits its op window, its QP's
  * window and the device window (a lone chunk always fits an empty window).
+ * A user item that finds its QP's window full waits on that QP's blocked
+ * list instead of its class list: only other ineligible items count
+ * against the lookahead, so a full or stuck session never hides the items
+ * behind its own.
  * Aged dispatches are charged to their class too, so aging cannot raise a
  * class's long-run share.
  */
@@ -107,6 +111,7 @@ int xferk_sched_admit(struct xferk_sched *s, struct xferk_sched_item *it,
 		return -EBUSY;
 	}
 	INIT_LIST_HEAD(&it->node);
+	it->sched = s;
 	it->acct = acct;
 	it->state = XFERK_Q_QUEUED;
 	it->undispatched_bytes = it->bytes;
@@ -140,35 +145,91 @@ void xferk_sched_start(struct xferk_sched *s, struct xferk_sched_item *it,
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_sched_start);
 
+/* Chunks a QP may have outstanding for items of class @prio. */
+static u32 qp_window(const struct xferk_sched *s, u8 prio)
+{
+	u32 per_qp = s->lim->qp_window;
+
+	if (prio == XFERK_PRIO_INTERNAL)
+		per_qp += s->lim->internal_reserved_wrs;
+	return per_qp;
+}
+
+static bool qp_full(const struct xferk_sched *s,
+		    const struct xferk_sched_item *it)
+{
+	return it->next_qp->outstanding >=
+	       xferk_sched_qp_window(it->next_qp, qp_window(s, it->prio));
+}
+
 static bool eligible(const struct xferk_sched *s,
 		     const struct xferk_sched_item *it)
 {
-	const struct xferk_sched_limits *lim = s->lim;
-	u32 qp_window = lim->qp_window;
-
-	if (it->prio == XFERK_PRIO_INTERNAL)
-		qp_window += lim->internal_reserved_wrs;
 	if (it->inflight_chunks &&
 	    (it->inflight_chunks >= it->window_chunks ||
 	     it->inflight_bytes + it->next_len > it->window_bytes))
 		return false;
-	if (it->next_qp->outstanding >=
-	    xferk_sched_qp_window(it->next_qp, qp_window))
+	if (qp_full(s, it))
 		return false;
 	return !s->inflight_bytes ||
-	       s->inflight_bytes + it->next_len <= lim->dev_window_bytes;
+	       s->inflight_bytes + it->next_len <= s->lim->dev_window_bytes;
 }
 
-/* The first eligible item of class @prio, within the lookahead. */
-static struct xferk_sched_item *first_eligible(const struct xferk_sched *s,
-					       int prio)
+/*
+ * The first item of each class blocked on @qp goes back to the head of
+ * its class, where it was, if the QP's window has room for a user chunk.
+ * Called wherever that room can appear (a chunk completes, one was
+ * dispatched, an item leaves), so while the window has room, an item of
+ * each class blocked on @qp is on its class list: none waits for a
+ * completion that is not coming, and the classes' shares hold.
+ */
+static void unblock_heads(struct xferk_sched_qp *qp)
 {
 	struct xferk_sched_item *it;
+	int i;
+
+	for (i = 0; i < USER_CLASSES; i++) {
+		it = list_first_entry_or_null(&qp->blocked[i],
+					      struct xferk_sched_item, node);
+		if (it && !qp_full(it->sched, it))
+			list_move(&it->node, &it->sched->cls[i].items);
+	}
+}
+
+/*
+ * @it waits on its next QP's blocked list: behind the others, or first if
+ * it is older than the first (it came back and found the window full
+ * again), so a session's items keep roughly their order.
+ */
+static void block(struct xferk_sched_item *it)
+{
+	struct list_head *blocked = &it->next_qp->blocked[it->prio];
+	struct xferk_sched_item *first;
+
+	first = list_first_entry_or_null(blocked, struct xferk_sched_item, node);
+	if (first && ktime_before(it->enqueued, first->enqueued))
+		list_move(&it->node, blocked);
+	else
+		list_move_tail(&it->node, blocked);
+}
+
+/*
+ * The first eligible item of class @prio, within the lookahead: user
+ * items that find their QP full are moved to its blocked list on the way,
+ * uncounted.
+ */
+static struct xferk_sched_item *first_eligible(struct xferk_sched *s, int prio)
+{
+	struct xferk_sched_item *it, *tmp;
 	u32 seen = 0;
 
-	list_for_each_entry(it, &s->cls[prio].items, node) {
+	list_for_each_entry_safe(it, tmp, &s->cls[prio].items, node) {
 		if (eligible(s, it))
 			return it;
+		if (prio != XFERK_PRIO_INTERNAL && qp_full(s, it)) {
+			block(it);
+			continue;
+		}
 		if (++seen >= s->lim->lookahead)
 			break;
 	}
@@ -176,8 +237,7 @@ static struct xferk_sched_item *first_eligible(const struct xferk_sched *s,
 }
 
 /* The user item waiting longest since its last progress, if aged. */
-static struct xferk_sched_item *aged_item(const struct xferk_sched *s,
-					  ktime_t now)
+static struct xferk_sched_item *aged_item(struct xferk_sched *s, ktime_t now)
 {
 	struct xferk_sched_item *best = NULL, *it;
 	int i;
@@ -217,6 +277,7 @@ static void dispatch(struct xferk_sched *s, struct xferk_sched_item *it,
 		c->ops--;
 		it->state = XFERK_Q_SUBMITTED;
 	}
+	unblock_heads(it->next_qp);
 }
 
 /**
@@ -290,6 +351,7 @@ bool xferk_sched_complete(struct xferk_sched *s, struct xferk_sched_item *it,
 	it->inflight_bytes -= len;
 	it->inflight_chunks--;
 	qp->outstanding--;
+	unblock_heads(qp);
 	s->inflight_bytes -= len;
 	s->inflight_chunks--;
 	s->stats.xport_hist[xferk_hist_bucket(xport_ns)]++;
@@ -321,6 +383,8 @@ u32 xferk_sched_cancel(struct xferk_sched *s, struct xferk_sched_item *it)
 	if (it->state != XFERK_Q_QUEUED && it->state != XFERK_Q_DISPATCHING)
 		return 0;
 	list_del_init(&it->node);
+	if (it->next_qp)
+		unblock_heads(it->next_qp);
 	c->ops--;
 	c->bytes -= it->undispatched_bytes;
 	it->undispatched_bytes = 0;
@@ -337,14 +401,47 @@ u32 xferk_sched_cancel(struct xferk_sched *s, struct xferk_sched_item *it)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_sched_cancel);
 
-/* Nothing queued and nothing in flight. */
+/* Nothing queued (on a class list or blocked) and nothing in flight. */
 bool xferk_sched_empty(const struct xferk_sched *s)
 {
 	int i;
 
 	for (i = 0; i < XFERK_PRIO_COUNT; i++)
-		if (!list_empty(&s->cls[i].items))
+		if (s->cls[i].ops)
 			return false;
 	return !s->inflight_chunks;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_sched_empty);
+
+/**
+ * xferk_sched_park() - a dispatched chunk waits for its session's next path
+ * @s: the queue it was dispatched from
+ * @len: its length
+ *
+ * It leaves the device window (others may use it while the session
+ * reconnects) and stays charged to its op's and its QP's window, which
+ * bound what one session can park. The caller tracks which chunks are
+ * parked and unparks each once, before it completes.
+ */
+void xferk_sched_park(struct xferk_sched *s, u64 len)
+{
+	s->inflight_bytes -= len;
+	s->parked_bytes += len;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_park);
+
+/**
+ * xferk_sched_unpark() - a parked chunk is posted again, or completes
+ * @s: the queue
+ * @len: its length
+ *
+ * It counts against the device window again, even beyond it: a session
+ * that comes back re-posts what it had in flight without waiting for the
+ * others, so the window may be exceeded by what its QP window allows.
+ */
+void xferk_sched_unpark(struct xferk_sched *s, u64 len)
+{
+	s->parked_bytes -= len;
+	s->inflight_bytes += len;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_sched_unpark);

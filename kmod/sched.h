@@ -11,14 +11,20 @@
  * length and QP of the item's next chunk (@next_len, @next_qp) and the
  * model decides when it may go. Item states (struct xferk_sched_item.state):
  *
- *   QUEUED       admitted, nothing dispatched     on its class list
- *   DISPATCHING  some chunks dispatched, not all  on its class list
+ *   QUEUED       admitted, nothing dispatched     on its class list (*)
+ *   DISPATCHING  some chunks dispatched, not all  on its class list (*)
  *   SUBMITTED    every chunk dispatched           off the list
  *   DONE         nothing left in flight           off the list, unaccounted
  *
  * QUEUED and DISPATCHING ops are SUBMITTED in the op lifecycle until their
  * first chunk is posted; a cancel takes them off the list (their remaining
- * chunks never reach the device).
+ * chunks never reach the device). (*) Or blocked on its next QP
+ * (struct xferk_sched_qp.blocked) while that window is full.
+ *
+ * A dispatched chunk that waits for its session's next path (its path
+ * died before or after it was posted) is parked (xferk_sched_park()): it
+ * stops counting against the device window, so one stuck session cannot
+ * stall the device's other sessions, and counts again once posted.
  */
 #ifndef XFERK_SCHED_H
 #define XFERK_SCHED_H
@@ -27,6 +33,8 @@
 #include <linux/list.h>
 #include <linux/types.h>
 #include "../uapi/xferk.h"
+
+struct xferk_sched;
 
 enum xferk_qstate {
 	XFERK_Q_QUEUED,
@@ -92,11 +100,27 @@ struct xferk_sched_account {
  * @outstanding: chunks dispatched to it and not yet complete
  * @nr_qps: the session's QPs; the window is theirs together (0 counts
  *	as 1)
+ * @blocked: per user class, the items whose next chunk found the window
+ *	full, oldest first; off their class lists, so that a full (or stuck)
+ *	session costs the others no lookahead. Each completion or dispatch
+ *	that leaves the window room puts each class's first one back at the
+ *	head of its class (see unblock_heads()).
  */
 struct xferk_sched_qp {
 	u32 outstanding;
 	u32 nr_qps;
+	struct list_head blocked[XFERK_PRIO_INTERNAL];
 };
+
+static inline void xferk_sched_qp_init(struct xferk_sched_qp *qp)
+{
+	int i;
+
+	qp->outstanding = 0;
+	qp->nr_qps = 1;
+	for (i = 0; i < XFERK_PRIO_INTERNAL; i++)
+		INIT_LIST_HEAD(&qp->blocked[i]);
+}
 
 /* Chunks @qp may have outstanding when each of its QPs takes @per_qp. */
 static inline u32 xferk_sched_qp_window(const struct xferk_sched_qp *qp,
@@ -107,7 +131,9 @@ static inline u32 xferk_sched_qp_window(const struct xferk_sched_qp *qp,
 
 /**
  * struct xferk_sched_item - one op in the queue
- * @node: on its class's list while QUEUED or DISPATCHING
+ * @node: while QUEUED or DISPATCHING: on its class's list, or on its
+ *	next QP's @blocked list
+ * @sched: the queue it was admitted to
  * @acct: the submitting file's account
  * @prio: XFERK_PRIO_*
  * @state: enum xferk_qstate
@@ -125,6 +151,7 @@ static inline u32 xferk_sched_qp_window(const struct xferk_sched_qp *qp,
  */
 struct xferk_sched_item {
 	struct list_head node;
+	struct xferk_sched *sched;
 	struct xferk_sched_account *acct;
 	u8 prio;
 	u8 state;
@@ -166,8 +193,12 @@ struct xferk_sched_class {
  * @cls: per class: FIFO of items, DRR deficit, queued ops and bytes
  * @rr: the user class DRR serves now
  * @rr_paid: @rr got its quantum for this visit
- * @inflight_bytes: dispatched, not complete
- * @inflight_chunks: likewise
+ * @inflight_bytes: dispatched, not complete, not parked: what the device
+ *	window counts
+ * @inflight_chunks: dispatched, not complete (parked ones too)
+ * @parked_bytes: dispatched, not complete, waiting for their session's
+ *	next path (xferk_sched_park()): charged to their op's and their QP's
+ *	window, not to the device's
  * @stats: counters
  */
 struct xferk_sched {
@@ -177,6 +208,7 @@ struct xferk_sched {
 	bool rr_paid;
 	u64 inflight_bytes;
 	u32 inflight_chunks;
+	u64 parked_bytes;
 	struct xferk_sched_stats stats;
 };
 
@@ -189,6 +221,8 @@ struct xferk_sched_item *xferk_sched_next(struct xferk_sched *s, ktime_t now);
 bool xferk_sched_complete(struct xferk_sched *s, struct xferk_sched_item *it,
 			  u64 len, struct xferk_sched_qp *qp, s64 xport_ns);
 u32 xferk_sched_cancel(struct xferk_sched *s, struct xferk_sched_item *it);
+void xferk_sched_park(struct xferk_sched *s, u64 len);
+void xferk_sched_unpark(struct xferk_sched *s, u64 len);
 bool xferk_sched_empty(const struct xferk_sched *s);
 unsigned int xferk_hist_bucket(s64 ns);
 

@@ -325,6 +325,7 @@ XFERK_METRIC(bytes_bulk, cls[XFERK_PRIO_BULK].bytes);
 XFERK_METRIC(bytes_internal, cls[XFERK_PRIO_INTERNAL].bytes);
 XFERK_METRIC(inflight_bytes, inflight_bytes);
 XFERK_METRIC(inflight_chunks, inflight_chunks);
+XFERK_METRIC(parked_bytes, parked_bytes);
 XFERK_METRIC(enqueued, stats.enqueued);
 XFERK_METRIC(dispatched, stats.dispatched);
 XFERK_METRIC(completed, stats.completed);
@@ -391,6 +392,7 @@ static struct attribute *xferk_queue_attrs[] = {
 	&qattr_bytes_internal.attr.attr,
 	&qattr_inflight_bytes.attr.attr,
 	&qattr_inflight_chunks.attr.attr,
+	&qattr_parked_bytes.attr.attr,
 	&qattr_enqueued.attr.attr,
 	&qattr_dispatched.attr.attr,
 	&qattr_completed.attr.attr,

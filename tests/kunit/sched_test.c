@@ -3,7 +3,8 @@
  * KUnit suite "xferk_sched": the admission queue's scheduler model
  * (kmod/sched.c): all-or-nothing admission by reason, byte-fair shares
  * for given weights, the aging bound, windows never exceeded, reserved
- * internal credits, and cancel of queued items.
+ * internal credits, cancel of queued items, full sessions skipped without
+ * lookahead, and parked chunks out of the device window.
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>
@@ -45,6 +46,7 @@ static struct env *env_new(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, e);
 	e->lim = base_limits;
 	xferk_sched_init(&e->s, &e->lim);
+	xferk_sched_qp_init(&e->qp);
 	return e;
 }
 
@@ -200,14 +202,17 @@ static void sched_aging_bound(struct kunit *test)
 }
 
 /*
- * Random items, windows and completion order: no op, QP or device window
- * is ever exceeded (beyond the one chunk an empty window always admits).
+ * Random items on three sessions, windows and completion order: no op, QP
+ * or device window is ever exceeded (beyond the one chunk an empty window
+ * always admits), and with a short lookahead, while items block on full
+ * sessions and come back, something is always eligible or in flight.
  */
 static void sched_windows_never_exceeded(struct kunit *test)
 {
 	const u32 nr_items = 64, max_inflight = 256;
 	struct xferk_sched_item **inflight, **items;
 	struct env *e = env_new(test);
+	struct xferk_sched_qp qps[3];
 	struct rnd_state rnd;
 	u32 n = 0, i, done = 0, dispatched = 0;
 
@@ -218,12 +223,16 @@ static void sched_windows_never_exceeded(struct kunit *test)
 	prandom_seed_state(&rnd, 42);
 	e->lim.qp_window = 8;
 	e->lim.dev_window_bytes = 256 * KIB;
+	e->lim.lookahead = 4;
+	for (i = 0; i < ARRAY_SIZE(qps); i++)
+		xferk_sched_qp_init(&qps[i]);
 	for (i = 0; i < nr_items; i++) {
 		items[i] = item(test, e, prandom_u32_state(&rnd) % XFERK_PRIO_INTERNAL,
 				1 + prandom_u32_state(&rnd) % 16,
 				4 * KIB << (prandom_u32_state(&rnd) % 5));
 		items[i]->window_chunks = 1 + prandom_u32_state(&rnd) % 4;
 		items[i]->window_bytes = 16 * KIB << (prandom_u32_state(&rnd) % 4);
+		items[i]->next_qp = &qps[prandom_u32_state(&rnd) % ARRAY_SIZE(qps)];
 		KUNIT_ASSERT_EQ(test, admit(e, items[i], 0), 0);
 	}
 	while (done < nr_items) {
@@ -236,7 +245,7 @@ static void sched_windows_never_exceeded(struct kunit *test)
 			KUNIT_EXPECT_TRUE(test, it->inflight_chunks == 1 ||
 					  (it->inflight_chunks <= it->window_chunks &&
 					   it->inflight_bytes <= it->window_bytes));
-			KUNIT_EXPECT_LE(test, e->qp.outstanding, e->lim.qp_window);
+			KUNIT_EXPECT_LE(test, it->next_qp->outstanding, e->lim.qp_window);
 			KUNIT_EXPECT_TRUE(test, e->s.inflight_chunks == 1 ||
 					  e->s.inflight_bytes <= e->lim.dev_window_bytes);
 			if (prandom_u32_state(&rnd) % 3)
@@ -247,7 +256,7 @@ static void sched_windows_never_exceeded(struct kunit *test)
 		it = inflight[i];
 		inflight[i] = inflight[--n];
 		/* All chunks of an item have the same length here. */
-		done += xferk_sched_complete(&e->s, it, it->next_len, &e->qp, 0);
+		done += xferk_sched_complete(&e->s, it, it->next_len, it->next_qp, 0);
 	}
 	KUNIT_EXPECT_TRUE(test, xferk_sched_empty(&e->s));
 	KUNIT_EXPECT_EQ(test, e->acct.ops, 0U);
@@ -364,6 +373,100 @@ static void sched_cancel_queued(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e->s.stats.cancelled, 2ULL);
 }
 
+/*
+ * A session whose window is full (or that is stuck reconnecting) does not
+ * hide the items behind its own, however many it has queued: they wait on
+ * its QP, uncounted by the lookahead, and come back in order as its
+ * window frees, one at a time, also when the first to come back is
+ * cancelled.
+ */
+static void sched_full_session_skipped(struct kunit *test)
+{
+	struct xferk_sched_item *stuck[40], *other, *it;
+	struct env *e = env_new(test);
+	struct xferk_sched_qp qp2;
+	u32 i;
+
+	e->lim.qp_window = 2;
+	xferk_sched_qp_init(&qp2);
+	for (i = 0; i < ARRAY_SIZE(stuck); i++) {
+		stuck[i] = item(test, e, XFERK_PRIO_NORMAL, 4, 4 * KIB);
+		KUNIT_ASSERT_EQ(test, admit(e, stuck[i], 0), 0);
+	}
+	other = item(test, e, XFERK_PRIO_NORMAL, 4, 4 * KIB);
+	other->next_qp = &qp2;
+	KUNIT_ASSERT_EQ(test, admit(e, other, 0), 0);
+
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), stuck[0]);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), stuck[0]);
+	/* e->qp is full: the 40 behind it must not hide @other (lookahead 32). */
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), other);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), other);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+
+	/* One slot frees: the first blocked one (stuck[0]) takes it. */
+	xferk_sched_complete(&e->s, stuck[0], 4 * KIB, &e->qp, 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), stuck[0]);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+
+	/* The one that came back is cancelled: the next one comes back. */
+	xferk_sched_cancel(&e->s, stuck[0]);
+	xferk_sched_complete(&e->s, stuck[0], 4 * KIB, &e->qp, 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), stuck[1]);
+	xferk_sched_complete(&e->s, stuck[0], 4 * KIB, &e->qp, 0);
+	it = xferk_sched_next(&e->s, 0);
+	KUNIT_EXPECT_TRUE(test, it == stuck[1] || it == stuck[2]);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	KUNIT_EXPECT_EQ(test, e->qp.outstanding, 2U);
+
+	for (i = 0; i < ARRAY_SIZE(stuck); i++)
+		xferk_sched_cancel(&e->s, stuck[i]);
+	xferk_sched_cancel(&e->s, other);
+	KUNIT_EXPECT_TRUE(test, list_empty(&e->qp.blocked[XFERK_PRIO_NORMAL]));
+	KUNIT_EXPECT_EQ(test, e->s.cls[XFERK_PRIO_NORMAL].ops, 0U);
+}
+
+/*
+ * Parked chunks (their session waits for a path) leave the device window
+ * to the others, and count again once they are posted.
+ */
+static void sched_parked_free_device_window(struct kunit *test)
+{
+	struct env *e = env_new(test);
+	struct xferk_sched_item *a, *b;
+	struct xferk_sched_qp qp2;
+
+	xferk_sched_qp_init(&qp2);
+	e->lim.dev_window_bytes = 8 * KIB;
+	a = item(test, e, XFERK_PRIO_NORMAL, 2, 4 * KIB);
+	b = item(test, e, XFERK_PRIO_NORMAL, 4, 4 * KIB);
+	b->next_qp = &qp2;
+	KUNIT_ASSERT_EQ(test, admit(e, a, 0), 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), a);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), a);
+	KUNIT_ASSERT_EQ(test, admit(e, b, 0), 0);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+
+	xferk_sched_park(&e->s, 4 * KIB);
+	xferk_sched_park(&e->s, 4 * KIB);
+	KUNIT_EXPECT_EQ(test, e->s.parked_bytes, 8 * KIB);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), b);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), b);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	KUNIT_EXPECT_EQ(test, e->qp.outstanding, 2U);	/* still a's QP's */
+
+	/* Posted again: over the window until enough completes. */
+	xferk_sched_unpark(&e->s, 4 * KIB);
+	xferk_sched_unpark(&e->s, 4 * KIB);
+	KUNIT_EXPECT_EQ(test, e->s.inflight_bytes, 16 * KIB);
+	KUNIT_EXPECT_EQ(test, e->s.parked_bytes, 0ULL);
+	xferk_sched_complete(&e->s, b, 4 * KIB, &qp2, 0);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	xferk_sched_complete(&e->s, a, 4 * KIB, &e->qp, 0);
+	xferk_sched_complete(&e->s, a, 4 * KIB, &e->qp, 0);
+	KUNIT_EXPECT_NOT_NULL(test, xferk_sched_next(&e->s, 0));
+}
+
 static void sched_hist_buckets(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, xferk_hist_bucket(-5), 0U);
@@ -382,6 +485,8 @@ static struct kunit_case xferk_sched_cases[] = {
 	KUNIT_CASE(sched_internal_reserved),
 	KUNIT_CASE(sched_window_per_qp),
 	KUNIT_CASE(sched_cancel_queued),
+	KUNIT_CASE(sched_full_session_skipped),
+	KUNIT_CASE(sched_parked_free_device_window),
 	KUNIT_CASE(sched_hist_buckets),
 	{}
 };
