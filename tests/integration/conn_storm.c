@@ -106,25 +106,15 @@ static int run_cmd(const char *cmd)
 
 int main(void)
 {
-	long long idle = t_param("passive_idle_ms");
 	struct t_counters base;
+	long long idle;
 	pid_t pids[WORKERS];
 	time_t end = time(NULL) + 300;
 	int i, status, failed = 0, kills = 0;
 	struct xferk *x;
 	uint64_t conn;
 
-	if (access("/dev/xferk", F_OK))
-		return T_SKIP;
-	t_settle(&base);
-	attempts = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (attempts == MAP_FAILED)
-		return T_FAIL;
-	/* Churn: loopback pairs come and go (where the parameter exists). */
-	if (idle > 0)
-		t_set_param("passive_idle_ms", 100);
-	srand(getpid());
+	attempts = t_storm_begin(&base, &idle);
 	for (i = 0; i < WORKERS; i++)
 		pids[i] = spawn(i, rand());
 	while (__atomic_load_n(&attempts[0], __ATOMIC_RELAXED) < ATTEMPTS &&

@@ -174,26 +174,16 @@ static int storm(bool transfers, int kills)
 
 int main(void)
 {
-	long long idle = t_param("passive_idle_ms");
 	uint8_t *src = t_map(LEN), *dst = t_map(LEN);
 	uint64_t conn, mr, dst_mr, remote;
 	struct xferk_op_snapshot snap;
 	struct t_counters base;
 	struct xferk_frag f;
 	struct xferk *x;
+	long long idle;
 	int failed;
 
-	if (access("/dev/xferk", F_OK))
-		return T_SKIP;
-	t_settle(&base);
-	inflight = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (inflight == MAP_FAILED)
-		return T_FAIL;
-	/* Churn: loopback pairs come and go (where the parameter exists). */
-	if (idle > 0)
-		t_set_param("passive_idle_ms", 100);
-	srand(getpid());
+	inflight = t_storm_begin(&base, &idle);
 	failed = storm(true, XFER_KILLS);
 	T_EXPECT(!failed, "%d transfer workers failed on their own", failed);
 	failed = storm(false, CONNECT_KILLS);

@@ -533,6 +533,32 @@ static inline int t_settle(struct t_counters *c)
 }
 
 /*
+ * The start of a storm of killed workers: exits T_SKIP without
+ * /dev/xferk; waits for what earlier tests left (t_settle(@base)); maps a
+ * page the workers share with the parent (exits T_FAIL without one); sets
+ * passive_idle_ms to 100 ms where the parameter exists, its value before
+ * in *@idle (the caller puts it back), so that loopback pairs come and go;
+ * seeds rand().
+ */
+static inline void *t_storm_begin(struct t_counters *base, long long *idle)
+{
+	void *shared;
+
+	if (access("/dev/xferk", F_OK))
+		exit(T_SKIP);
+	t_settle(base);
+	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		exit(T_FAIL);
+	*idle = t_param("passive_idle_ms");
+	if (*idle > 0)
+		t_set_param("passive_idle_ms", 100);
+	srand(getpid());
+	return shared;
+}
+
+/*
  * Fault knobs (Documentation/fault-injection.md): each means "the next N"
  * of its events anywhere on the host. Arm one only once t_quiet() said no
  * other op is live, check with t_fault_taken() that it was used before
