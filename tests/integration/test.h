@@ -559,6 +559,24 @@ static inline void *t_storm_begin(struct t_counters *base, long long *idle)
 }
 
 /*
+ * Every op drained and every page unpinned: ops_live and pinned_pages
+ * back at @base, each within 60 s (scaled). 1 if so; 0 and why, else.
+ */
+static inline int t_drained(const struct t_counters *base)
+{
+	int ok = t_stat_wait("ops_live", base->ops_live,
+			     t_scaled_ms(60000)) == base->ops_live &&
+		 t_stat_wait("pinned_pages", base->pinned_pages,
+			     t_scaled_ms(60000)) == base->pinned_pages;
+
+	if (!ok)
+		fprintf(stderr, "ops_live %lld (was %lld), pinned_pages %lld (was %lld)\n",
+			t_stat("ops_live"), base->ops_live,
+			t_stat("pinned_pages"), base->pinned_pages);
+	return ok;
+}
+
+/*
  * Fault knobs (Documentation/fault-injection.md): each means "the next N"
  * of its events anywhere on the host. Arm one only once t_quiet() said no
  * other op is live, check with t_fault_taken() that it was used before
