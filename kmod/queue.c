@@ -262,6 +262,45 @@ void xferk_queue_unadmit(struct xferk_op *op)
 }
 
 /*
+ * Is @sqp a rail's window? The QP window of a connection that is a rail
+ * (rail.c) is shared by the queues of several devices: items of another
+ * device's queue may wait for it, on its blocked lists or for its room.
+ */
+static bool sqp_shared(struct xferk_sched_qp *sqp)
+{
+	return test_bit(XFERK_CONN_F_RAIL,
+			&container_of(sqp, struct xferk_conn, sqp)->flags);
+}
+
+/* Runs @q's kick in its kick work; the caller holds a reference to @q. */
+static void queue_kick_async(struct xferk_qdev *q)
+{
+	kref_get(&q->ref);	/* the work's */
+	if (!queue_work(xferk_queue_wq, &q->kick_work))
+		xferk_qdev_put(q);	/* never the last: the caller's stays */
+}
+
+/*
+ * Every other device's queue, in its kick work: an item there may wait
+ * for a QP window shared with this one (sqp_shared()) that just had room.
+ */
+static void queue_kick_others(struct xferk_qdev *q)
+{
+	struct xferk_qdev *o;
+
+	spin_lock(&xferk_queue_lock);
+	list_for_each_entry(o, &xferk_qdevs, node) {
+		/* One being freed waits for the lock; it has no items. */
+		if (o == q || !kref_get_unless_zero(&o->ref))
+			continue;
+		/* A pending work holds a reference: ours is not the last. */
+		if (!queue_work(xferk_queue_wq, &o->kick_work))
+			xferk_qdev_put(o);
+	}
+	spin_unlock(&xferk_queue_lock);
+}
+
+/*
  * Posts chunks while the model allows; one dispatcher per device (see the
  * top of this file). Called with xferk_queue_lock, which it releases; the
  * caller holds a reference to @q. @now: the caller's recent reading of
@@ -274,7 +313,7 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 	struct xferk_chunk *batch[KICK_BATCH];
 	struct xferk_sched_item *it;
 	unsigned int n, i, rounds = 0;
-	bool handoff = false;
+	bool handoff = false, others = false;
 
 	lockdep_assert_held(&xferk_queue_lock);
 	if (q->kicking) {
@@ -307,6 +346,7 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 						   xferk_chunk_remote(batch[i])->conn->id,
 						   batch[i]->len, 0);
 			batch[i]->dispatched_at = now;
+			others |= sqp_shared(batch[i]->sqp);
 		}
 		xferk_chunks_queue(batch, n);
 		now = xferk_queue_now();
@@ -318,11 +358,11 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 	}
 	q->kicking = false;
 	spin_unlock(&xferk_queue_lock);
-	if (handoff) {
-		kref_get(&q->ref);	/* the work's */
-		if (!queue_work(xferk_queue_wq, &q->kick_work))
-			xferk_qdev_put(q);	/* never the last: ours stays */
-	}
+	if (handoff)
+		queue_kick_async(q);
+	/* A dispatch on a rail may have let another queue's item go. */
+	if (others)
+		queue_kick_others(q);
 }
 
 static void queue_kick(struct xferk_qdev *q)
@@ -389,58 +429,40 @@ static void complete_dropped(struct xferk_op *op, u32 from, u32 dropped)
 void xferk_queue_drop(struct xferk_op *op)
 {
 	u32 from, dropped;
+	bool shared;
 
 	if (!op->qdev)
 		return;
 	spin_lock(&xferk_queue_lock);
 	dropped = queue_cancel_locked(op, &from);
+	shared = dropped && op->qitem.next_qp &&
+		 sqp_shared(op->qitem.next_qp);
 	spin_unlock(&xferk_queue_lock);
+	/*
+	 * An item that leaves lets the first one blocked on its QP come back
+	 * (sched.c): that queue may dispatch now.
+	 */
+	if (dropped)
+		queue_kick_async(op->qdev);
+	if (shared)
+		queue_kick_others(op->qdev);
 	complete_dropped(op, from, dropped);
 }
 
 /*
- * Every other device's queue, in its kick work: an item there may wait
- * for a QP window that was just freed (see xferk_queue_chunk_done()).
- */
-static void queue_kick_others(struct xferk_qdev *q)
-{
-	struct xferk_qdev *o;
-
-	spin_lock(&xferk_queue_lock);
-	list_for_each_entry(o, &xferk_qdevs, node) {
-		/* One being freed waits for the lock; it has no items. */
-		if (o == q || !kref_get_unless_zero(&o->ref))
-			continue;
-		/* A pending work holds a reference: ours is not the last. */
-		if (!queue_work(xferk_queue_wq, &o->kick_work))
-			xferk_qdev_put(o);
-	}
-	spin_unlock(&xferk_queue_lock);
-}
-
-/*
  * Frees the windows a dispatched chunk held; with xferk_queue_lock.
- * Return: whether other devices' queues must be kicked: the QP window of
- * a connection that is a rail (rail.c) is shared by the queues of several
- * devices, and items of another device's queue may wait for it when it
- * was full.
+ * Return: whether other devices' queues must be kicked (sqp_shared()).
  */
 static bool queue_chunk_done_locked(struct xferk_chunk *ch, ktime_t now)
 {
-	struct xferk_conn *qp_conn = container_of(ch->sqp, struct xferk_conn,
-						  sqp);
-	bool was_full;
-
 	lockdep_assert_held(&xferk_queue_lock);
 	if (ch->parked) {
 		ch->parked = false;
 		xferk_sched_unpark(&ch->op->qdev->sched, ch->len);
 	}
-	was_full = ch->sqp->outstanding >=
-		   xferk_sched_qp_window(ch->sqp, xferk_queue_limits.qp_window);
 	xferk_sched_complete(&ch->op->qdev->sched, &ch->op->qitem, ch->len,
 			     ch->sqp, ktime_sub(now, ch->dispatched_at));
-	return was_full && test_bit(XFERK_CONN_F_RAIL, &qp_conn->flags);
+	return sqp_shared(ch->sqp);
 }
 
 /**
@@ -463,10 +485,7 @@ void xferk_queue_chunk_park(struct xferk_chunk *ch)
 	spin_lock(&xferk_queue_lock);
 	ch->parked = true;
 	xferk_sched_park(&q->sched, ch->len);
-	/* The chunk's op holds @q: this reference is never the last. */
-	kref_get(&q->ref);
-	if (!queue_work(xferk_queue_wq, &q->kick_work))
-		xferk_qdev_put(q);
+	queue_kick_async(q);	/* the chunk's op holds @q */
 	spin_unlock(&xferk_queue_lock);
 }
 
@@ -494,7 +513,7 @@ void xferk_queue_chunk_unpark(struct xferk_chunk *ch)
  * Frees the windows it held and lets the next chunks go, in one hold of
  * the queue lock. After an error the op's remaining chunks are dropped
  * first: it cannot succeed any more. Other devices' queues are kicked in
- * their kick work where a rail's window was full.
+ * their kick work where the window was a rail's.
  */
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 {

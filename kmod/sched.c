@@ -12,9 +12,10 @@
  * An item is eligible when its next chunk fits its op window, its QP's
  * window and the device window (a lone chunk always fits an empty window).
  * A user item that finds its QP's window full waits on that QP's blocked
- * list instead of its class list: only other ineligible items count
- * against the lookahead, so a full or stuck session never hides the items
- * behind its own.
+ * list instead of its class list, and one whose op window is full is
+ * passed over: only items that wait for the device window count against
+ * the lookahead, so a full or stuck session never hides the items behind
+ * its own.
  * Aged dispatches are charged to their class too, so aging cannot raise a
  * class's long-run share.
  */
@@ -162,12 +163,18 @@ static bool qp_full(const struct xferk_sched *s,
 	       xferk_sched_qp_window(it->next_qp, qp_window(s, it->prio));
 }
 
+/* @it's own window does not take its next chunk (an empty one always does). */
+static bool op_window_full(const struct xferk_sched_item *it)
+{
+	return it->inflight_chunks &&
+	       (it->inflight_chunks >= it->window_chunks ||
+		it->inflight_bytes + it->next_len > it->window_bytes);
+}
+
 static bool eligible(const struct xferk_sched *s,
 		     const struct xferk_sched_item *it)
 {
-	if (it->inflight_chunks &&
-	    (it->inflight_chunks >= it->window_chunks ||
-	     it->inflight_bytes + it->next_len > it->window_bytes))
+	if (op_window_full(it))
 		return false;
 	if (qp_full(s, it))
 		return false;
@@ -214,9 +221,15 @@ static void block(struct xferk_sched_item *it)
 }
 
 /*
- * The first eligible item of class @prio, within the lookahead: user
- * items that find their QP full are moved to its blocked list on the way,
- * uncounted.
+ * The first eligible item of class @prio, within the lookahead. On the
+ * way, user items are not counted when they wait for themselves: their op
+ * window is full (they have that many chunks in flight, so there are at
+ * most as many such items as the QP windows let chunks be in flight), or
+ * their QP's window is full (they move to its blocked list). So a user
+ * item is blocked only while its own window has room, which stays so
+ * until it is dispatched again: one that comes back goes, unless the
+ * device window is full (which frees for everyone), and then passes the
+ * room on (dispatch()).
  */
 static struct xferk_sched_item *first_eligible(struct xferk_sched *s, int prio)
 {
@@ -226,9 +239,13 @@ static struct xferk_sched_item *first_eligible(struct xferk_sched *s, int prio)
 	list_for_each_entry_safe(it, tmp, &s->cls[prio].items, node) {
 		if (eligible(s, it))
 			return it;
-		if (prio != XFERK_PRIO_INTERNAL && qp_full(s, it)) {
-			block(it);
-			continue;
+		if (prio != XFERK_PRIO_INTERNAL) {
+			if (op_window_full(it))
+				continue;
+			if (qp_full(s, it)) {
+				block(it);
+				continue;
+			}
 		}
 		if (++seen >= s->lim->lookahead)
 			break;

@@ -427,6 +427,43 @@ static void sched_full_session_skipped(struct kunit *test)
 }
 
 /*
+ * An item whose own window is full is passed over, not blocked on its
+ * next QP: a slot that frees there goes to an item that can use it (when
+ * the first blocked one could not go, the others waited on a QP with
+ * room for as long as its own chunks took, elsewhere).
+ */
+static void sched_room_goes_to_who_can_use_it(struct kunit *test)
+{
+	struct env *e = env_new(test);
+	struct xferk_sched_item *f, *p, *b;
+	struct xferk_sched_qp dead;
+
+	xferk_sched_qp_init(&dead);
+	e->lim.qp_window = 2;
+	f = item(test, e, XFERK_PRIO_NORMAL, 2, 4 * KIB);
+	p = item(test, e, XFERK_PRIO_NORMAL, 4, 4 * KIB);
+	p->window_chunks = 1;
+	p->next_qp = &dead;
+	b = item(test, e, XFERK_PRIO_NORMAL, 1, 4 * KIB);
+	KUNIT_ASSERT_EQ(test, admit(e, f, 0), 0);
+	KUNIT_ASSERT_EQ(test, admit(e, p, 0), 0);
+	KUNIT_ASSERT_EQ(test, admit(e, b, 0), 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), f);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), f);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), p);
+	p->next_qp = &e->qp;	/* its next chunk is for the full QP */
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+
+	xferk_sched_complete(&e->s, f, 4 * KIB, &e->qp, 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), b);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	xferk_sched_complete(&e->s, p, 4 * KIB, &dead, 0);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));	/* Y is full */
+	xferk_sched_complete(&e->s, f, 4 * KIB, &e->qp, 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), p);
+}
+
+/*
  * Parked chunks (their session waits for a path) leave the device window
  * to the others, and count again once they are posted.
  */
@@ -486,6 +523,7 @@ static struct kunit_case xferk_sched_cases[] = {
 	KUNIT_CASE(sched_window_per_qp),
 	KUNIT_CASE(sched_cancel_queued),
 	KUNIT_CASE(sched_full_session_skipped),
+	KUNIT_CASE(sched_room_goes_to_who_can_use_it),
 	KUNIT_CASE(sched_parked_free_device_window),
 	KUNIT_CASE(sched_hist_buckets),
 	{}
