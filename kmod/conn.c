@@ -51,8 +51,9 @@
  *   3. revoke the connection's exports (their keys die), free the rest
  *
  * Locking: a session's state and path change under its c->lock, a mutex
- * (xferk_conn_qp_dead() is the entry for any context: it sets a bit and
- * queues work), the state only in conn_change_state(). The recovery work
+ * (xferk_conn_qp_dead() is the entry for any context: it makes the path
+ * DEAD atomically and queues work), the state only in conn_change_state(),
+ * the path only in conn_path_change(). The recovery work
  * runs one at a time (a work item) and needs no lock of its own.
  * xferk_conns_lock is taken before c->lock.
  */
@@ -153,7 +154,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	atomic_set(&c->users, active);
 	atomic64_set(&c->idle_since, ktime_get_ns());
 	c->state = XFERK_CONN_CONNECTING;
-	c->path_live = true;	/* the first path is the connection attempt */
+	c->path = XFERK_PATH_LIVE;	/* the first path is the connection attempt */
 	init_waitqueue_head(&c->state_wq);
 	mutex_init(&c->lock);
 	INIT_LIST_HEAD(&c->pending);
@@ -210,6 +211,22 @@ void xferk_conn_unuse(struct xferk_conn *c)
 {
 	if (atomic_dec_and_test(&c->users))
 		atomic64_set(&c->idle_since, ktime_get_ns());
+}
+
+/*
+ * The one function that changes @path: from @from to @to, if the path's
+ * state machine allows it (conn_state.h) and the path is in @from. A path
+ * dies (LIVE -> DEAD) from any context, without c->lock, so the change is
+ * one atomic exchange; the others are made with c->lock. Return: whether
+ * it changed.
+ */
+static bool conn_path_change(struct xferk_conn *c, int from, int to)
+{
+	if (WARN_ON_ONCE(!xferk_path_state_allowed(from, to)))
+		return false;
+	if (to != XFERK_PATH_DEAD)
+		lockdep_assert_held(&c->lock);
+	return cmpxchg(&c->path, from, to) == from;
 }
 
 /*
@@ -292,7 +309,7 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 	bool resumable = conn_resumable(c);
 	int state;
 
-	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	conn_path_change(c, XFERK_PATH_LIVE, XFERK_PATH_DEAD);
 	mutex_lock(&c->lock);
 	state = c->state;
 	if (state == XFERK_CONN_UP && resumable) {
@@ -339,7 +356,7 @@ static void conn_down_work(struct work_struct *work)
  */
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause)
 {
-	if (test_and_set_bit(XFERK_CONN_F_QP_DEAD, &c->flags))
+	if (!conn_path_change(c, XFERK_PATH_LIVE, XFERK_PATH_DEAD))
 		return;
 	atomic64_inc(&xferk_stats.qp_errors);
 	WRITE_ONCE(c->qp_error, error);
@@ -365,8 +382,8 @@ void xferk_conn_set_up(struct xferk_conn *c)
 	mutex_lock(&c->lock);
 	/* Not a path that died meanwhile (its recovery handles it). */
 	if ((c->state == XFERK_CONN_CONNECTING ||
-	     c->state == XFERK_CONN_RECONNECTING) && c->path_live &&
-	    !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags)) {
+	     c->state == XFERK_CONN_RECONNECTING) &&
+	    c->path == XFERK_PATH_LIVE) {
 		if (c->state == XFERK_CONN_RECONNECTING) {
 			c->reconnects++;
 			atomic64_inc(&xferk_stats.reconnects);
@@ -410,7 +427,7 @@ void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l)
 	u32 i;
 
 	mutex_lock(&c->lock);
-	if (c->path_live && xferk_conn_qp_live(c) && l->qp) {
+	if (xferk_conn_qp_live(c) && l->qp) {
 		l->live = true;
 		for (i = 0, all = true; i < c->nr_qps; i++)
 			all &= c->lanes[i].live;
@@ -433,7 +450,7 @@ static void conn_path_teardown(struct xferk_conn *c)
 	 * that died before it was up.
 	 */
 	mutex_lock(&c->lock);
-	set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	conn_path_change(c, XFERK_PATH_LIVE, XFERK_PATH_DEAD);
 	xferk_msgs_path_lost(c);
 	conn_park_pending_locked(c);
 	mutex_unlock(&c->lock);
@@ -459,7 +476,7 @@ static void conn_path_teardown(struct xferk_conn *c)
 		xferk_conn_put(c);	/* its reference; not the last */
 	xferk_conn_flush_posted(c);
 	mutex_lock(&c->lock);
-	c->path_live = false;
+	conn_path_change(c, XFERK_PATH_DEAD, XFERK_PATH_NONE);
 	clear_bit(XFERK_CONN_F_PROBING, &c->flags);
 	mutex_unlock(&c->lock);
 }
@@ -541,7 +558,7 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 	int ret;
 
 	mutex_lock(&c->lock);
-	if (c->state != XFERK_CONN_RECONNECTING || c->path_live) {
+	if (c->state != XFERK_CONN_RECONNECTING || c->path != XFERK_PATH_NONE) {
 		mutex_unlock(&c->lock);
 		return;
 	}
@@ -550,12 +567,11 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 		mutex_unlock(&c->lock);
 		return;
 	}
-	c->path_live = true;
+	conn_path_change(c, XFERK_PATH_NONE, XFERK_PATH_LIVE);
 	reinit_completion(&c->lanes[0].cm_ready);
 	c->next_attempt = ktime_add_ms(now, reconnect_backoff_ms(c->attempts++));
 	deadline = ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
 	c->attempt_deadline = deadline;
-	clear_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 	mutex_unlock(&c->lock);
 	atomic64_inc(&xferk_stats.reconnect_attempts);
 	ret = c->transport->reconnect(c);
@@ -581,13 +597,12 @@ bool xferk_conn_path_attach(struct xferk_conn *c)
 	bool ok;
 
 	mutex_lock(&c->lock);
-	ok = c->state == XFERK_CONN_RECONNECTING && !c->path_live;
+	ok = c->state == XFERK_CONN_RECONNECTING &&
+	     conn_path_change(c, XFERK_PATH_NONE, XFERK_PATH_LIVE);
 	if (ok) {
-		c->path_live = true;
 		reinit_completion(&c->lanes[0].cm_ready);
 		c->attempt_deadline =
 			ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
-		clear_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
 		conn_recover_at(c, c->attempt_deadline, now);
 	}
 	mutex_unlock(&c->lock);
@@ -606,15 +621,14 @@ static void conn_recover(struct work_struct *work)
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, recover_work);
 	ktime_t now = ktime_get();
-	bool live, dead, closing = false;
-	int state;
+	bool closing = false;
+	int state, path;
 
 	mutex_lock(&c->lock);
 	state = c->state;
-	live = c->path_live;
-	if (state == XFERK_CONN_RECONNECTING && live && now >= c->attempt_deadline)
-		set_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
-	dead = test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	if (state == XFERK_CONN_RECONNECTING && now >= c->attempt_deadline)
+		conn_path_change(c, XFERK_PATH_LIVE, XFERK_PATH_DEAD);
+	path = READ_ONCE(c->path);
 	/* DOWN goes CLOSED once: this run alone tears the session down. */
 	if (state == XFERK_CONN_DOWN)
 		closing = conn_change_state(c, XFERK_CONN_CLOSED);
@@ -630,19 +644,19 @@ static void conn_recover(struct work_struct *work)
 	 * A path of an UP session died: the transition first (its down_work
 	 * may not have run, or may have been cancelled by a teardown).
 	 */
-	if (state == XFERK_CONN_UP && dead) {
+	if (state == XFERK_CONN_UP && path != XFERK_PATH_LIVE) {
 		xferk_conn_path_down(c, READ_ONCE(c->qp_error) ?: -ECONNRESET,
 				     READ_ONCE(c->qp_cause));
 		return;
 	}
 	if (state != XFERK_CONN_RECONNECTING)
 		return;
-	if (live && !dead) {
+	if (path == XFERK_PATH_LIVE) {
 		/* An attempt not up yet: come back at its deadline. */
 		conn_recover_at(c, c->attempt_deadline, now);
 		return;
 	}
-	if (live)
+	if (path == XFERK_PATH_DEAD)
 		conn_path_teardown(c);
 	if (c->active)
 		conn_path_attempt(c, now);

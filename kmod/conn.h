@@ -23,6 +23,7 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
+#include "conn_state.h"
 #include "handle.h"
 #include "sched.h"
 #include "transport.h"
@@ -48,7 +49,6 @@ struct xferk_send;
  */
 
 /* struct xferk_conn.flags: atomic bits, set from any context */
-#define XFERK_CONN_F_QP_DEAD	0	/* the QP left RTS: post nothing more */
 #define XFERK_CONN_F_CLAIMED	1	/* a local object used it: never reaped */
 #define XFERK_CONN_F_KEYED	2	/* @peer_id and @token_key are set */
 #define XFERK_CONN_F_PROBING	3	/* a keepalive probe is posted */
@@ -108,7 +108,9 @@ struct xferk_revoke {
  * @flags: XFERK_CONN_F_* bits
  * @qp_error: the error the QP event handler recorded for @down_work
  * @qp_cause: and its enum xferk_path_cause
- * @path_live: the session has a path, connecting or up (@lock)
+ * @path: enum xferk_path_state, changed only by conn_path_change()
+ *	(atomically: LIVE -> DEAD from any context, the others under @lock);
+ *	read with READ_ONCE() or through xferk_conn_path_dead()
  * @path_gen: paths the session has had (@lock)
  * @attempts: path attempts since the last path was up (@lock)
  * @next_attempt: when the next path attempt may start (@lock)
@@ -228,7 +230,7 @@ struct xferk_conn {
 	unsigned long flags;
 	int qp_error;
 	int qp_cause;
-	bool path_live;
+	int path;
 	u32 path_gen;
 	u32 attempts;
 	ktime_t next_attempt;
@@ -333,6 +335,15 @@ void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
 bool xferk_conn_path_attach(struct xferk_conn *c);
+
+/*
+ * The path cannot take work: its QP left the ready-to-send state, it is
+ * being torn down, or there is none (struct xferk_conn.path not LIVE).
+ */
+static inline bool xferk_conn_path_dead(const struct xferk_conn *c)
+{
+	return READ_ONCE(c->path) != XFERK_PATH_LIVE;
+}
 
 /* conn_timer.c: its deadline and keepalive */
 void xferk_conn_probe_done(struct xferk_conn *c, int error);

@@ -84,8 +84,7 @@ void conn_park_pending_locked(struct xferk_conn *c)
 bool xferk_conn_postable(struct xferk_conn *c)
 {
 	lockdep_assert_held(&c->lock);
-	return c->state == XFERK_CONN_UP &&
-	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	return c->state == XFERK_CONN_UP && !xferk_conn_path_dead(c);
 }
 
 /*
@@ -96,7 +95,7 @@ bool xferk_conn_qp_live(struct xferk_conn *c)
 {
 	lockdep_assert_held(&c->lock);
 	return c->lanes[0].qp && !xferk_conn_state_over(c->state) &&
-	       !test_bit(XFERK_CONN_F_QP_DEAD, &c->flags);
+	       !xferk_conn_path_dead(c);
 }
 
 /* Why a pending chunk may not be posted, or 0. Called with c->lock. */
@@ -417,7 +416,7 @@ void xferk_conn_chunks_succeeded(struct xferk_conn *c,
  */
 void xferk_conn_completion_lost(struct xferk_conn *c)
 {
-	if (!test_bit(XFERK_CONN_F_QP_DEAD, &c->flags))
+	if (!xferk_conn_path_dead(c))
 		pr_warn_ratelimited("xferk: conn %u: a work request lost its completion; replacing the path\n",
 				    c->id);
 	xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_LOST);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The session state machine's table (kmod/conn_state.h has the diagram).
- * Verbs-free.
+ * The session and path state machines' tables (kmod/conn_state.h has the
+ * diagrams). Verbs-free.
  */
 #include <linux/bits.h>
 #include <linux/kernel.h>
@@ -50,3 +50,32 @@ int xferk_conn_state_uapi(int state)
 	return state == XFERK_CONN_CLOSED ? XFERK_CONN_STATE_DOWN : state;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_conn_state_uapi);
+
+static const u32 xferk_path_transitions[XFERK_PATH_NR_STATES] = {
+	[XFERK_PATH_NONE] = BIT(XFERK_PATH_LIVE),
+	[XFERK_PATH_LIVE] = BIT(XFERK_PATH_DEAD),
+	[XFERK_PATH_DEAD] = BIT(XFERK_PATH_NONE),
+};
+
+static const char *const xferk_path_state_names[XFERK_PATH_NR_STATES] = {
+	[XFERK_PATH_NONE] = "none",
+	[XFERK_PATH_LIVE] = "live",
+	[XFERK_PATH_DEAD] = "dead",
+};
+
+/* May a path in state @from go to state @to? */
+bool xferk_path_state_allowed(int from, int to)
+{
+	return from >= 0 && from < XFERK_PATH_NR_STATES &&
+	       to >= 0 && to < XFERK_PATH_NR_STATES &&
+	       (xferk_path_transitions[from] & BIT(to));
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_path_state_allowed);
+
+const char *xferk_path_state_name(int state)
+{
+	if (state < 0 || state >= XFERK_PATH_NR_STATES)
+		return "?";
+	return xferk_path_state_names[state];
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_path_state_name);

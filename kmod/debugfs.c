@@ -132,19 +132,20 @@ static int peers_show(struct seq_file *m, void *unused)
 	struct xferk_conn *c;
 	u32 i;
 
-	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path_live attempts reconnects reposted peer_caps revokes_unanswered answers_owed qps qps_live qp_posts\n");
+	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path attempts reconnects reposted peer_caps revokes_unanswered answers_owed qps qps_live qp_posts\n");
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		mutex_lock(&c->lock);
-		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %d %u %llu %llu %#llx %u %u %u %u ",
+		seq_printf(m, "%u %s %s %s %pISpc %u %u %d %d %d %u %s %u %llu %llu %#llx %u %u %u %u ",
 			   c->id, c->transport->name,
 			   c->active ? "active" : "passive",
 			   xferk_conn_state_name(c->state), &c->peer,
 			   READ_ONCE(c->lanes[0].qp_num),
 			   c->outstanding, c->error,
-			   test_bit(XFERK_CONN_F_QP_DEAD, &c->flags),
+			   xferk_conn_path_dead(c),
 			   test_bit(XFERK_CONN_F_CLAIMED, &c->flags),
-			   c->path_gen, c->path_live, c->attempts,
+			   c->path_gen, xferk_path_state_name(c->path),
+			   c->attempts,
 			   c->reconnects, c->reposted, c->peer_caps,
 			   revokes_unanswered(c), c->nr_acks_due, c->nr_qps,
 			   lanes_live(c));

@@ -263,7 +263,7 @@ static void ops_cancel_on_conns(struct xferk_op **ops, u32 nr, bool force)
 	for (k = 0; k < nr; k++) {
 		for (i = 0; i < ops[k]->nr_conns; i++) {
 			c = ops[k]->conns[i];
-			if (!test_bit(XFERK_CONN_F_QP_DEAD, &c->flags) &&
+			if (!xferk_conn_path_dead(c) &&
 			    xferk_conn_op_posted(c, ops[k]) &&
 			    xferk_escalation_allowed(&c->last_escalation))
 				xferk_conn_qp_dead(c, -ECONNRESET,

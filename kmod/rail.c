@@ -77,7 +77,7 @@ static struct xferk_remote *rail_at(struct xferk_remote *rm, u32 i)
 static bool rail_up(struct xferk_remote *rail)
 {
 	return READ_ONCE(rail->conn->state) == XFERK_CONN_UP &&
-	       !test_bit(XFERK_CONN_F_QP_DEAD, &rail->conn->flags) &&
+	       !xferk_conn_path_dead(rail->conn) &&
 	       !READ_ONCE(rail->error);
 }
 

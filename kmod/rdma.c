@@ -119,7 +119,7 @@ static bool conn_settled(struct xferk_conn *c)
 
 	return xferk_conn_state_over(state) ||
 	       (state == XFERK_CONN_UP &&
-		!test_bit(XFERK_CONN_F_QP_DEAD, &c->flags));
+		!xferk_conn_path_dead(c));
 }
 
 /**

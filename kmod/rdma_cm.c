@@ -589,7 +589,7 @@ static int conn_passive_join(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	}
 	mutex_lock(&c->lock);
 	if (req->lane < c->nr_qps && cm_msg_seq(req) == c->resume_seq &&
-	    c->path_live && xferk_conn_qp_live(c) &&
+	    xferk_conn_qp_live(c) &&
 	    !c->lanes[req->lane].cm_id) {
 		l = &c->lanes[req->lane];
 		spin_lock_irq(&c->cm_lock);

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit suite "xferk_conn_state": the session state machine
- * (kmod/conn_state.c). Every transition the table allows, and no other;
+ * KUnit suite "xferk_conn_state": the session and path state machines
+ * (kmod/conn_state.c). Every transition the session's table allows, and
+ * no other;
  * DOWN is left only for CLOSED, and CLOSED never, so a session is torn
  * down once (regression: a path's death racing the session going down
  * queued the recovery work again while it tore the session down, and the
  * second run tore it down again); every state has a name; userspace sees
- * CLOSED as DOWN.
+ * CLOSED as DOWN. A path goes NONE -> LIVE -> DEAD -> NONE and no other
+ * way: it dies once however many contexts see it die, is torn down once,
+ * and only a torn-down path is replaced.
  */
 #include <kunit/test.h>
 
@@ -94,11 +97,48 @@ static void conn_state_uapi(struct kunit *test)
 			XFERK_CONN_STATE_DOWN);
 }
 
+#define PS(x)	XFERK_PATH_##x
+
+static void path_state_table(struct kunit *test)
+{
+	static const struct {
+		int from, to;
+	} legal[] = {
+		{ PS(NONE), PS(LIVE) },
+		{ PS(LIVE), PS(DEAD) },
+		{ PS(DEAD), PS(NONE) },
+	};
+	int from, to, i;
+
+	for (from = -1; from <= XFERK_PATH_NR_STATES; from++) {
+		for (to = -1; to <= XFERK_PATH_NR_STATES; to++) {
+			bool want = false;
+
+			for (i = 0; i < ARRAY_SIZE(legal); i++)
+				if (legal[i].from == from && legal[i].to == to)
+					want = true;
+			KUNIT_EXPECT_EQ_MSG(test,
+					    xferk_path_state_allowed(from, to),
+					    want, "%s -> %s",
+					    xferk_path_state_name(from),
+					    xferk_path_state_name(to));
+		}
+	}
+	for (from = 0; from < XFERK_PATH_NR_STATES; from++)
+		KUNIT_EXPECT_STRNEQ(test, xferk_path_state_name(from), "?");
+	KUNIT_EXPECT_STREQ(test, xferk_path_state_name(XFERK_PATH_NR_STATES),
+			   "?");
+	/* A live path is never replaced without its teardown (NONE). */
+	KUNIT_EXPECT_FALSE(test, xferk_path_state_allowed(PS(LIVE), PS(LIVE)));
+	KUNIT_EXPECT_FALSE(test, xferk_path_state_allowed(PS(DEAD), PS(LIVE)));
+}
+
 static struct kunit_case conn_state_cases[] = {
 	KUNIT_CASE(conn_state_table),
 	KUNIT_CASE(conn_state_teardown_once),
 	KUNIT_CASE(conn_state_names),
 	KUNIT_CASE(conn_state_uapi),
+	KUNIT_CASE(path_state_table),
 	{}
 };
 

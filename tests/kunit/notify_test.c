@@ -202,7 +202,7 @@ static void notify_invalid(struct kunit *test)
 	struct xferk_event ev;
 	u8 m[XFERK_MSG_SIZE];
 
-	set_bit(XFERK_CONN_F_QP_DEAD, &f->to.flags);
+	f->to.path = XFERK_PATH_DEAD;
 	send_note(test, 1);
 	memcpy(m, sent[0], sizeof(m));
 	xferk_msg_received(&f->to, m, sizeof(m) - 8);	/* short */

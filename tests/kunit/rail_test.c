@@ -113,10 +113,10 @@ static void rail_pick_rotates_over_up(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, seen[2], 10U);
 	/* Down, dead QP, refused key: skipped. */
 	f->c[1].state = XFERK_CONN_RECONNECTING;
-	set_bit(XFERK_CONN_F_QP_DEAD, &f->c[2].flags);
+	f->c[2].path = XFERK_PATH_DEAD;
 	for (i = 0; i < 10; i++)
 		KUNIT_EXPECT_EQ(test, xferk_remote_pick_rail(&f->rm[0]), 0);
-	clear_bit(XFERK_CONN_F_QP_DEAD, &f->c[2].flags);
+	f->c[2].path = XFERK_PATH_LIVE;
 	f->rm[0].error = -EACCES;
 	for (i = 0; i < 10; i++)
 		KUNIT_EXPECT_EQ(test, xferk_remote_pick_rail(&f->rm[0]), 2);

@@ -234,7 +234,7 @@ static void revoke_invalid_messages(struct kunit *test)
 	u8 m[REVOKE_MSG_SIZE];
 	int i;
 
-	set_bit(XFERK_CONN_F_QP_DEAD, &f->c.flags);
+	f->c.path = XFERK_PATH_DEAD;
 	wire(m, 1, 1, 1);
 	xferk_msg_received(&f->c, m, sizeof(m) - 1);
 	xferk_msg_received(&f->c, m, 0);
@@ -261,7 +261,7 @@ static void revoke_invalid_messages(struct kunit *test)
 	list_del(&rm->conn_node);
 
 	/* A new path, not up yet: answers are owed, none can go. */
-	clear_bit(XFERK_CONN_F_QP_DEAD, &f->c.flags);
+	f->c.path = XFERK_PATH_LIVE;
 	f->c.state = XFERK_CONN_RECONNECTING;
 	for (i = 0; i < XFERK_REVOKES_MAX; i++)
 		receive(&f->c, 1, 1000 + i, 1);
