@@ -94,6 +94,12 @@ static void path_replaced(void)
 	struct t_loop l;
 	int ret;
 
+	/*
+	 * A session of its own, initiated here: a CONNECT to the peer may
+	 * otherwise find the accepting end of another test's session to the
+	 * host's second address (seen after kill_storm).
+	 */
+	T_EXPECT(t_end_session() == 0, "the sessions to the peer did not end");
 	t_loop_open(&l, LEN, LEN + 4096);
 	ret = write_once(&l, &s, 3);
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "warm-up: %d", ret);
