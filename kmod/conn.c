@@ -383,7 +383,7 @@ void xferk_conn_set_up(struct xferk_conn *c)
 	/* Not a path that died meanwhile (its recovery handles it). */
 	if ((c->state == XFERK_CONN_CONNECTING ||
 	     c->state == XFERK_CONN_RECONNECTING) &&
-	    c->path == XFERK_PATH_LIVE) {
+	    !xferk_conn_path_dead(c)) {
 		if (c->state == XFERK_CONN_RECONNECTING) {
 			c->reconnects++;
 			atomic64_inc(&xferk_stats.reconnects);
@@ -558,7 +558,8 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 	int ret;
 
 	mutex_lock(&c->lock);
-	if (c->state != XFERK_CONN_RECONNECTING || c->path != XFERK_PATH_NONE) {
+	if (c->state != XFERK_CONN_RECONNECTING ||
+	    READ_ONCE(c->path) != XFERK_PATH_NONE) {
 		mutex_unlock(&c->lock);
 		return;
 	}
