@@ -186,8 +186,9 @@ static void queue_item_show(struct seq_file *m, struct xferk_sched_item *it,
 }
 
 /*
- * Every device's queue: windows, classes, and the ops waiting in them;
- * then the ops blocked on a session's full window, per session.
+ * Every device's queue: windows, classes, and the ops waiting in them,
+ * also those blocked on their session's full QP window (off the class
+ * list, on the session's: struct xferk_sched_qp.blocked).
  */
 static int queue_show(struct seq_file *m, void *unused)
 {
@@ -198,36 +199,29 @@ static int queue_show(struct seq_file *m, void *unused)
 	int i;
 
 	seq_printf(m, "bypass %d\n", READ_ONCE(xferk_queue_bypass));
+	mutex_lock(&xferk_conns_lock);
 	spin_lock(&xferk_queue_lock);
 	list_for_each_entry(q, &xferk_qdevs, node) {
 		seq_printf(m, "device %s inflight_bytes %llu inflight_chunks %u parked_bytes %llu\n",
 			   q->name, q->sched.inflight_bytes,
 			   q->sched.inflight_chunks, q->sched.parked_bytes);
 		for (i = 0; i < XFERK_PRIO_COUNT; i++) {
-			struct xferk_sched_class *c = &q->sched.cls[i];
+			struct xferk_sched_class *cls = &q->sched.cls[i];
 
 			seq_printf(m, " class %s ops %u bytes %llu deficit %lld\n",
-				   xferk_prio_names[i], c->ops, c->bytes,
-				   c->deficit);
-			list_for_each_entry(it, &c->items, node)
+				   xferk_prio_names[i], cls->ops, cls->bytes,
+				   cls->deficit);
+			list_for_each_entry(it, &cls->items, node)
 				queue_item_show(m, it, now);
+			if (i == XFERK_PRIO_INTERNAL)
+				continue;
+			list_for_each_entry(c, &xferk_conns, node)
+				list_for_each_entry(it, &c->sqp.blocked[i], node)
+					if (it->sched == &q->sched)
+						queue_item_show(m, it, now);
 		}
 	}
 	spin_unlock(&xferk_queue_lock);
-	mutex_lock(&xferk_conns_lock);
-	list_for_each_entry(c, &xferk_conns, node) {
-		spin_lock(&xferk_queue_lock);
-		for (i = 0; i < XFERK_PRIO_INTERNAL; i++) {
-			if (list_empty(&c->sqp.blocked[i]))
-				continue;
-			seq_printf(m, "conn %u outstanding %u blocked class %s\n",
-				   c->id, c->sqp.outstanding,
-				   xferk_prio_names[i]);
-			list_for_each_entry(it, &c->sqp.blocked[i], node)
-				queue_item_show(m, it, now);
-		}
-		spin_unlock(&xferk_queue_lock);
-	}
 	mutex_unlock(&xferk_conns_lock);
 	return 0;
 }

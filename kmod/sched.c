@@ -27,6 +27,9 @@
 
 #define USER_CLASSES	XFERK_PRIO_INTERNAL	/* classes 0 .. INTERNAL - 1 */
 
+/* The last item's struct xferk_sched_item.seq (the caller's lock). */
+static u64 admitted_seq;
+
 void xferk_sched_init(struct xferk_sched *s, const struct xferk_sched_limits *lim)
 {
 	int i;
@@ -113,6 +116,7 @@ int xferk_sched_admit(struct xferk_sched *s, struct xferk_sched_item *it,
 	}
 	INIT_LIST_HEAD(&it->node);
 	it->sched = s;
+	it->seq = ++admitted_seq;
 	it->acct = acct;
 	it->state = XFERK_Q_QUEUED;
 	it->undispatched_bytes = it->bytes;
@@ -183,8 +187,29 @@ static bool eligible(const struct xferk_sched *s,
 }
 
 /*
- * The first item of each class blocked on @qp goes back to the head of
- * its class, where it was, if the QP's window has room for a user chunk.
+ * Moves @it into @items (a class or blocked list) in admission order:
+ * after the last older item. Usually at once: a list's items are in that
+ * order, an item that comes back from a blocked list is among the oldest,
+ * and one that is blocked is usually the youngest there, or the oldest.
+ */
+static void insert_by_seq(struct xferk_sched_item *it, struct list_head *items)
+{
+	struct xferk_sched_item *pos;
+
+	pos = list_last_entry(items, struct xferk_sched_item, node);
+	if (list_empty(items) || pos->seq < it->seq) {
+		list_move_tail(&it->node, items);
+		return;
+	}
+	list_for_each_entry(pos, items, node)
+		if (pos->seq > it->seq)
+			break;
+	list_move_tail(&it->node, &pos->node);	/* before @pos */
+}
+
+/*
+ * The first item of each class blocked on @qp goes back to its class, in
+ * admission order (where it was), if the QP's window has room for a user chunk.
  * Called wherever that room can appear (a chunk completes, one was
  * dispatched, an item leaves), so while the window has room, an item of
  * each class blocked on @qp is on its class list: none waits for a
@@ -199,25 +224,14 @@ static void unblock_heads(struct xferk_sched_qp *qp)
 		it = list_first_entry_or_null(&qp->blocked[i],
 					      struct xferk_sched_item, node);
 		if (it && !qp_full(it->sched, it))
-			list_move(&it->node, &it->sched->cls[i].items);
+			insert_by_seq(it, &it->sched->cls[i].items);
 	}
 }
 
-/*
- * @it waits on its next QP's blocked list: behind the others, or first if
- * it is older than the first (it came back and found the window full
- * again), so a session's items keep roughly their order.
- */
+/* @it waits on its next QP's blocked list, in admission order. */
 static void block(struct xferk_sched_item *it)
 {
-	struct list_head *blocked = &it->next_qp->blocked[it->prio];
-	struct xferk_sched_item *first;
-
-	first = list_first_entry_or_null(blocked, struct xferk_sched_item, node);
-	if (first && ktime_before(it->enqueued, first->enqueued))
-		list_move(&it->node, blocked);
-	else
-		list_move_tail(&it->node, blocked);
+	insert_by_seq(it, &it->next_qp->blocked[it->prio]);
 }
 
 /*

@@ -2,8 +2,8 @@
 /*
  * The admission queue's scheduler model: admission, priority classes,
  * byte-charged weighted deficit round robin with aging, dispatch windows.
- * Verbs-, io_uring- and lock-free: the caller serializes every call on one
- * struct xferk_sched (kmod/queue.c uses xferk_queue_lock). KUnit drives it
+ * Verbs-, io_uring- and lock-free: the caller serializes every call on all
+ * the queues that share a QP (kmod/queue.c uses xferk_queue_lock for all). KUnit drives it
  * directly (tests/kunit/sched_test.c).
  *
  * An item is one op. It is admitted whole or not at all, then dispatched
@@ -101,10 +101,10 @@ struct xferk_sched_account {
  * @nr_qps: the session's QPs; the window is theirs together (0 counts
  *	as 1)
  * @blocked: per user class, the items whose next chunk found the window
- *	full, oldest first; off their class lists, so that a full (or stuck)
- *	session costs the others no lookahead. Each completion or dispatch
- *	that leaves the window room puts each class's first one back at the
- *	head of its class (see unblock_heads()).
+ *	full, in admission order; off their class lists, so that a full (or
+ *	stuck) session costs the others no lookahead. Each completion or
+ *	dispatch that leaves the window room puts each class's first one back
+ *	into its class, in admission order (see unblock_heads())
  */
 struct xferk_sched_qp {
 	u32 outstanding;
@@ -134,6 +134,9 @@ static inline u32 xferk_sched_qp_window(const struct xferk_sched_qp *qp,
  * @node: while QUEUED or DISPATCHING: on its class's list, or on its
  *	next QP's @blocked list
  * @sched: the queue it was admitted to
+ * @seq: admission order, over every queue: a class list and a blocked
+ *	list keep their items in it, so a session's items of one class go
+ *	in the order they were admitted
  * @acct: the submitting file's account
  * @prio: XFERK_PRIO_*
  * @state: enum xferk_qstate
@@ -152,6 +155,7 @@ static inline u32 xferk_sched_qp_window(const struct xferk_sched_qp *qp,
 struct xferk_sched_item {
 	struct list_head node;
 	struct xferk_sched *sched;
+	u64 seq;
 	struct xferk_sched_account *acct;
 	u8 prio;
 	u8 state;

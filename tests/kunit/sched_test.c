@@ -427,6 +427,37 @@ static void sched_full_session_skipped(struct kunit *test)
 }
 
 /*
+ * Several slots free at once (a batch of completions): the items blocked
+ * on the session come back, and go, in the order they were admitted
+ * (regression: each came back at the head of its class, so they went in
+ * reverse, and notifications arrived out of submit order).
+ */
+static void sched_blocked_keep_order(struct kunit *test)
+{
+	struct xferk_sched_item *it[10];
+	struct env *e = env_new(test);
+	u32 i;
+
+	e->lim.qp_window = 4;
+	for (i = 0; i < ARRAY_SIZE(it); i++) {
+		it[i] = item(test, e, XFERK_PRIO_NORMAL, 1, 4 * KIB);
+		KUNIT_ASSERT_EQ(test, admit(e, it[i], 0), 0);
+	}
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), it[i]);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	for (i = 0; i < 3; i++)
+		xferk_sched_complete(&e->s, it[i], 4 * KIB, &e->qp, 0);
+	for (i = 4; i < 7; i++)
+		KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), it[i]);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	for (i = 3; i < 7; i++)
+		xferk_sched_complete(&e->s, it[i], 4 * KIB, &e->qp, 0);
+	for (i = 7; i < 10; i++)
+		KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), it[i]);
+}
+
+/*
  * An item whose own window is full is passed over, not blocked on its
  * next QP: a slot that frees there goes to an item that can use it (when
  * the first blocked one could not go, the others waited on a QP with
@@ -524,6 +555,7 @@ static struct kunit_case xferk_sched_cases[] = {
 	KUNIT_CASE(sched_cancel_queued),
 	KUNIT_CASE(sched_full_session_skipped),
 	KUNIT_CASE(sched_room_goes_to_who_can_use_it),
+	KUNIT_CASE(sched_blocked_keep_order),
 	KUNIT_CASE(sched_parked_free_device_window),
 	KUNIT_CASE(sched_hist_buckets),
 	{}
