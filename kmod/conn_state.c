@@ -27,20 +27,30 @@ static const char *const xferk_conn_state_names[XFERK_CONN_NR_STATES] = {
 	[XFERK_CONN_CLOSED] = "closed",
 };
 
+/* Does @table (of @nr states, a bit per allowed target) allow @from -> @to? */
+static bool table_allows(const u32 *table, int nr, int from, int to)
+{
+	return from >= 0 && from < nr && to >= 0 && to < nr &&
+	       (table[from] & BIT(to));
+}
+
+/* @state's name in @names (of @nr states), "?" out of range. */
+static const char *table_name(const char *const *names, int nr, int state)
+{
+	return state >= 0 && state < nr ? names[state] : "?";
+}
+
 /* May a session in state @from go to state @to? */
 bool xferk_conn_state_allowed(int from, int to)
 {
-	return from >= 0 && from < XFERK_CONN_NR_STATES &&
-	       to >= 0 && to < XFERK_CONN_NR_STATES &&
-	       (xferk_conn_transitions[from] & BIT(to));
+	return table_allows(xferk_conn_transitions, XFERK_CONN_NR_STATES,
+			    from, to);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_conn_state_allowed);
 
 const char *xferk_conn_state_name(int state)
 {
-	if (state < 0 || state >= XFERK_CONN_NR_STATES)
-		return "?";
-	return xferk_conn_state_names[state];
+	return table_name(xferk_conn_state_names, XFERK_CONN_NR_STATES, state);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_conn_state_name);
 
@@ -66,16 +76,13 @@ static const char *const xferk_path_state_names[XFERK_PATH_NR_STATES] = {
 /* May a path in state @from go to state @to? */
 bool xferk_path_state_allowed(int from, int to)
 {
-	return from >= 0 && from < XFERK_PATH_NR_STATES &&
-	       to >= 0 && to < XFERK_PATH_NR_STATES &&
-	       (xferk_path_transitions[from] & BIT(to));
+	return table_allows(xferk_path_transitions, XFERK_PATH_NR_STATES,
+			    from, to);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_path_state_allowed);
 
 const char *xferk_path_state_name(int state)
 {
-	if (state < 0 || state >= XFERK_PATH_NR_STATES)
-		return "?";
-	return xferk_path_state_names[state];
+	return table_name(xferk_path_state_names, XFERK_PATH_NR_STATES, state);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_path_state_name);
