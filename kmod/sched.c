@@ -175,15 +175,19 @@ static bool op_window_full(const struct xferk_sched_item *it)
 		it->inflight_bytes + it->next_len > it->window_bytes);
 }
 
+/* @it's next chunk fits the device window (an empty one takes any). */
+static bool dev_window_fits(const struct xferk_sched *s,
+			    const struct xferk_sched_item *it)
+{
+	return !s->inflight_bytes ||
+	       s->inflight_bytes + it->next_len <= s->lim->dev_window_bytes;
+}
+
 static bool eligible(const struct xferk_sched *s,
 		     const struct xferk_sched_item *it)
 {
-	if (op_window_full(it))
-		return false;
-	if (qp_full(s, it))
-		return false;
-	return !s->inflight_bytes ||
-	       s->inflight_bytes + it->next_len <= s->lim->dev_window_bytes;
+	return !op_window_full(it) && !qp_full(s, it) &&
+	       dev_window_fits(s, it);
 }
 
 /*
@@ -251,15 +255,16 @@ static struct xferk_sched_item *first_eligible(struct xferk_sched *s, int prio)
 	u32 seen = 0;
 
 	list_for_each_entry_safe(it, tmp, &s->cls[prio].items, node) {
-		if (eligible(s, it))
+		if (prio == XFERK_PRIO_INTERNAL) {
+			if (eligible(s, it))
+				return it;
+		} else if (op_window_full(it)) {
+			continue;
+		} else if (qp_full(s, it)) {
+			block(it);
+			continue;
+		} else if (dev_window_fits(s, it)) {
 			return it;
-		if (prio != XFERK_PRIO_INTERNAL) {
-			if (op_window_full(it))
-				continue;
-			if (qp_full(s, it)) {
-				block(it);
-				continue;
-			}
 		}
 		if (++seen >= s->lim->lookahead)
 			break;
