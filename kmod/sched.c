@@ -27,7 +27,14 @@
 
 #define USER_CLASSES	XFERK_PRIO_INTERNAL	/* classes 0 .. INTERNAL - 1 */
 
-/* The last item's struct xferk_sched_item.seq (the caller's lock). */
+/*
+ * Items one pick looks at, at most, counted or not: items passed over for
+ * their own full op window are bounded by the chunks in flight, which
+ * parking no longer bounds by the device window.
+ */
+#define SCAN_MAX	4096
+
+/* The last started item's struct xferk_sched_item.seq (the caller's lock). */
 static u64 admitted_seq;
 
 void xferk_sched_init(struct xferk_sched *s, const struct xferk_sched_limits *lim)
@@ -116,7 +123,6 @@ int xferk_sched_admit(struct xferk_sched *s, struct xferk_sched_item *it,
 	}
 	INIT_LIST_HEAD(&it->node);
 	it->sched = s;
-	it->seq = ++admitted_seq;
 	it->acct = acct;
 	it->state = XFERK_Q_QUEUED;
 	it->undispatched_bytes = it->bytes;
@@ -146,6 +152,7 @@ void xferk_sched_start(struct xferk_sched *s, struct xferk_sched_item *it,
 		return;
 	it->enqueued = now;
 	it->progress = now;
+	it->seq = ++admitted_seq;
 	list_add_tail(&it->node, &s->cls[it->prio].items);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_sched_start);
@@ -252,9 +259,11 @@ static void block(struct xferk_sched_item *it)
 static struct xferk_sched_item *first_eligible(struct xferk_sched *s, int prio)
 {
 	struct xferk_sched_item *it, *tmp;
-	u32 seen = 0;
+	u32 seen = 0, scanned = 0;
 
 	list_for_each_entry_safe(it, tmp, &s->cls[prio].items, node) {
+		if (++scanned > SCAN_MAX)
+			break;
 		if (prio == XFERK_PRIO_INTERNAL) {
 			if (eligible(s, it))
 				return it;

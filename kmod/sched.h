@@ -134,9 +134,9 @@ static inline u32 xferk_sched_qp_window(const struct xferk_sched_qp *qp,
  * @node: while QUEUED or DISPATCHING: on its class's list, or on its
  *	next QP's @blocked list
  * @sched: the queue it was admitted to
- * @seq: admission order, over every queue: a class list and a blocked
- *	list keep their items in it, so a session's items of one class go
- *	in the order they were admitted
+ * @seq: start order (xferk_sched_start()), over every queue: a class
+ *	list and a blocked list keep their items in it, so a session's
+ *	items of one class go in the order they were started
  * @acct: the submitting file's account
  * @prio: XFERK_PRIO_*
  * @state: enum xferk_qstate
