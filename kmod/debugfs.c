@@ -258,6 +258,8 @@ void xferk_debugfs_init(void)
 	debugfs_create_bool("no_caps", 0600, fault, &xferk_fault_no_caps);
 	debugfs_create_atomic_t("ignore_revokes", 0600, fault,
 				&xferk_fault_ignore_revokes);
+	debugfs_create_atomic_t("fail_destroy", 0600, fault,
+				&xferk_fault_fail_destroy);
 }
 
 void xferk_debugfs_exit(void)

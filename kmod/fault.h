@@ -21,5 +21,6 @@ extern atomic_t xferk_fault_qp_error;
 extern atomic_t xferk_fault_refuse_chain;
 extern bool xferk_fault_no_caps;
 extern atomic_t xferk_fault_ignore_revokes;
+extern atomic_t xferk_fault_fail_destroy;
 
 #endif /* XFERK_FAULT_H */

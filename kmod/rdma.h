@@ -9,7 +9,8 @@
  * passive ends, the listener), QPs and their send slots, exports.
  *
  *   rdma_dev.c   the ib_client, per-device objects, connections attaching
- *                to their device, the DMA maps of regions
+ *                to their device, the DMA maps of regions, destroying a
+ *                QP or MR the device refuses to let go
  *   rdma_post.c  a path's PD, CQ (its poller) and QPs, send slots, posting
  *                chunks, disconnect, quiesce and destroy, the keepalive
  *                probe, the transport's ops table
@@ -109,7 +110,7 @@ struct xferk_msgs {
 	bool mapped;
 };
 
-/* rdma_dev.c: devices, DMA maps of regions */
+/* rdma_dev.c: devices, DMA maps of regions, QP and MR destruction */
 extern struct ib_client xferk_ib_client;
 struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
 					  struct xferk_dev *d);
@@ -118,6 +119,8 @@ struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r);
 int conn_attach(struct xferk_conn *c, struct ib_device *ibdev);
 void conn_detach(struct xferk_conn *c);
+void xferk_destroy_qp(struct ib_qp *qp);
+void xferk_dereg_mr(struct ib_mr *mr);
 
 /* rdma_post.c: the path's CQ and QPs, send slots, posting, teardown */
 extern struct workqueue_struct *xferk_cq_wq;

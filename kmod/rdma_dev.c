@@ -15,14 +15,18 @@
  * ours lives on a device past its removal, whenever a cm_id resolves or a
  * peer connects.
  */
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
 #include <linux/memcontrol.h>
+#include <linux/ratelimit.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include "conn.h"
+#include "fault.h"
 #include "queue.h"
 #include "rdma.h"
 #include "region.h"
+#include "stats.h"
 #include "transport.h"
 #include "xferk.h"
 
@@ -323,4 +327,56 @@ void conn_detach(struct xferk_conn *c)
 	mutex_unlock(&xferk_devs_lock);
 	c->dev = NULL;
 	kref_put(&d->ref, dev_release);
+}
+
+/*
+ * A QP whose destruction failed, or an MR whose deregistration failed, is
+ * still the device's: it may still access what it references (the pages
+ * and DMA maps behind it, its CQ and PD). Nothing of that may be released,
+ * so the destruction is retried, 100 ms after the first failure, the pause
+ * doubling up to 1 s, until the device lets the object go; the caller (a
+ * path's teardown, an export's revocation, from process context) waits
+ * and releases the rest only then. stats/destroy_retries counts failures.
+ * A device that refuses for good keeps its caller waiting, with a message
+ * every 10 s: pages a device may still write are never handed back.
+ * fault/fail_destroy refuses the next N before they reach the device.
+ */
+atomic_t xferk_fault_fail_destroy = ATOMIC_INIT(0);
+
+static void destroy_failed(const char *what, int ret, unsigned int *ms)
+{
+	static DEFINE_RATELIMIT_STATE(rs, 10 * HZ, 1);
+
+	atomic64_inc(&xferk_stats.destroy_retries);
+	if (__ratelimit(&rs))
+		pr_warn("xferk: destroying a %s failed (%d); retrying until the device releases it\n",
+			what, ret);
+	msleep(*ms);
+	*ms = min(*ms * 2, 1000U);
+}
+
+static int destroy_fault(void)
+{
+	return atomic_dec_if_positive(&xferk_fault_fail_destroy) >= 0 ?
+	       -EBUSY : 0;
+}
+
+void xferk_destroy_qp(struct ib_qp *qp)
+{
+	unsigned int ms = 100;
+	int ret;
+
+	might_sleep();
+	while ((ret = destroy_fault() ?: ib_destroy_qp(qp)))
+		destroy_failed("QP", ret, &ms);
+}
+
+void xferk_dereg_mr(struct ib_mr *mr)
+{
+	unsigned int ms = 100;
+	int ret;
+
+	might_sleep();
+	while ((ret = destroy_fault() ?: ib_dereg_mr(mr)))
+		destroy_failed("MR", ret, &ms);
 }

@@ -137,7 +137,7 @@ static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
 	return 0;
 
 err_mr:
-	ib_dereg_mr(mr);
+	xferk_dereg_mr(mr);
 err_unmap:
 	ib_dma_unmap_sg(dev, e->sgt.sgl, e->sgt.orig_nents, DMA_BIDIRECTIONAL);
 err_free:
@@ -234,7 +234,7 @@ int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
 			       PTR_ERR(mr) : -EIO;
 		ret = export_maps_region(r, e->addr, npages);
 		if (ret) {
-			ib_dereg_mr(mr);
+			xferk_dereg_mr(mr);
 			return ret;
 		}
 		e->mr = mr;
@@ -246,7 +246,7 @@ int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
 
 void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e)
 {
-	ib_dereg_mr(e->mr);
+	xferk_dereg_mr(e->mr);
 	if (e->sgt.sgl) {
 		ib_dma_unmap_sg(c->pd->device, e->sgt.sgl, e->sgt.orig_nents,
 				DMA_BIDIRECTIONAL);

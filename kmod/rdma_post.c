@@ -472,7 +472,8 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 }
 
 /*
- * QPs first, then the CQ: conn_cq_destroy() waits for a running completion
+ * QPs first (each retried until the device lets it go: xferk_destroy_qp()),
+ * then the CQ: conn_cq_destroy() waits for a running completion
  * handler. A registration still waiting for its completion gets none now:
  * it is released here, as failed (before teardown revokes exports).
  */
@@ -490,7 +491,7 @@ static void conn_rdma_quiesce(struct xferk_conn *c)
 	mutex_unlock(&c->lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++)
 		if (qps[i])
-			ib_destroy_qp(qps[i]);
+			xferk_destroy_qp(qps[i]);
 	if (c->cq)
 		conn_cq_destroy(c);
 	complete(&c->reg_done);

@@ -73,6 +73,7 @@ struct xferk_stats {
 	atomic64_t notifies_duplicate;
 	atomic64_t notifies_unclaimed;
 	atomic64_t events_dropped;
+	atomic64_t destroy_retries;
 };
 
 extern struct xferk_stats xferk_stats;

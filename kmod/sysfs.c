@@ -138,6 +138,7 @@ XFERK_STAT_ATTR(notifies_received);
 XFERK_STAT_ATTR(notifies_duplicate);
 XFERK_STAT_ATTR(notifies_unclaimed);
 XFERK_STAT_ATTR(events_dropped);
+XFERK_STAT_ATTR(destroy_retries);
 
 static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_ops_submitted.attr,
@@ -196,6 +197,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_notifies_duplicate.attr,
 	&dev_attr_notifies_unclaimed.attr,
 	&dev_attr_events_dropped.attr,
+	&dev_attr_destroy_retries.attr,
 	NULL,
 };
 
