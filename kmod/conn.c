@@ -66,7 +66,6 @@
 #include "conn_internal.h"
 #include "conn_state.h"
 #include "export.h"
-#include "limits.h"
 #include "notify.h"
 #include "queue.h"
 #include "stats.h"
@@ -79,6 +78,10 @@
 
 struct workqueue_struct *xferk_conn_wq;
 static atomic_t xferk_next_conn_id = ATOMIC_INIT(0);
+
+/* Registered as parameters by limits.c. */
+unsigned int xferk_passive_idle_ms = 300000;
+unsigned int xferk_reconnect_ms = 30000;
 
 static unsigned int xferk_flush_timeout_ms = 5000;
 module_param_named(flush_timeout_ms, xferk_flush_timeout_ms, uint, 0644);

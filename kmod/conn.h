@@ -317,6 +317,10 @@ extern struct mutex xferk_conns_lock;
 extern struct list_head xferk_conns;
 extern struct workqueue_struct *xferk_conn_wq;
 extern unsigned int xferk_lost_completion_ms;
+extern unsigned int xferk_passive_idle_ms;
+extern unsigned int xferk_reconnect_ms;
+extern unsigned int xferk_keepalive_ms;
+extern unsigned int xferk_session_idle_ms;
 
 /* conn.c: a session's life, its state machine, recovery and teardown */
 int xferk_conn_module_init(void);

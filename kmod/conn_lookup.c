@@ -30,7 +30,6 @@
 #include "conn.h"
 #include "conn_internal.h"
 #include "conn_state.h"
-#include "limits.h"
 #include "stats.h"
 #include "transport.h"
 

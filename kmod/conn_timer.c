@@ -17,9 +17,12 @@
 #include "conn.h"
 #include "conn_internal.h"
 #include "conn_state.h"
-#include "limits.h"
 #include "stats.h"
 #include "transport.h"
+
+/* Registered as parameters by limits.c. */
+unsigned int xferk_keepalive_ms = 2000;
+unsigned int xferk_session_idle_ms;
 
 /* (Re)arms the session's own deadline @ms from now, with c->lock. */
 void conn_arm_timer_locked(struct xferk_conn *c, unsigned int ms)

@@ -29,6 +29,7 @@
 #include "queue.h"
 #include "region.h"
 #include "sched.h"
+#include "transport.h"
 #include "wire.h"
 #include "xferk.h"
 

@@ -20,7 +20,9 @@
 #include "front.h"
 #include "handle.h"
 #include "limits.h"
+#include "op.h"
 #include "stats.h"
+#include "transport.h"
 
 /* Indexed by enum xferk_handle_kind. */
 u32 xferk_handle_limit[XFERK_H_KINDS] = {
@@ -90,8 +92,6 @@ module_param_named(max_export_pages_per_file, xferk_max_export_pages_per_file,
 MODULE_PARM_DESC(max_export_pages_per_file,
 		 "Pages one open file's exports may cover, summed over its exports (default 16777216: 64 GiB)");
 
-unsigned int xferk_max_passive_conns = 256;
-
 static int passive_limit_set(const char *val, const struct kernel_param *kp)
 {
 	return param_set_uint_minmax(val, kp, 0, 65536);
@@ -123,13 +123,9 @@ module_param_cb(qps_per_session, &qps_ops, &xferk_qps_per_session, 0644);
 MODULE_PARM_DESC(qps_per_session,
 		 "RC QPs per path of a new session whose CONNECT names none (default 1, at most 8)");
 
-unsigned int xferk_max_peer_qps = 4;
 module_param_cb(max_peer_qps, &qps_ops, &xferk_max_peer_qps, 0644);
 MODULE_PARM_DESC(max_peer_qps,
 		 "Most RC QPs per path a session a peer opens to this host gets (default 4, at most 8)");
-
-unsigned int xferk_passive_idle_ms = 300000;
-unsigned int xferk_handshake_timeout_ms = 10000;
 
 /* 100 ms to one day. */
 static int timeout_ms_set(const char *val, const struct kernel_param *kp)
@@ -176,7 +172,6 @@ static const struct kernel_param_ops keepalive_ms_ops = {
 	.get = param_get_uint,
 };
 
-unsigned int xferk_keepalive_ms = 2000;
 module_param_cb(keepalive_ms, &keepalive_ms_ops, &xferk_keepalive_ms, 0644);
 MODULE_PARM_DESC(keepalive_ms,
 		 "Every RDMA connection probes its peer this often, so that an end whose peer is gone goes down by itself; 0 disables (default 2000)");
@@ -192,7 +187,6 @@ static const struct kernel_param_ops session_idle_ms_ops = {
 	.get = param_get_uint,
 };
 
-unsigned int xferk_session_idle_ms;
 module_param_cb(session_idle_ms, &session_idle_ms_ops, &xferk_session_idle_ms,
 		0644);
 MODULE_PARM_DESC(session_idle_ms,
@@ -229,7 +223,6 @@ static const struct kernel_param_ops reconnect_ms_ops = {
 	.get = param_get_uint,
 };
 
-unsigned int xferk_reconnect_ms = 30000;
 module_param_cb(reconnect_ms, &reconnect_ms_ops, &xferk_reconnect_ms, 0644);
 MODULE_PARM_DESC(reconnect_ms,
 		 "A session whose path died gets this long to make a new one before it goes down; 0: a path's death ends the session (default 30000)");
@@ -246,61 +239,10 @@ static const struct kernel_param_ops escalation_interval_ms_ops = {
 	.get = param_get_uint,
 };
 
-unsigned int xferk_escalation_interval_ms = 1000;
 module_param_cb(escalation_interval_ms, &escalation_interval_ms_ops,
 		&xferk_escalation_interval_ms, 0644);
 MODULE_PARM_DESC(escalation_interval_ms,
 		 "A file's cancels kill a path (flushing every user's work on it) at most once per this interval, and so do all cancels on one session's path; 0: no limit (default 1000)");
-
-/**
- * xferk_escalation_allowed() - may a cancel kill a path now?
- * @last_ns: when the limited party last did (ns): a file's account
- *	(struct xferk_qacct.last_escalation), or a session
- *	(struct xferk_conn.last_escalation)
- *
- * A cancel's escalation flushes every user's work on the path and makes
- * the session reconnect, so a file that keeps causing it is limited to
- * one per escalation_interval_ms, and so is a session's path whoever
- * asks: N files (of one tenant or of several) kill a shared path no more
- * often than one. Beyond that the cancel waits for its work requests to
- * complete by themselves (its op is QUARANTINED at the drain deadline if
- * they do not); stats/escalations_limited counts it.
- *
- * Return: true if the escalation may go ahead (it is recorded).
- */
-bool xferk_escalation_allowed(atomic64_t *last_ns)
-{
-	u64 interval = (u64)READ_ONCE(xferk_escalation_interval_ms) *
-		       NSEC_PER_MSEC;
-	u64 now = ktime_get_ns(), last = atomic64_read(last_ns);
-
-	if (!interval)
-		return true;
-	if ((!last || now - last >= interval) &&
-	    atomic64_cmpxchg(last_ns, last, now) == last)
-		return true;
-	atomic64_inc(&xferk_stats.escalations_limited);
-	return false;
-}
-
-/**
- * xferk_charge() - take @n from a file's budget, all or nothing
- * @used: what the file holds of it
- * @n: how much more
- * @limit: the budget
- * @error: what to return when it does not fit
- *
- * Return: 0, or @error (counted in stats/limit_rejects).
- */
-int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
-		 int error)
-{
-	if (atomic_long_add_return(n, used) <= limit)
-		return 0;
-	atomic_long_sub(n, used);
-	atomic64_inc(&xferk_stats.limit_rejects);
-	return error;
-}
 
 static void count_reject(int ret)
 {

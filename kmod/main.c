@@ -32,12 +32,13 @@ module_param_named(listen_addr, xferk_listen_addr, charp, 0444);
 MODULE_PARM_DESC(listen_addr,
 		 "IPv4/IPv6 address the connection listener binds (default 0.0.0.0: all)");
 
-unsigned short xferk_listen_port = 18515;
 module_param_named(listen_port, xferk_listen_port, ushort, 0444);
 MODULE_PARM_DESC(listen_port, "TCP-space port of the connection listener (default 18515)");
 
-/* listen_addr and listen_port parsed at load; invalid values fail the load. */
-struct sockaddr_storage xferk_listen_sockaddr;
+/*
+ * listen_addr and listen_port are parsed at load into the transport's
+ * xferk_listen_sockaddr; invalid values fail the load.
+ */
 
 int xferk_ioctl_info(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
@@ -140,7 +141,8 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		c = xferk_conn_connect(current->nsproxy->net_ns, &peer,
 				       a->timeout_ms ?: 5000,
 				       a->nr_qps ?: READ_ONCE(xferk_qps_per_session),
-				       xf->qacct);
+				       xf->qacct,
+				       READ_ONCE(xferk_handle_limit[XFERK_H_CONN]));
 	if (IS_ERR(c)) {
 		kfree(cr);
 		return PTR_ERR(c);

@@ -256,6 +256,7 @@ bool xferk_op_physical(struct xferk_op *op);
 int xferk_op_module_init(void);
 void xferk_op_module_exit(void);
 extern unsigned int xferk_exit_drain_ms;
+extern unsigned int xferk_escalation_interval_ms;
 void xferk_chunk_complete(struct xferk_chunk *ch, int error);
 void xferk_chunks_succeeded(struct xferk_chunk **chs, u32 n);
 bool xferk_chunk_cancelled(struct xferk_chunk *ch);

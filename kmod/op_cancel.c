@@ -28,7 +28,6 @@
 
 #include "conn.h"
 #include "lifecycle.h"
-#include "limits.h"
 #include "op.h"
 #include "op_internal.h"
 #include "queue.h"
@@ -39,6 +38,9 @@ unsigned int xferk_exit_drain_ms = 5000;
 module_param_named(exit_drain_ms, xferk_exit_drain_ms, uint, 0644);
 MODULE_PARM_DESC(exit_drain_ms,
 		 "Drain budget for ops of a closed file or exited process (default 5000)");
+
+/* Registered as a parameter by limits.c. */
+unsigned int xferk_escalation_interval_ms = 1000;
 
 static void op_cancel_on_conns(struct xferk_op *op, bool force);
 
@@ -231,6 +233,37 @@ enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 }
 
 /*
+ * May a cancel kill a path now?
+ * @last_ns: when the limited party last did (ns): a file's account
+ *	(struct xferk_qacct.last_escalation), or a session
+ *	(struct xferk_conn.last_escalation)
+ *
+ * A cancel's escalation flushes every user's work on the path and makes
+ * the session reconnect, so a file that keeps causing it is limited to
+ * one per escalation_interval_ms, and so is a session's path whoever
+ * asks: N files (of one tenant or of several) kill a shared path no more
+ * often than one. Beyond that the cancel waits for its work requests to
+ * complete by themselves (its op is QUARANTINED at the drain deadline if
+ * they do not); stats/escalations_limited counts it.
+ *
+ * True if the escalation may go ahead (it is recorded).
+ */
+static bool escalation_allowed(atomic64_t *last_ns)
+{
+	u64 interval = (u64)READ_ONCE(xferk_escalation_interval_ms) *
+		       NSEC_PER_MSEC;
+	u64 now = ktime_get_ns(), last = atomic64_read(last_ns);
+
+	if (!interval)
+		return true;
+	if ((!last || now - last >= interval) &&
+	    atomic64_cmpxchg(last_ns, last, now) == last)
+		return true;
+	atomic64_inc(&xferk_stats.escalations_limited);
+	return false;
+}
+
+/*
  * On each connection the ops use: drop their unposted chunks, or (@force)
  * kill the paths that still have some of them posted, if their file may
  * (escalation_interval_ms; one decision per cancel, also for a group's:
@@ -254,7 +287,7 @@ static void ops_cancel_on_conns(struct xferk_op **ops, u32 nr, bool force)
 	for (k = 0; k < nr; k++)
 		for (i = 0; i < ops[k]->nr_conns; i++)
 			posted |= xferk_conn_op_posted(ops[k]->conns[i], ops[k]);
-	if (!posted || !xferk_escalation_allowed(&ops[0]->qacct->last_escalation))
+	if (!posted || !escalation_allowed(&ops[0]->qacct->last_escalation))
 		return;
 	/*
 	 * Killing the path flushes them; other ops' are posted again. Each
@@ -265,7 +298,7 @@ static void ops_cancel_on_conns(struct xferk_op **ops, u32 nr, bool force)
 			c = ops[k]->conns[i];
 			if (!xferk_conn_path_dead(c) &&
 			    xferk_conn_op_posted(c, ops[k]) &&
-			    xferk_escalation_allowed(&c->last_escalation))
+			    escalation_allowed(&c->last_escalation))
 				xferk_conn_qp_dead(c, -ECONNRESET,
 						   XFERK_PATH_CANCEL);
 		}

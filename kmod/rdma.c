@@ -12,10 +12,9 @@
 #include <rdma/rdma_cm.h>
 #include "conn.h"
 #include "conn_state.h"
-#include "handle.h"
-#include "limits.h"
 #include "queue.h"
 #include "rdma.h"
+#include "stats.h"
 #include "transport.h"
 #include "xferk.h"
 
@@ -27,6 +26,10 @@
  */
 static DEFINE_MUTEX(xferk_listen_lock);	/* the two below */
 static struct rdma_cm_id *xferk_listener;
+/* Set by main.c from its parameters at load, before the listener starts. */
+unsigned short xferk_listen_port = 18515;
+struct sockaddr_storage xferk_listen_sockaddr;
+
 static bool xferk_listen_stopped;
 static void listen_work_fn(struct work_struct *work);
 DECLARE_WORK(xferk_listen_work, listen_work_fn);
@@ -35,20 +38,20 @@ DECLARE_WORK(xferk_listen_work, listen_work_fn);
 
 /*
  * A new connection attempt to @peer asking for @nr_qps QPs per path,
- * counted against @acct's connection limit until it leaves CONNECTING;
- * with a reference for the caller.
+ * counted against @acct's connection attempts (at most @max_connecting)
+ * until it leaves CONNECTING; with a reference for the caller.
  */
 static struct xferk_conn *conn_start(struct net *net,
 				     const struct sockaddr_storage *peer,
 				     unsigned int timeout_ms, u32 nr_qps,
-				     struct xferk_qacct *acct, bool *created)
+				     struct xferk_qacct *acct,
+				     unsigned long max_connecting, bool *created)
 {
 	struct xferk_conn *c, *other;
 	struct rdma_cm_id *id;
 	int ret;
 
-	ret = xferk_charge(&acct->connecting, 1,
-			   READ_ONCE(xferk_handle_limit[XFERK_H_CONN]), -EMFILE);
+	ret = xferk_charge(&acct->connecting, 1, max_connecting, -EMFILE);
 	if (ret)
 		return ERR_PTR(ret);
 	c = conn_rdma_alloc(XFERK_GFP_USER, nr_qps);
@@ -131,7 +134,9 @@ static bool conn_settled(struct xferk_conn *c)
  * @nr_qps: QPs per path a new connection asks for (1..XFERK_MAX_QPS); an
  *	existing one is shared as it is
  * @acct: the caller's file's account; a new attempt counts against its
- *	connection limit until it is up or down
+ *	connection attempts until it is up or down
+ * @max_connecting: how many attempts @acct may have at once (its file's
+ *	connection limit); -EMFILE beyond
  *
  * A new connection's attempt is bounded by @timeout_ms whoever waits for
  * it. A caller interrupted by a signal leaves the attempt running for
@@ -149,7 +154,8 @@ static bool conn_settled(struct xferk_conn *c)
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
 				      unsigned int timeout_ms, u32 nr_qps,
-				      struct xferk_qacct *acct)
+				      struct xferk_qacct *acct,
+				      unsigned long max_connecting)
 {
 	unsigned long until = jiffies + msecs_to_jiffies(timeout_ms);
 	struct xferk_conn *c;
@@ -162,7 +168,8 @@ again:
 	c = xferk_conn_find_peer(net, peer);
 	mutex_unlock(&xferk_conns_lock);
 	if (!c) {
-		c = conn_start(net, peer, timeout_ms, nr_qps, acct, &created);
+		c = conn_start(net, peer, timeout_ms, nr_qps, acct,
+			       max_connecting, &created);
 		if (IS_ERR(c))
 			return c;
 	}

@@ -52,11 +52,15 @@
 #include "conn.h"
 #include "conn_state.h"
 #include "fault.h"
-#include "limits.h"
 #include "rdma.h"
 #include "stats.h"
 #include "transport.h"
 #include "wire.h"
+
+/* Registered as parameters by limits.c. */
+unsigned int xferk_max_passive_conns = 256;
+unsigned int xferk_max_peer_qps = 4;
+unsigned int xferk_handshake_timeout_ms = 10000;
 
 /* Passive ends, bounded by max_passive_conns. */
 atomic_t xferk_passive_conns = ATOMIC_INIT(0);

@@ -2,11 +2,12 @@
 /*
  * Bottom layer (models and resources): the module-wide counters
  * (stats.c), which sysfs.c presents, and the causes of a path's death
- * they count.
+ * they count; charging a budget, which counts what it refuses.
  */
 #ifndef XFERK_STATS_H
 #define XFERK_STATS_H
 
+#include <linux/atomic.h>
 #include <linux/types.h>
 
 /* Why a session's path died (counted per cause in sysfs stats/). */
@@ -77,5 +78,8 @@ struct xferk_stats {
 };
 
 extern struct xferk_stats xferk_stats;
+
+int xferk_charge(atomic_long_t *used, unsigned long n, unsigned long limit,
+		 int error);
 
 #endif /* XFERK_STATS_H */

@@ -145,13 +145,19 @@ extern const struct xferk_transport xferk_null_transport;
 extern const struct xferk_transport xferk_rdma_transport;
 
 /* rdma.c: devices, rdma_cm, QPs, the listener */
+extern unsigned short xferk_listen_port;
+extern struct sockaddr_storage xferk_listen_sockaddr;
+extern unsigned int xferk_max_passive_conns;
+extern unsigned int xferk_max_peer_qps;
+extern unsigned int xferk_handshake_timeout_ms;
 void xferk_region_unmap(struct xferk_region *r);
 int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
 				      unsigned int timeout_ms, u32 nr_qps,
-				      struct xferk_qacct *acct);
+				      struct xferk_qacct *acct,
+				      unsigned long max_connecting);
 
 /* nullpeer.c */
 struct xferk_conn *xferk_conn_null_create(u64 delay_ns);

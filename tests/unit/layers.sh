@@ -47,15 +47,11 @@ upward_includes() {
 # requests -> front
 op_submit.c -> front.h: a submit works on its file (struct xferk_file: its lock, handles and account) and checks the fragments' size by the uAPI's rule (xferk_arg_size_check())
 op_submit.c -> limits.h: charges chunks and handles to the file's limits
-op_cancel.c -> limits.h: a cancel's escalation asks xferk_escalation_allowed()
 group.c -> front.h: the GROUP_* handlers live in group.c
 group.c -> limits.h: a group's handle counts against the file's handle limit
 export.c -> front.h: the EXPORT, IMPORT and WINDOW_* handlers live in export.c; it takes handles itself (xferk_take_handle())
 export.c -> limits.h: handle limits, max_export_pages_per_file
 # sessions -> front
-conn.c -> limits.h: reads handshake_timeout_ms, reconnect_ms, passive_idle_ms
-conn_timer.c -> limits.h: reads keepalive_ms
-conn_lookup.c -> limits.h: reads listen_port
 notify.c -> front.h: the NOTIFY and EVENTS handlers live in notify.c, and a file's event queue (xferk_file_evq())
 notify.c -> limits.h: a queued notification counts against max_chunks_per_file
 # sessions -> requests
@@ -69,9 +65,6 @@ rail.c -> export.h: a rail is a remote handle (struct xferk_remote, xferk_remote
 rail.c -> op.h: rerouting moves chunks of ops (struct xferk_chunk, struct xferk_op)
 queue.c -> export.h: admission reads the remote handles of an op's fragments
 queue.c -> op.h: the queue admits ops and dispatches their chunks (struct xferk_op, struct xferk_chunk)
-# transport -> front
-rdma.c -> limits.h: a connect counts against the file's connection limit; the listener's address
-rdma_cm.c -> limits.h: max_passive_conns, max_peer_qps, handshake_timeout_ms
 # transport -> requests
 rdma_mr.c -> export.h: registers an export's memory (struct xferk_export)
 rdma_post.c -> op.h: posts chunks (struct xferk_chunk)
