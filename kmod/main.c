@@ -171,12 +171,15 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
  */
 static void drop_object(struct xferk_hobj *ho, bool closing)
 {
+	struct xferk_region *r;
 	struct xferk_conn_ref *cr;
 	struct xferk_op *op;
 
 	switch (ho->kind) {
 	case XFERK_H_REGION:
-		xferk_region_deregister(container_of(ho, struct xferk_region, hobj));
+		r = container_of(ho, struct xferk_region, hobj);
+		xferk_region_revoke_exports(r);
+		xferk_region_deregister(r);
 		break;
 	case XFERK_H_CONN:
 		cr = container_of(ho, struct xferk_conn_ref, hobj);

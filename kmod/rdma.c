@@ -14,6 +14,7 @@
 #include "conn_state.h"
 #include "queue.h"
 #include "rdma.h"
+#include "region.h"
 #include "stats.h"
 #include "transport.h"
 #include "xferk.h"
@@ -273,6 +274,7 @@ int xferk_rdma_module_init(void)
 				      0);
 	if (!xferk_cq_wq)
 		return -ENOMEM;
+	xferk_region_set_unmap(xferk_region_unmap);
 	ret = ib_register_client(&xferk_ib_client);
 	if (ret) {
 		destroy_workqueue(xferk_cq_wq);

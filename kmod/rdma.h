@@ -2,8 +2,9 @@
 /*
  * Private to the RDMA transport: included only by kmod/rdma*.c. The rest
  * of the module reaches the transport through transport.h alone
- * (xferk_rdma_transport, xferk_conn_connect(), xferk_region_unmap(), its
- * module init and exit).
+ * (xferk_rdma_transport, xferk_conn_connect(), its module init and exit);
+ * regions reach it through the function it gives them at init
+ * (xferk_region_set_unmap()).
  *
  * The RDMA transport: per-device state, in-kernel rdma_cm (active and
  * passive ends, the listener), QPs and their send slots, exports.
@@ -117,6 +118,7 @@ struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
 struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 				     struct xferk_dev *d);
 void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r);
+void xferk_region_unmap(struct xferk_region *r);
 int conn_attach(struct xferk_conn *c, struct ib_device *ibdev);
 void conn_detach(struct xferk_conn *c);
 void xferk_destroy_qp(struct ib_qp *qp);

@@ -6,19 +6,18 @@
  * RLIMIT_MEMLOCK unless CAP_IPC_LOCK, pages are pinned with FOLL_LONGTERM
  * in batches, and a partial pin is undone. A region is reference counted:
  * its handle holds one reference, every op using it one more (RDS rule: the
- * pages outlive every in-flight op). The pages are DMA-unmapped (rdma.c
- * maps them once per device) and unpinned when the last reference goes,
- * which may be in the completion worker.
+ * pages outlive every in-flight op). The pages are DMA-unmapped (the RDMA
+ * transport maps them once per device, and gave the function that unmaps
+ * them: xferk_region_set_unmap()) and unpinned when the last reference
+ * goes, which may be in the completion worker.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
-#include "export.h"
 #include "region.h"
 #include "stats.h"
-#include "transport.h"
 #include "xferk.h"
 
 #define PIN_BATCH	(PAGE_SIZE / sizeof(struct page *))
@@ -150,6 +149,18 @@ err_uncharge:
 	return ERR_PTR(ret);
 }
 
+/*
+ * Unmaps and frees what a transport made of a region (its DMA maps), given
+ * by the transport at its init, before any region exists; module code, so
+ * it stays valid as long as a region can.
+ */
+static void (*region_unmap)(struct xferk_region *r);
+
+void xferk_region_set_unmap(void (*unmap)(struct xferk_region *r))
+{
+	WRITE_ONCE(region_unmap, unmap);
+}
+
 static void region_release(struct kref *ref)
 {
 	struct xferk_region *r = container_of(ref, struct xferk_region, ref);
@@ -158,7 +169,8 @@ static void region_release(struct kref *ref)
 	spin_lock(&xferk_regions_lock);
 	list_del(&r->node);
 	spin_unlock(&xferk_regions_lock);
-	xferk_region_unmap(r);
+	if (r->maps)
+		READ_ONCE(region_unmap)(r);
 	region_unpin(r);
 	/* Last: a reader that sees the quarantine empty sees the pages unpinned. */
 	if (r->deregistered)
@@ -183,16 +195,16 @@ void xferk_region_get(struct xferk_region *r)
 
 /**
  * xferk_region_deregister() - the region's handle is gone
- * @r: the region, with the handle's reference
+ * @r: the region, with the handle's reference; its exports revoked
+ *	already (xferk_region_revoke_exports()), so that no peer can reach
+ *	the pages through a remote key
  *
- * Revokes every export first, so no peer can reach the pages through a
- * remote key, then drops the handle's reference. Ops still using the
+ * Drops the handle's reference. Ops still using the
  * region keep the pages pinned until they are physically complete; until
  * then the pages count as quarantined.
  */
 void xferk_region_deregister(struct xferk_region *r)
 {
-	xferk_region_revoke_exports(r);
 	r->deregistered_at = ktime_get();
 	r->deregistered = true;
 	atomic64_add(r->npages, &xferk_stats.quarantined_pages);

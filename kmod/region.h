@@ -37,7 +37,7 @@ struct xferk_dma_map;
  * @node: in xferk_regions (xferk_regions_lock), for the quarantine table
  * @deregistered_at: when the handle went
  * @maps: its pages DMA-mapped for each RDMA device that posted them
- *	(rdma.c): added under xferk_dma_lock and published with release
+ *	(rdma_dev.c): added under xferk_dma_lock and published with release
  *	semantics, read without the lock; freed when the region goes
  */
 struct xferk_region {
@@ -67,5 +67,6 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access);
 void xferk_region_get(struct xferk_region *r);
 void xferk_region_put(struct xferk_region *r);
 void xferk_region_deregister(struct xferk_region *r);
+void xferk_region_set_unmap(void (*unmap)(struct xferk_region *r));
 
 #endif /* XFERK_REGION_H */

@@ -150,7 +150,6 @@ extern struct sockaddr_storage xferk_listen_sockaddr;
 extern unsigned int xferk_max_passive_conns;
 extern unsigned int xferk_max_peer_qps;
 extern unsigned int xferk_handshake_timeout_ms;
-void xferk_region_unmap(struct xferk_region *r);
 int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
 struct xferk_conn *xferk_conn_connect(struct net *net,

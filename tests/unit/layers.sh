@@ -82,9 +82,6 @@ rdma_msg.c -> notify.h: a notification's send completion (xferk_notify_sent())
 rdma_post.c -> conn.h: completions are handed to the session (xferk_conn_chunk_done(), ...)
 nullpeer.c -> conn.h: the null peer creates sessions and completes their chunks (xferk_conn_init(), ...)
 nullpeer.c -> queue.h: the null peers' admission queue (xferk_qdev_get_null())
-# bottom -> requests, transport
-region.c -> export.h: deregistering a region revokes its exports (xferk_region_revoke_exports())
-region.c -> transport.h: releasing a region unmaps its DMA maps (xferk_region_unmap(), rdma_dev.c)
 EOF
 }
 
