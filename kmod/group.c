@@ -15,8 +15,10 @@
  * notifications go, once.
  *
  * Joins and the abort's closing and listing run under the file's lock
- * (a group belongs to one file, its ops are submitted through it): an op
- * an abort lists is published and started completely.
+ * (a group belongs to one file, its ops are submitted through it; the
+ * abort is given that lock): an op an abort lists is published and
+ * started completely. The GROUP_* commands are the front's
+ * (group_ioctl.c).
  *
  * References: the group's handle holds one, each op in it one.
  * Lock order: the file's lock, group->lock, then op->lock (snapshots);
@@ -30,10 +32,8 @@
 #include <kunit/visibility.h>
 
 #include "export.h"
-#include "front.h"
 #include "handle.h"
 #include "lifecycle.h"
-#include "limits.h"
 #include "notify.h"
 #include "op.h"
 #include "queue.h"
@@ -270,8 +270,8 @@ static bool group_physical(struct xferk_group *g)
  * Does @snap show every op settled (as XFERK_IOC_WAIT means it), or with
  * @physical, physically complete?
  */
-static bool snap_settled(const struct xferk_group_snapshot *snap,
-			 bool physical)
+bool xferk_group_snapshot_settled(const struct xferk_group_snapshot *snap,
+				  bool physical)
 {
 	if (physical)
 		return snap->ops_physical == snap->ops;
@@ -286,7 +286,7 @@ static bool group_settled(struct xferk_group *g, bool physical)
 	if (physical)
 		return group_physical(g);
 	xferk_group_snapshot(g, &snap);
-	return snap_settled(&snap, false);
+	return xferk_group_snapshot_settled(&snap, false);
 }
 
 /**
@@ -323,7 +323,7 @@ int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline)
 /**
  * xferk_group_abort() - close a group and drain every op of it
  * @g: the group
- * @xf: its file
+ * @joins_lock: the lock its joins run under (its file's)
  * @drain_deadline: absolute bound of the drain
  *
  * The first abort closes the group; every abort drains what it lists, to
@@ -332,7 +332,7 @@ int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline)
  * Return: as xferk_ops_cancel_drain(), or -ENOMEM (the group is closed,
  * its ops not cancelled: an abort may be repeated).
  */
-int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
+int xferk_group_abort(struct xferk_group *g, struct mutex *joins_lock,
 		      ktime_t drain_deadline)
 {
 	struct xferk_op **ops = NULL;
@@ -341,10 +341,10 @@ int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
 	int ret;
 
 	/*
-	 * Closed first, under the file's lock: the ops listed below are all
+	 * Closed first, under the joins' lock: the ops listed below are all
 	 * it will ever have, and each was published and started whole.
 	 */
-	mutex_lock(&xf->lock);
+	mutex_lock(joins_lock);
 	spin_lock(&g->lock);
 	if (!g->closed)
 		atomic64_inc(&xferk_stats.groups_aborted);
@@ -359,7 +359,7 @@ int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
 				ops[nr++] = op;
 		spin_unlock(&g->lock);
 	}
-	mutex_unlock(&xf->lock);
+	mutex_unlock(joins_lock);
 	group_send_aborted(g);	/* all physical already */
 	if (!ops)
 		return -ENOMEM;
@@ -369,108 +369,4 @@ int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
 	kvfree(ops);
 	group_send_aborted(g);
 	return ret;
-}
-
-/* ---- commands ---- */
-
-int xferk_ioctl_group_create(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	struct xferk_ioc_group_create *a = &arg->group_create;
-	struct xferk_group *g;
-	int ret;
-
-	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
-		return -EINVAL;
-	if (!xferk_handle_room_limited(xf, XFERK_H_GROUP))
-		return -EMFILE;
-	g = xferk_group_create(a->tag);
-	if (!g)
-		return -ENOMEM;
-	mutex_lock(&xf->lock);
-	ret = xferk_handle_add_limited(xf, &g->hobj, XFERK_H_GROUP);
-	mutex_unlock(&xf->lock);
-	if (ret) {
-		xferk_group_put(g);
-		return ret;
-	}
-	a->handle = g->hobj.handle;
-	a->generation = g->gen;
-	return 0;
-}
-
-/* Looks up a group and takes a reference, so the file lock can be dropped. */
-static struct xferk_group *group_get(struct xferk_file *xf, u64 handle)
-{
-	struct xferk_group *g;
-	struct xferk_hobj *ho;
-
-	mutex_lock(&xf->lock);
-	ho = xferk_handle_lookup(&xf->handles, handle, XFERK_H_GROUP);
-	if (IS_ERR(ho)) {
-		mutex_unlock(&xf->lock);
-		return ERR_CAST(ho);
-	}
-	g = container_of(ho, struct xferk_group, hobj);
-	kref_get(&g->ref);
-	mutex_unlock(&xf->lock);
-	return g;
-}
-
-/*
- * GROUP_ABORT, _WAIT, _QUERY: @op does the work; the snapshot goes back
- * with the result, and the result follows the snapshot: 0 exactly when it
- * shows what ABORT (every op physical) or WAIT waited for, else
- * -ETIMEDOUT (or the signal, -ENOMEM).
- */
-static int group_cmd(struct xferk_file *xf, struct xferk_ioc_group *a,
-		     int (*op)(struct xferk_file *xf, struct xferk_group *g,
-			       struct xferk_ioc_group *a),
-		     bool physical)
-{
-	struct xferk_group *g = group_get(xf, a->group);
-	int ret;
-
-	if (IS_ERR(g))
-		return PTR_ERR(g);
-	ret = op ? op(xf, g, a) : 0;
-	xferk_group_snapshot(g, &a->snap);
-	xferk_group_put(g);
-	if (!op || ret == -ERESTARTSYS || ret == -ENOMEM)
-		return ret;
-	return snap_settled(&a->snap, physical) ? 0 : -ETIMEDOUT;
-}
-
-static int group_abort(struct xferk_file *xf, struct xferk_group *g,
-		       struct xferk_ioc_group *a)
-{
-	return xferk_group_abort(g, xf, xferk_deadline_from_user(a->deadline_ns));
-}
-
-static int group_wait(struct xferk_file *xf, struct xferk_group *g,
-		      struct xferk_ioc_group *a)
-{
-	return xferk_group_wait(g, a->flags & XFERK_WAIT_PHYSICAL,
-				xferk_deadline_from_user(a->deadline_ns));
-}
-
-int xferk_ioctl_group_abort(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	if (arg->group.flags)
-		return -EINVAL;
-	return group_cmd(xf, &arg->group, group_abort, true);
-}
-
-int xferk_ioctl_group_wait(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	if (arg->group.flags & ~XFERK_WAIT_PHYSICAL)
-		return -EINVAL;
-	return group_cmd(xf, &arg->group, group_wait,
-			 arg->group.flags & XFERK_WAIT_PHYSICAL);
-}
-
-int xferk_ioctl_group_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	if (arg->group.flags || arg->group.deadline_ns)
-		return -EINVAL;
-	return group_cmd(xf, &arg->group, NULL, false);
 }

@@ -26,6 +26,7 @@
 #include "sched.h"
 
 struct io_uring_cmd;
+struct mutex;
 struct task_struct;
 struct xferk_conn;
 struct xferk_file;
@@ -327,7 +328,9 @@ void xferk_group_sum_add(struct xferk_group_snapshot *sum,
 void xferk_group_snapshot(struct xferk_group *g,
 			  struct xferk_group_snapshot *snap);
 int xferk_group_wait(struct xferk_group *g, bool physical, ktime_t deadline);
-int xferk_group_abort(struct xferk_group *g, struct xferk_file *xf,
+bool xferk_group_snapshot_settled(const struct xferk_group_snapshot *snap,
+				  bool physical);
+int xferk_group_abort(struct xferk_group *g, struct mutex *joins_lock,
 		      ktime_t drain_deadline);
 
 #endif /* XFERK_OP_H */

@@ -16,8 +16,12 @@
  *   sysfs.c      counters, parameters and queues in sysfs
  *   debugfs.c    live objects and fault injection in debugfs
  *   op_ioctl.c   the commands on ops: SUBMIT, WAIT, QUERY, CANCEL
+ *   group_ioctl.c  the commands on groups: GROUP_CREATE, _ABORT, _WAIT,
+ *                _QUERY
  *   front.h      open file, command table, command handlers
- *   limits.h     module parameters and the limits' checks
+ *   limits.h     the front's limits and their checks (limits.c registers
+ *                every parameter; a lower layer's are declared in its
+ *                own header)
  *   uring.h      io_uring commands
  *   uring_compat.h  io_uring command API differences between kernels
  *
