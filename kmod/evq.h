@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Requests layer: a file's queue of events (the event queue half of
- * notify.c): notifications that arrive for the file's exports wait there
- * for XFERK_IOC_EVENTS. The notifications themselves are in notify.h.
+ * Requests layer: a file's queue of events (evq.c): notifications that
+ * arrive for the file's exports wait there for XFERK_IOC_EVENTS. The
+ * notifications themselves are in notify.h.
  */
 #ifndef XFERK_EVQ_H
 #define XFERK_EVQ_H
@@ -13,8 +13,6 @@
 #include <linux/types.h>
 #include <linux/wait.h>
 #include "../uapi/xferk.h"
-
-struct xferk_file;
 
 /**
  * struct xferk_evq - a file's queue of events
@@ -53,6 +51,6 @@ void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev);
 u32 xferk_evq_peek(struct xferk_evq *q, struct xferk_event *out, u32 max);
 u64 xferk_evq_dropped(struct xferk_evq *q);
 void xferk_evq_take(struct xferk_evq *q, u32 n, u64 dropped);
-struct xferk_evq *xferk_file_evq(struct xferk_file *xf);
+bool xferk_evq_ready(struct xferk_evq *q);
 
 #endif /* XFERK_EVQ_H */

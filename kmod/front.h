@@ -143,6 +143,7 @@ int xferk_ioctl_group_query(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg);
 void xferk_events_done(struct xferk_file *xf, bool written);
+struct xferk_evq *xferk_file_evq(struct xferk_file *xf);
 
 /* main.c: handles */
 struct xferk_hobj *xferk_take_handle(struct xferk_file *xf, u64 handle, u8 kind);

@@ -21,6 +21,7 @@
 #include "handle.h"
 #include "limits.h"
 #include "op.h"
+#include "queue.h"
 #include "stats.h"
 #include "transport.h"
 
@@ -68,8 +69,6 @@ module_param_cb(max_groups_per_file, &handle_limit_ops,
 		&xferk_handle_limit[XFERK_H_GROUP], 0644);
 MODULE_PARM_DESC(max_groups_per_file,
 		 "Group handles one open file may hold (default 4096, at most 65535)");
-
-unsigned int xferk_max_chunks_per_file = 262144;
 
 static int chunk_limit_set(const char *val, const struct kernel_param *kp)
 {

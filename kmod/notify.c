@@ -19,9 +19,10 @@
  * them again. The target delivers a sequence number only if it is newer
  * than the last one it delivered: exactly once, in order.
  *
- * The target's queue of events is bounded (events_per_file): an event
- * that does not fit is dropped and counted, and the next XFERK_IOC_EVENTS
- * reports how many were (never silently).
+ * The target's queue of events (evq.c) is bounded (events_per_file): an
+ * event that does not fit is dropped and counted, and the next
+ * XFERK_IOC_EVENTS reports how many were (never silently). The NOTIFY and
+ * EVENTS commands are the front's (notify_ioctl.c).
  *
  * Each queued notification counts as one work request of the file that
  * caused it (max_chunks_per_file) until its send completes.
@@ -29,30 +30,18 @@
  * Verbs-free: the transport's send_msg() posts, with the sequence number;
  * its completion calls xferk_notify_sent().
  */
-#include <linux/module.h>
 #include <linux/slab.h>
-#include <linux/uaccess.h>
 #include <kunit/visibility.h>
 
 #include "conn.h"
 #include "conn_state.h"
 #include "evq.h"
 #include "export.h"
-#include "front.h"
-#include "handle.h"
-#include "lifecycle.h"
-#include "limits.h"
 #include "notify.h"
 #include "queue.h"
 #include "stats.h"
 #include "wire.h"
 #include "xferk.h"
-
-unsigned int xferk_events_per_file = 4096;
-module_param_named(events_per_file, xferk_events_per_file, uint, 0644);
-MODULE_PARM_DESC(events_per_file,
-		 "Events a file's queue holds before it drops them (default 4096; read when the queue is made; 16..65536)");
-EXPORT_SYMBOL_IF_KUNIT(xferk_events_per_file);
 
 /**
  * xferk_notify_alloc() - a notification for the target of a remote handle
@@ -279,143 +268,6 @@ void xferk_notify_conn_gone(struct xferk_conn *c)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_conn_gone);
 
-/* ---- the target's event queues ---- */
-
-/**
- * xferk_evq_create() - an empty event queue of events_per_file entries
- *
- * Return: the queue (one reference) or NULL.
- */
-struct xferk_evq *xferk_evq_create(void)
-{
-	u32 size = clamp_t(u32, READ_ONCE(xferk_events_per_file), 16, 65536);
-	struct xferk_evq *q;
-
-	q = kvzalloc(struct_size(q, ring, size), XFERK_GFP_USER);
-	if (!q)
-		return NULL;
-	kref_init(&q->ref);
-	spin_lock_init(&q->lock);
-	mutex_init(&q->read_lock);
-	init_waitqueue_head(&q->wq);
-	q->size = size;
-	return q;
-}
-EXPORT_SYMBOL_IF_KUNIT(xferk_evq_create);
-
-static void evq_release(struct kref *ref)
-{
-	kvfree(container_of(ref, struct xferk_evq, ref));
-}
-
-void xferk_evq_put(struct xferk_evq *q)
-{
-	kref_put(&q->ref, evq_release);
-}
-EXPORT_SYMBOL_IF_KUNIT(xferk_evq_put);
-
-/**
- * xferk_evq_post() - add an event, or count it dropped if the queue is full
- * @q: the queue
- * @ev: the event
- *
- * Any context but hardirq.
- */
-void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev)
-{
-	bool posted = false;
-
-	spin_lock_bh(&q->lock);
-	if (q->count < q->size) {
-		q->ring[(q->head + q->count) % q->size] = *ev;
-		q->count++;
-		posted = true;
-	} else {
-		q->dropped++;
-	}
-	spin_unlock_bh(&q->lock);
-	if (posted)
-		wake_up_all(&q->wq);
-	else
-		atomic64_inc(&xferk_stats.events_dropped);
-}
-EXPORT_SYMBOL_IF_KUNIT(xferk_evq_post);
-
-/**
- * xferk_evq_peek() - copy the oldest events without taking them
- * @q: the queue (with q->read_lock: nobody else takes events meanwhile)
- * @out: room for @max
- * @max: at most this many
- *
- * Return: how many were copied.
- */
-u32 xferk_evq_peek(struct xferk_evq *q, struct xferk_event *out, u32 max)
-{
-	u32 i, n;
-
-	spin_lock_bh(&q->lock);
-	n = min(max, q->count);
-	for (i = 0; i < n; i++)
-		out[i] = q->ring[(q->head + i) % q->size];
-	spin_unlock_bh(&q->lock);
-	return n;
-}
-EXPORT_SYMBOL_IF_KUNIT(xferk_evq_peek);
-
-/* Events dropped since the last take. */
-u64 xferk_evq_dropped(struct xferk_evq *q)
-{
-	u64 dropped;
-
-	spin_lock_bh(&q->lock);
-	dropped = q->dropped;
-	spin_unlock_bh(&q->lock);
-	return dropped;
-}
-EXPORT_SYMBOL_IF_KUNIT(xferk_evq_dropped);
-
-/**
- * xferk_evq_take() - take the @n oldest events (peeked before)
- * @q: the queue (with q->read_lock)
- * @n: how many
- * @dropped: the drops reported with them (xferk_evq_dropped() before):
- *	later ones stay counted for the next take
- */
-void xferk_evq_take(struct xferk_evq *q, u32 n, u64 dropped)
-{
-	spin_lock_bh(&q->lock);
-	q->head = (q->head + n) % q->size;
-	q->count -= n;
-	q->dropped -= dropped;
-	spin_unlock_bh(&q->lock);
-}
-EXPORT_SYMBOL_IF_KUNIT(xferk_evq_take);
-
-static bool evq_ready(struct xferk_evq *q)
-{
-	bool ready;
-
-	spin_lock_bh(&q->lock);
-	ready = q->count;
-	spin_unlock_bh(&q->lock);
-	return ready;
-}
-
-/* The file's event queue, made on first use. */
-struct xferk_evq *xferk_file_evq(struct xferk_file *xf)
-{
-	struct xferk_evq *q;
-
-	mutex_lock(&xf->lock);
-	if (!xf->evq)
-		xf->evq = xferk_evq_create();
-	q = xf->evq;
-	if (q)
-		kref_get(&q->ref);
-	mutex_unlock(&xf->lock);
-	return q;
-}
-
 /*
  * NOTIFY arrived: deliver it to the owner of export @id, unless it is a
  * copy of one delivered already. Return: false if the peer broke the
@@ -465,117 +317,3 @@ bool xferk_notify_received(struct xferk_conn *c,
 	return true;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_received);
-
-/* ---- commands ---- */
-
-int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	struct xferk_ioc_notify *a = &arg->notify;
-	struct xferk_notify *n;
-	struct xferk_remote *rm;
-	struct xferk_conn *c;
-	struct xferk_hobj *ho;
-
-	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
-		return -EINVAL;
-	mutex_lock(&xf->lock);
-	ho = xferk_handle_lookup(&xf->handles, a->remote, XFERK_H_REMOTE);
-	if (IS_ERR(ho)) {
-		mutex_unlock(&xf->lock);
-		return PTR_ERR(ho);
-	}
-	rm = container_of(ho, struct xferk_remote, hobj);
-	/* Refused while the session has ended (later, it drops it). */
-	if (xferk_conn_state_over(READ_ONCE(rm->conn->state))) {
-		mutex_unlock(&xf->lock);
-		return -ENOTCONN;
-	}
-	n = xferk_notify_alloc(rm, xf->qacct, XFERK_EVENT_NOTE, a->tag);
-	if (!IS_ERR(n))
-		xferk_conn_get(n->conn);	/* the handle may go meanwhile */
-	mutex_unlock(&xf->lock);
-	if (IS_ERR(n))
-		return PTR_ERR(n);
-	c = n->conn;
-	xferk_notify_send(n);
-	xferk_conn_put(c);
-	return 0;
-}
-
-/*
- * EVENTS: 0 with at least one event, -ETIMEDOUT with none by the
- * deadline. Events are taken only once they and the command's output were
- * written to the caller: the handler returns 0 or -ETIMEDOUT holding the
- * queue's read_lock, and xferk_events_done() takes them and lets it go.
- */
-int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	struct xferk_ioc_events *a = &arg->events;
-	struct xferk_event *buf;
-	struct xferk_evq *q;
-	ktime_t deadline;
-	int ret;
-	u32 n;
-
-	if (a->flags || !a->max_events ||
-	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
-		return -EINVAL;
-	if (a->max_events > XFERK_EVENTS_MAX)
-		return -E2BIG;
-	a->nr_events = 0;
-	a->dropped = 0;
-	q = xferk_file_evq(xf);
-	if (!q)
-		return -ENOMEM;
-	buf = kvmalloc_array(a->max_events, sizeof(*buf), XFERK_GFP_USER);
-	if (!buf) {
-		xferk_evq_put(q);
-		return -ENOMEM;
-	}
-	deadline = xferk_deadline_from_user(a->deadline_ns);
-	for (;;) {
-		ktime_t left = ktime_sub(deadline, ktime_get());
-
-		ret = 0;
-		if (deadline == KTIME_MAX)
-			ret = wait_event_interruptible(q->wq, evq_ready(q));
-		else if (left > 0)
-			ret = wait_event_interruptible_hrtimeout(q->wq,
-								 evq_ready(q),
-								 left);
-		/* A reader stuck writing out (userfaultfd) holds it up. */
-		if (ret == -ERESTARTSYS || mutex_lock_interruptible(&q->read_lock)) {
-			ret = -ERESTARTSYS;
-			goto out;
-		}
-		n = xferk_evq_peek(q, buf, a->max_events);
-		if (n || xferk_deadline_passed(deadline, ktime_get()))
-			break;
-		/* Another reader took them: wait again. */
-		mutex_unlock(&q->read_lock);
-	}
-	if (copy_to_user(u64_to_user_ptr(a->events), buf, n * sizeof(*buf))) {
-		mutex_unlock(&q->read_lock);
-		ret = -EFAULT;
-		goto out;
-	}
-	a->nr_events = n;
-	a->dropped = xferk_evq_dropped(q);
-	q->taking = n;
-	q->taking_dropped = a->dropped;
-	ret = n ? 0 : -ETIMEDOUT;
-out:
-	kvfree(buf);
-	xferk_evq_put(q);	/* the file keeps it */
-	return ret;
-}
-
-/* EVENTS' output was written back (or not): commit, let the queue go. */
-void xferk_events_done(struct xferk_file *xf, bool written)
-{
-	struct xferk_evq *q = xf->evq;
-
-	if (written)
-		xferk_evq_take(q, q->taking, q->taking_dropped);
-	mutex_unlock(&q->read_lock);
-}

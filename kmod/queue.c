@@ -54,6 +54,9 @@
 DEFINE_SPINLOCK(xferk_queue_lock);
 LIST_HEAD(xferk_qdevs);
 
+/* What a file's account may hold in chunks; registered by limits.c. */
+unsigned int xferk_max_chunks_per_file = 262144;
+
 bool xferk_queue_bypass;
 module_param_named(queue_bypass, xferk_queue_bypass, bool, 0644);
 MODULE_PARM_DESC(queue_bypass,

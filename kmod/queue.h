@@ -67,6 +67,7 @@ extern spinlock_t xferk_queue_lock;
 extern struct list_head xferk_qdevs;
 extern struct xferk_sched_limits xferk_queue_limits;
 extern bool xferk_queue_bypass;
+extern unsigned int xferk_max_chunks_per_file;
 
 struct xferk_qdev *xferk_qdev_create(const char *name);
 struct xferk_qdev *xferk_qdev_get_null(void);

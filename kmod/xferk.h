@@ -12,12 +12,13 @@
  *   uarg.c       ioctl table and the uAPI argument rules (size, reserved)
  *   conn_query.c the CONN_QUERY command: a connection's state
  *   uring.c      io_uring commands: parking, completion, exit monitor
- *   limits.c     per-file and host-wide limits (module parameters)
+ *   limits.c     registers every module parameter; the front's limits
  *   sysfs.c      counters, parameters and queues in sysfs
  *   debugfs.c    live objects and fault injection in debugfs
  *   op_ioctl.c   the commands on ops: SUBMIT, WAIT, QUERY, CANCEL
  *   group_ioctl.c  the commands on groups: GROUP_CREATE, _ABORT, _WAIT,
  *                _QUERY
+ *   notify_ioctl.c  the commands on notifications: NOTIFY, EVENTS
  *   front.h      open file, command table, command handlers
  *   limits.h     the front's limits and their checks (limits.c registers
  *                every parameter; a lower layer's are declared in its
@@ -31,10 +32,11 @@
  *   op_cancel.c  deadline, cancel, drain, quarantine, exit drain
  *   group.c      groups of ops, aborted together
  *   export.c     export tokens (authenticated), windows, remote handles
+ *   evq.c        a file's queue of events, taken by EVENTS
  *   op.h         chunks, ops, groups, the background drain
  *   op_internal.h  what the files of ops share among themselves
  *   export.h     exports, windows, remote handles
- *   evq.h        a file's queue of events (notify.c)
+ *   evq.h        a file's queue of events (evq.c)
  *
  * 3. Sessions: connections to peers
  *   conn.c       host-wide connections: state machine, recovery, teardown
@@ -42,7 +44,7 @@
  *   conn_timer.c a connection's deadline and keepalive
  *   conn_lookup.c  publishing connections, finding them by peer and by id
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
- *   notify.c     notifications to a peer's process, a file's event queue
+ *   notify.c     notifications to a peer's process: sending, receiving
  *   rail.c       a remote handle striped over several sessions
  *   queue.c      the host-wide admission queue per RDMA device
  *   conn.h       connections, the session API, the revoke protocol

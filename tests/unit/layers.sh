@@ -22,9 +22,9 @@ LAYERS=(front requests sessions transport bottom uapi)
 layer_table() {
 	cat <<'EOF'
 front      main.c uarg.c uring.c sysfs.c debugfs.c limits.c op_ioctl.c
-front      conn_query.c group_ioctl.c
+front      conn_query.c group_ioctl.c notify_ioctl.c
 front      front.h limits.h uring.h uring_compat.h
-requests   op.c op_submit.c op_cancel.c group.c export.c
+requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
 requests   op.h op_internal.h export.h evq.h
 sessions   conn.c conn_post.c conn_timer.c conn_lookup.c
 sessions   revoke.c notify.c rail.c queue.c
@@ -50,14 +50,12 @@ op_submit.c -> limits.h: charges chunks and handles to the file's limits
 export.c -> front.h: the EXPORT, IMPORT and WINDOW_* handlers live in export.c; it takes handles itself (xferk_take_handle())
 export.c -> limits.h: handle limits, max_export_pages_per_file
 # sessions -> front
-notify.c -> front.h: the NOTIFY and EVENTS handlers live in notify.c, and a file's event queue (xferk_file_evq())
-notify.c -> limits.h: a queued notification counts against max_chunks_per_file
 # sessions -> requests
 conn.c -> export.h: a session's teardown revokes its exports (xferk_conn_revoke_exports())
 conn_post.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
 revoke.c -> export.h: the revoke protocol reads exports and fences remote handles
 revoke.c -> op.h: an export is answered once none of its chunks is posted (struct xferk_chunk)
-notify.c -> evq.h: the event queue half of notify.c is in the requests layer (evq.h)
+notify.c -> evq.h: a notification received goes to its export's event queue (xferk_evq_post())
 notify.c -> export.h: a notification goes through a remote handle and arrives at an export's queue
 rail.c -> export.h: a rail is a remote handle (struct xferk_remote, xferk_remote_add_rail())
 rail.c -> op.h: rerouting moves chunks of ops (struct xferk_chunk, struct xferk_op)
