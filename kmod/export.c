@@ -30,21 +30,22 @@
  * nonce: the revoke protocol (revoke.c) names the export by both, so that
  * CLOSE can ask the peer's kernel to stop using it first. Without them
  * (old peers, the null peer), CLOSE invalidates the key at once.
+ *
+ * The EXPORT, WINDOW_* and IMPORT commands are the front's
+ * (export_ioctl.c); they call xferk_export_create() and
+ * xferk_remote_create() with the file's lock held.
  */
 #include <linux/slab.h>
 #include <linux/sched/mm.h>
 #include <linux/siphash.h>
 #include <linux/nsproxy.h>
-#include <linux/uaccess.h>
 
 #include "conn.h"
 #include "conn_state.h"
 #include "evq.h"
 #include "export.h"
 #include "frag.h"
-#include "front.h"
 #include "handle.h"
-#include "limits.h"
 #include "queue.h"
 #include "rail.h"
 #include "region.h"
@@ -189,35 +190,9 @@ static struct page **window_pages(const struct xferk_region *r,
 	return pages;
 }
 
-/**
- * struct export_args - what EXPORT and WINDOW_OPEN ask for
- * @conn: connection handle
- * @mr: region handle
- * @access: XFERK_ACCESS_REMOTE_*
- * @offset: EXPORT: start within the region
- * @len: EXPORT: length; WINDOW_OPEN: out, the window's
- * @blocks: WINDOW_OPEN: the blocks (kernel copy), NULL for EXPORT
- * @nr_blocks: WINDOW_OPEN: their number
- * @handle: out: the export's handle
- * @gen: out: its generation
- * @token: out: its token
- */
-struct export_args {
-	u64 conn;
-	u64 mr;
-	u32 access;
-	u64 offset;
-	u64 len;
-	const struct xferk_block *blocks;
-	u32 nr_blocks;
-	u64 handle;
-	u64 gen;
-	u8 *token;
-};
-
 /* Checks the request against the region; sets the export's range. */
 static int export_range(struct xferk_export *e, const struct xferk_region *r,
-			struct export_args *x)
+			struct xferk_export_req *x)
 {
 	int ret;
 
@@ -272,79 +247,71 @@ static int export_register(struct xferk_export *e, u64 *peer_id,
 	return 0;
 }
 
-/* EXPORT and WINDOW_OPEN: a new export, its handle published. */
-static int export_create(struct xferk_file *xf, struct export_args *x)
+/**
+ * xferk_export_create() - a new export of a region to a session's peer
+ * @x: what is asked (its access checked: xferk_export_access_valid()),
+ *	and where the answers go
+ *
+ * With the lock of the file that holds @x->region's and @x->conn's handles
+ * (their handles cannot go meanwhile, so a deregistration that revokes the
+ * region's exports sees this one). The export is registered on the
+ * session and listed on the region and the session; @x->token, @x->len
+ * (a window's) and @x->gen are filled in. Its pages are charged to
+ * @x->acct's export pages (at most @x->max_pages).
+ *
+ * Return: the export, with one reference (for the handle the caller
+ * publishes), or ERR_PTR: -EINVAL (the range), -E2BIG, -EACCES (more access than the
+ * region's), -EPERM (not the region's process), -EMFILE (the pages),
+ * -ENOTCONN, -EOPNOTSUPP, -ENOMEM, or what registration returns.
+ */
+struct xferk_export *xferk_export_create(struct xferk_export_req *x)
 {
+	struct xferk_region *r = x->region;
+	struct xferk_conn *c = x->conn;
 	struct xferk_token tok = {};
-	struct xferk_hobj *ho;
-	struct xferk_region *r;
-	struct xferk_conn *c;
 	struct xferk_export *e;
 	siphash_key_t key;
 	u64 peer_id;
 	int ret;
 
-	if (!x->access || (x->access & ~(XFERK_ACCESS_REMOTE_READ |
-					 XFERK_ACCESS_REMOTE_WRITE)))
-		return -EINVAL;
-	if (!xferk_handle_room_limited(xf, XFERK_H_EXPORT))
-		return -EMFILE;
 	e = kzalloc(sizeof(*e), XFERK_GFP_USER);
 	if (!e)
-		return -ENOMEM;
-	/* Notifications for it go to its file's events (made on first use). */
-	e->evq = xferk_file_evq(xf);
-	if (!e->evq) {
-		kfree(e);
-		return -ENOMEM;
-	}
+		return ERR_PTR(-ENOMEM);
 	kref_init(&e->ref);
 	INIT_LIST_HEAD(&e->region_node);
 	INIT_LIST_HEAD(&e->conn_node);
-
-	mutex_lock(&xf->lock);
-	ho = xferk_handle_lookup(&xf->handles, x->mr, XFERK_H_REGION);
-	if (IS_ERR(ho)) {
-		ret = PTR_ERR(ho);
-		goto err_unlock;
-	}
-	r = container_of(ho, struct xferk_region, hobj);
-	ho = xferk_handle_lookup(&xf->handles, x->conn, XFERK_H_CONN);
-	if (IS_ERR(ho)) {
-		ret = PTR_ERR(ho);
-		goto err_unlock;
-	}
-	/* The handle table holds a ref to its xferk_conn_ref: see main.c. */
-	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
 	ret = export_range(e, r, x);
 	if (ret)
-		goto err_unlock;
+		goto err_free;
 	if ((x->access & r->access) != x->access) {
 		ret = -EACCES;
-		goto err_unlock;
+		goto err_free;
 	}
 	/* The key pins through the exporter's mm: it must be the region's. */
 	if (current->mm != r->mm) {
 		ret = -EPERM;
-		goto err_unlock;
+		goto err_free;
 	}
 	/* What the RDMA stack keeps per export grows with its pages. */
-	ret = xferk_charge(&xf->qacct->export_pages, e->npages,
-			   READ_ONCE(xferk_max_export_pages_per_file), -EMFILE);
+	ret = xferk_charge(&x->acct->export_pages, e->npages, x->max_pages,
+			   -EMFILE);
 	if (ret)
-		goto err_unlock;
+		goto err_free;
 	if (x->blocks) {
 		e->window_pages = window_pages(r, x->blocks, x->nr_blocks,
 					       e->npages);
 		if (!e->window_pages) {
-			atomic_long_sub(e->npages, &xf->qacct->export_pages);
+			atomic_long_sub(e->npages, &x->acct->export_pages);
 			ret = -ENOMEM;
-			goto err_unlock;
+			goto err_free;
 		}
 	}
 	/* From here on the export is whole: errors go through its release. */
-	kref_get(&xf->qacct->ref);
-	e->acct = xf->qacct;
+	kref_get(&x->acct->ref);
+	e->acct = x->acct;
+	/* Notifications for it go to its file's events. */
+	kref_get(&x->evq->ref);
+	e->evq = x->evq;
 	xferk_region_get(r);
 	xferk_conn_get(c);
 	xferk_conn_use(c);
@@ -363,16 +330,10 @@ static int export_create(struct xferk_file *xf, struct export_args *x)
 	}
 	mutex_unlock(&c->exports_lock);
 	mutex_unlock(&r->lock);
-	if (!ret)
-		ret = xferk_handle_add_limited(xf, &e->hobj, XFERK_H_EXPORT);
-	mutex_unlock(&xf->lock);
 	if (ret) {
 		xferk_export_put(e);
-		return ret;
+		return ERR_PTR(ret);
 	}
-	xferk_conn_claim(c);
-	if (x->blocks)
-		atomic64_inc(&xferk_stats.windows_opened);
 
 	tok = (struct xferk_token) {
 		.magic = cpu_to_le32(XFERK_TOKEN_MAGIC),
@@ -388,114 +349,12 @@ static int export_create(struct xferk_file *xf, struct export_args *x)
 	tok.mac = cpu_to_le64(token_mac(&tok, &key));
 	memzero_explicit(&key, sizeof(key));
 	memcpy(x->token, &tok, sizeof(tok));
-	x->handle = e->hobj.handle;
 	x->gen = e->gen;
-	return 0;
+	return e;
 
-err_unlock:
-	mutex_unlock(&xf->lock);
-	xferk_evq_put(e->evq);
+err_free:
 	kfree(e);
-	return ret;
-}
-
-int xferk_ioctl_export(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	struct xferk_ioc_export *a = &arg->export;
-	struct export_args x = {
-		.conn = a->conn,
-		.mr = a->mr,
-		.access = a->access,
-		.offset = a->offset,
-		.len = a->len,
-		.token = a->token,
-	};
-	int ret;
-
-	if (a->flags || a->reserved0 ||
-	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
-		return -EINVAL;
-	ret = export_create(xf, &x);
-	if (!ret)
-		a->handle = x.handle;
-	return ret;
-}
-
-/* XFERK_IOC_WINDOW_OPEN */
-int xferk_ioctl_window_open(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	struct xferk_ioc_window_open *a = &arg->window_open;
-	struct export_args x = {
-		.conn = a->conn,
-		.mr = a->mr,
-		.access = a->access,
-		.nr_blocks = a->nr_blocks,
-		.token = a->token,
-	};
-	struct xferk_block *blocks;
-	int ret;
-
-	if (a->flags || !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
-		return -EINVAL;
-	if (!a->nr_blocks || a->nr_blocks > XFERK_WINDOW_MAX_BLOCKS)
-		return -EINVAL;
-	blocks = kvmalloc_array(a->nr_blocks, sizeof(*blocks), XFERK_GFP_USER);
-	if (!blocks)
-		return -ENOMEM;
-	if (copy_from_user(blocks, u64_to_user_ptr(a->blocks),
-			   array_size(a->nr_blocks, sizeof(*blocks)))) {
-		ret = -EFAULT;
-		goto out;
-	}
-	x.blocks = blocks;
-	ret = export_create(xf, &x);
-	if (!ret) {
-		a->handle = x.handle;
-		a->len = x.len;
-		a->generation = x.gen;
-	}
-out:
-	kvfree(blocks);
-	return ret;
-}
-
-/* Longest wait for the peer's answer to a CLOSE's revoke. */
-#define XFERK_CLOSE_MAX_WAIT_NS	(60ULL * NSEC_PER_SEC)
-
-/*
- * XFERK_IOC_WINDOW_CLOSE: the handle goes first (nobody else closes it),
- * then the peer is asked to stop (revoke.c), then the key is invalidated,
- * answered or not: when this returns no access through it can happen any
- * more. The peer is asked also when the close does not wait (a deadline
- * that passed): its imports are fenced all the same, so none keeps a key
- * and address that a later registration in the session's PD could match.
- */
-int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg)
-{
-	struct xferk_ioc_window_close *a = &arg->window_close;
-	ktime_t now = ktime_get(), deadline;
-	struct xferk_hobj *ho;
-	struct xferk_export *e;
-	int slot;
-
-	if (a->flags || a->reserved0 ||
-	    !xferk_is_zeroed(a->reserved, sizeof(a->reserved)))
-		return -EINVAL;
-	ho = xferk_take_handle(xf, a->handle, XFERK_H_EXPORT);
-	if (IS_ERR(ho))
-		return PTR_ERR(ho);
-	e = container_of(ho, struct xferk_export, hobj);
-	deadline = min_t(u64, a->deadline_ns, now + XFERK_CLOSE_MAX_WAIT_NS);
-	a->how = XFERK_CLOSE_FORCED;
-	a->ack_ns = 0;
-	if (xferk_export_ask_revoke(e, &slot) &&
-	    xferk_export_await_revoke(e, slot, deadline, &a->ack_ns))
-		a->how = XFERK_CLOSE_COOPERATIVE;
-	else
-		atomic64_inc(&xferk_stats.closes_forced);
-	xferk_export_revoke(e);
-	xferk_export_put(e);
-	return 0;
+	return ERR_PTR(ret);
 }
 
 void xferk_remote_get(struct xferk_remote *rm)
@@ -544,89 +403,65 @@ static struct xferk_conn *token_conn(struct xferk_conn *via,
 	return c;
 }
 
-int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
+/**
+ * xferk_token_well_formed() - could @tok be a token at all?
+ * @tok: a token from userspace (a kernel copy)
+ *
+ * Return: true if its magic, version, length and access are those of a
+ * token; nothing is authenticated yet (xferk_remote_create()).
+ */
+bool xferk_token_well_formed(const struct xferk_token *tok)
 {
-	struct xferk_ioc_import *a = &arg->import;
-	struct xferk_remote *rm, *primary = NULL;
-	struct xferk_token tok;
-	struct xferk_hobj *ho;
-	struct xferk_conn *c;
+	return le32_to_cpu(tok->magic) == XFERK_TOKEN_MAGIC &&
+	       le16_to_cpu(tok->version) == XFERK_TOKEN_VERSION &&
+	       !tok->reserved0 && tok->len && le32_to_cpu(tok->access) &&
+	       !(le32_to_cpu(tok->access) & ~(XFERK_ACCESS_REMOTE_READ |
+					      XFERK_ACCESS_REMOTE_WRITE)) &&
+	       (tok->export_id || !tok->generation);
+}
+
+/**
+ * xferk_remote_create() - a remote handle for an export token
+ * @tok: the token (a kernel copy), well formed (xferk_token_well_formed())
+ * @via: the session the importer named (its handle held by the caller)
+ *
+ * The token must be authentic for the local end it names (on loopback,
+ * the end opposite @via). A token with an export id is listed on that end
+ * before it can be used, so a revoke finds it.
+ *
+ * Return: the remote handle, with one reference, or ERR_PTR: -EACCES
+ * (forged, altered or foreign: counted in stats/tokens_rejected),
+ * -ENOMEM, or what listing returns.
+ */
+struct xferk_remote *xferk_remote_create(const struct xferk_token *tok,
+					 struct xferk_conn *via)
+{
+	struct xferk_remote *rm;
 	int ret;
 
-	if ((a->flags & ~XFERK_IMPORT_RAIL) || a->reserved ||
-	    !(a->flags & XFERK_IMPORT_RAIL) != !a->rail_of)
-		return -EINVAL;
-	if (!a->rail_of && !xferk_handle_room_limited(xf, XFERK_H_REMOTE))
-		return -EMFILE;
-	memcpy(&tok, a->token, sizeof(tok));
-	if (le32_to_cpu(tok.magic) != XFERK_TOKEN_MAGIC ||
-	    le16_to_cpu(tok.version) != XFERK_TOKEN_VERSION || tok.reserved0 ||
-	    !tok.len || !le32_to_cpu(tok.access) ||
-	    (le32_to_cpu(tok.access) & ~(XFERK_ACCESS_REMOTE_READ |
-					 XFERK_ACCESS_REMOTE_WRITE)) ||
-	    (!tok.export_id && tok.generation))
-		return -EINVAL;
 	rm = kzalloc(sizeof(*rm), XFERK_GFP_USER);
 	if (!rm)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	kref_init(&rm->ref);
-	rm->iova = le64_to_cpu(tok.iova);
-	rm->len = le64_to_cpu(tok.len);
-	rm->rkey = le32_to_cpu(tok.rkey);
-	rm->access = le32_to_cpu(tok.access);
-	rm->id = le64_to_cpu(tok.export_id);
-	rm->gen = le64_to_cpu(tok.generation);
-
-	mutex_lock(&xf->lock);
-	ho = xferk_handle_lookup(&xf->handles, a->conn, XFERK_H_CONN);
-	if (IS_ERR(ho)) {
-		ret = PTR_ERR(ho);
-		goto err;
-	}
-	c = container_of(ho, struct xferk_conn_ref, hobj)->conn;
-	rm->conn = token_conn(c, &tok);
+	rm->iova = le64_to_cpu(tok->iova);
+	rm->len = le64_to_cpu(tok->len);
+	rm->rkey = le32_to_cpu(tok->rkey);
+	rm->access = le32_to_cpu(tok->access);
+	rm->id = le64_to_cpu(tok->export_id);
+	rm->gen = le64_to_cpu(tok->generation);
+	rm->conn = token_conn(via, tok);
 	if (!rm->conn) {
-		ret = -EACCES;
-		goto err;
+		kfree(rm);
+		return ERR_PTR(-EACCES);
 	}
-	if (a->rail_of) {
-		ho = xferk_handle_lookup(&xf->handles, a->rail_of,
-					 XFERK_H_REMOTE);
-		if (IS_ERR(ho)) {
-			ret = PTR_ERR(ho);
-			goto err_conn;
-		}
-		primary = container_of(ho, struct xferk_remote, hobj);
-	}
-	/* Listed before it can be used: a revoke finds it. */
 	if (rm->id) {
 		ret = xferk_remote_listen(rm);
-		if (ret)
-			goto err_conn;
+		if (ret) {
+			xferk_conn_unuse(rm->conn);
+			xferk_conn_put(rm->conn);
+			kfree(rm);
+			return ERR_PTR(ret);
+		}
 	}
-	if (primary) {
-		ret = xferk_remote_add_rail(primary, rm);
-		if (!ret)
-			a->handle = primary->hobj.handle;
-	} else {
-		ret = xferk_handle_add_limited(xf, &rm->hobj, XFERK_H_REMOTE);
-		if (!ret)
-			a->handle = rm->hobj.handle;
-	}
-	if (!ret)
-		xferk_conn_claim(rm->conn);
-	mutex_unlock(&xf->lock);
-	if (ret) {
-		xferk_remote_put(rm);
-		return ret;
-	}
-	return 0;
-
-err_conn:
-	xferk_conn_unuse(rm->conn);
-	xferk_conn_put(rm->conn);
-err:
-	mutex_unlock(&xf->lock);
-	kfree(rm);
-	return ret;
+	return rm;
 }

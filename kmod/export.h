@@ -12,14 +12,17 @@
 #include <linux/scatterlist.h>
 #include <linux/types.h>
 #include "handle.h"
+#include "../uapi/xferk.h"
 
 struct ib_mr;
 struct page;
 struct xferk_conn;
+struct xferk_block;
 struct xferk_evq;
 struct xferk_qacct;
 struct xferk_rails;
 struct xferk_region;
+struct xferk_token;
 
 /**
  * struct xferk_export - part of a region exposed to one peer
@@ -112,6 +115,47 @@ struct xferk_remote {
 /* Most pages of one window (256 MiB in 4 KiB pages): E2BIG beyond. */
 #define XFERK_WINDOW_MAX_PAGES	65536
 
+/**
+ * struct xferk_export_req - what EXPORT and WINDOW_OPEN ask for
+ * @region: the region (its handle held by the caller)
+ * @conn: the session whose peer may access it (its handle held too)
+ * @acct: the asking file's account, charged the export's pages
+ * @max_pages: what that account's exports may cover at most
+ * @evq: the asking file's event queue (the export takes a reference)
+ * @access: XFERK_ACCESS_REMOTE_*
+ * @offset: EXPORT: start within the region
+ * @len: EXPORT: length; WINDOW_OPEN: out, the window's
+ * @blocks: WINDOW_OPEN: the blocks (kernel copy), NULL for EXPORT
+ * @nr_blocks: WINDOW_OPEN: their number
+ * @gen: out: the export's generation
+ * @token: out: its token (XFERK_TOKEN_SIZE bytes)
+ */
+struct xferk_export_req {
+	struct xferk_region *region;
+	struct xferk_conn *conn;
+	struct xferk_qacct *acct;
+	unsigned long max_pages;
+	struct xferk_evq *evq;
+	u32 access;
+	u64 offset;
+	u64 len;
+	const struct xferk_block *blocks;
+	u32 nr_blocks;
+	u64 gen;
+	u8 *token;
+};
+
+/* The access an export may grant: some of XFERK_ACCESS_REMOTE_*, no more. */
+static inline bool xferk_export_access_valid(u32 access)
+{
+	return access && !(access & ~(XFERK_ACCESS_REMOTE_READ |
+				      XFERK_ACCESS_REMOTE_WRITE));
+}
+
+struct xferk_export *xferk_export_create(struct xferk_export_req *x);
+bool xferk_token_well_formed(const struct xferk_token *tok);
+struct xferk_remote *xferk_remote_create(const struct xferk_token *tok,
+					 struct xferk_conn *via);
 void xferk_export_put(struct xferk_export *e);
 void xferk_export_revoke(struct xferk_export *e);
 void xferk_region_revoke_exports(struct xferk_region *r);

@@ -19,6 +19,8 @@
  *   group_ioctl.c  the commands on groups: GROUP_CREATE, _ABORT, _WAIT,
  *                _QUERY
  *   notify_ioctl.c  the commands on notifications: NOTIFY, EVENTS
+ *   export_ioctl.c  the commands on exports and imports: EXPORT,
+ *                WINDOW_OPEN, WINDOW_CLOSE, IMPORT
  *   front.h      open file, command table, command handlers
  *   limits.h     the front's limits and their checks (limits.c registers
  *                every parameter; a lower layer's are declared in its

@@ -22,7 +22,7 @@ LAYERS=(front requests sessions transport bottom uapi)
 layer_table() {
 	cat <<'EOF'
 front      main.c uarg.c uring.c sysfs.c debugfs.c limits.c op_ioctl.c
-front      conn_query.c group_ioctl.c notify_ioctl.c
+front      conn_query.c group_ioctl.c notify_ioctl.c export_ioctl.c
 front      front.h limits.h uring.h uring_compat.h
 requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
 requests   op.h op_internal.h export.h evq.h
@@ -47,8 +47,6 @@ upward_includes() {
 # requests -> front
 op_submit.c -> front.h: a submit works on its file (struct xferk_file: its lock, handles and account) and checks the fragments' size by the uAPI's rule (xferk_arg_size_check())
 op_submit.c -> limits.h: charges chunks and handles to the file's limits
-export.c -> front.h: the EXPORT, IMPORT and WINDOW_* handlers live in export.c; it takes handles itself (xferk_take_handle())
-export.c -> limits.h: handle limits, max_export_pages_per_file
 # sessions -> front
 # sessions -> requests
 conn.c -> export.h: a session's teardown revokes its exports (xferk_conn_revoke_exports())
