@@ -18,6 +18,7 @@
 struct attribute_group;
 struct xferk_evq;
 struct xferk_op;
+struct xferk_op_settle;
 struct xferk_qacct;
 
 /**
@@ -144,6 +145,8 @@ int xferk_ioctl_notify(struct xferk_file *xf, union xferk_ioc_arg *arg);
 int xferk_ioctl_events(struct xferk_file *xf, union xferk_ioc_arg *arg);
 void xferk_events_done(struct xferk_file *xf, bool written);
 struct xferk_evq *xferk_file_evq(struct xferk_file *xf);
+int xferk_file_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
+		      const struct xferk_op_settle *settle);
 
 /* main.c: handles */
 struct xferk_hobj *xferk_take_handle(struct xferk_file *xf, u64 handle, u8 kind);

@@ -30,6 +30,8 @@ struct mutex;
 struct task_struct;
 struct xferk_conn;
 struct xferk_file;
+struct xferk_handles;
+struct xferk_hobj;
 struct xferk_notify;
 struct xferk_qacct;
 struct xferk_qdev;
@@ -247,7 +249,27 @@ struct xferk_op_settle {
 extern spinlock_t xferk_ops_lock;
 extern struct list_head xferk_ops;
 
-int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
+/**
+ * struct xferk_submitter - the file an op is submitted through, as the
+ *	requests layer sees it (the front fills it in: xferk_file_submit())
+ * @lock: the file's lock: held from the first fragment's check to the
+ *	op's publication
+ * @handles: the file's handles, which the fragments name
+ * @acct: the file's account: charged the op's chunks and notification
+ * @max_chunks: the chunks @acct may hold at once (-EBUSY beyond)
+ * @publish: gives the op its handle in @handles within the file's limit
+ *	(with @lock held): 0, -EMFILE or -ENOMEM
+ */
+struct xferk_submitter {
+	struct mutex *lock;	/* the file's lock */
+	struct xferk_handles *handles;
+	struct xferk_qacct *acct;
+	unsigned long max_chunks;
+	int (*publish)(const struct xferk_submitter *s, struct xferk_hobj *obj);
+};
+
+int xferk_op_submit(const struct xferk_submitter *s,
+		    struct xferk_ioc_submit *a,
 		    const struct xferk_op_settle *settle);
 int xferk_ops_cancel_drain(struct xferk_op **ops, u32 nr,
 			   ktime_t drain_deadline);

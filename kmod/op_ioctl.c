@@ -2,11 +2,14 @@
 /*
  * The commands on ops: SUBMIT, WAIT, QUERY and CANCEL (front layer). Each
  * checks its argument, looks the op up in the file's handle table and
- * calls the requests layer (op.h); io_uring's SUBMIT is uring.c's.
+ * calls the requests layer (op.h). SUBMIT's checks and the file it
+ * submits through (xferk_file_submit()) are shared with io_uring's
+ * SUBMIT (uring.c).
  *
  * Locking: the file's lock only to look an op up and take a reference on
  * it (op_get()); waits and drains run with no lock held.
  */
+#include <linux/capability.h>
 #include <linux/err.h>
 #include <linux/sched/signal.h>
 #include <linux/wait.h>
@@ -14,13 +17,77 @@
 #include "front.h"
 #include "handle.h"
 #include "lifecycle.h"
+#include "limits.h"
 #include "op.h"
+#include "queue.h"
+
+/* The submitting file behind a struct xferk_submitter. */
+struct file_submitter {
+	struct xferk_submitter s;
+	struct xferk_file *xf;
+};
+
+static int file_publish(const struct xferk_submitter *s,
+			struct xferk_hobj *obj)
+{
+	return xferk_handle_add_limited(container_of(s, struct file_submitter,
+						     s)->xf, obj, XFERK_H_OP);
+}
+
+/**
+ * xferk_file_submit() - SUBMIT's argument checked, then the op submitted
+ * @xf: the submitting file
+ * @a: the argument (kernel copy); @a->op is set on success
+ * @settle: the command to complete when the op settles, or NULL
+ *
+ * The uAPI's rules for the argument (flags, reserved fields, priority,
+ * fragment count and size, a deadline already passed, the file's op
+ * handle limit), then xferk_op_submit() on the file.
+ *
+ * Return: 0, or a negative errno.
+ */
+int xferk_file_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
+		      const struct xferk_op_settle *settle)
+{
+	struct file_submitter fs = {
+		.s = {
+			.lock = &xf->lock,
+			.handles = &xf->handles,
+			.acct = xf->qacct,
+			.max_chunks = READ_ONCE(xferk_max_chunks_per_file),
+			.publish = file_publish,
+		},
+		.xf = xf,
+	};
+	int ret;
+
+	if ((a->flags & ~XFERK_SUBMIT_FLAGS) || a->reserved || a->reserved2 ||
+	    (!(a->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && a->drain_budget_ns) ||
+	    (!(a->flags & XFERK_SUBMIT_NOTIFY) && a->notify_tag) ||
+	    a->priority >= XFERK_PRIO_COUNT)
+		return -EINVAL;
+	if (a->priority == XFERK_PRIO_INTERNAL && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (!a->nr_frags)
+		return -EINVAL;
+	if (a->nr_frags > XFERK_MAX_FRAGS)
+		return -E2BIG;
+	ret = xferk_arg_size_check(a->frag_size, sizeof(struct xferk_frag));
+	if (ret)
+		return ret;
+	if (xferk_deadline_passed(xferk_deadline_from_user(a->deadline_ns),
+				  ktime_get()))
+		return -ETIMEDOUT;
+	if (!xferk_handle_room_limited(xf, XFERK_H_OP))
+		return -EMFILE;
+	return xferk_op_submit(&fs.s, a, settle);
+}
 
 int xferk_ioctl_submit(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	if (arg->submit.flags & XFERK_SUBMIT_AUTO_RELEASE)
 		return -EINVAL;		/* there is no completion to release at */
-	return xferk_op_submit(xf, &arg->submit, NULL);
+	return xferk_file_submit(xf, &arg->submit, NULL);
 }
 
 /* Looks up an op and takes a reference, so the file lock can be dropped. */

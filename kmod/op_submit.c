@@ -8,7 +8,7 @@
  * and its chunks go to their connections' queues, through the admission
  * queue or around it (op_queue_direct()).
  *
- * Locking: the file's lock (xf->lock) is held from the first fragment's
+ * Locking: the file's lock (struct xferk_submitter.lock) is held from the first fragment's
  * check to the op's publication, so the handles the fragments name stay
  * as they are, and the op is whole (its references, its timers' setup,
  * its parked command) before another thread can see it. The deadline timer
@@ -16,7 +16,6 @@
  * takes op->lock itself: until the op is published nothing else sees it,
  * and from then on only what it calls (queueing, completion) does.
  */
-#include <linux/capability.h>
 #include <linux/hrtimer.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -25,10 +24,8 @@
 #include "conn.h"
 #include "export.h"
 #include "frag.h"
-#include "front.h"
 #include "handle.h"
 #include "lifecycle.h"
-#include "limits.h"
 #include "notify.h"
 #include "op.h"
 #include "op_internal.h"
@@ -71,20 +68,20 @@ static int copy_frags(struct xferk_frag *frags,
  * file's lock, held across the check of all fragments, keeps the table
  * as it is); else a lookup.
  */
-static struct xferk_hobj *frag_handle(struct xferk_file *xf, u64 handle,
+static struct xferk_hobj *frag_handle(const struct xferk_submitter *s, u64 handle,
 				      u8 kind, u64 prev_handle,
 				      struct xferk_hobj *prev)
 {
 	if (prev && handle == prev_handle)
 		return prev;
-	return xferk_handle_lookup(&xf->handles, handle, kind);
+	return xferk_handle_lookup(s->handles, handle, kind);
 }
 
 /*
  * Checks fragment @i against its handles into @regions[@i] and
  * @remotes[@i] (fragments 0 to @i - 1 are checked); takes no references.
  */
-static int check_frag(struct xferk_file *xf, const struct xferk_frag *frags,
+static int check_frag(const struct xferk_submitter *s, const struct xferk_frag *frags,
 		      u32 i, struct xferk_region **regions,
 		      struct xferk_remote **remotes)
 {
@@ -96,12 +93,12 @@ static int check_frag(struct xferk_file *xf, const struct xferk_frag *frags,
 
 	if (f->reserved || f->opcode > XFERK_OP_WRITE)
 		return -EINVAL;
-	ho = frag_handle(xf, f->mr, XFERK_H_REGION, i ? frags[i - 1].mr : 0,
+	ho = frag_handle(s, f->mr, XFERK_H_REGION, i ? frags[i - 1].mr : 0,
 			 i ? &regions[i - 1]->hobj : NULL);
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
 	r = container_of(ho, struct xferk_region, hobj);
-	ho = frag_handle(xf, f->remote, XFERK_H_REMOTE,
+	ho = frag_handle(s, f->remote, XFERK_H_REMOTE,
 			 i ? frags[i - 1].remote : 0,
 			 i ? &remotes[i - 1]->hobj : NULL);
 	if (IS_ERR(ho))
@@ -274,8 +271,10 @@ static void op_queue_direct(struct xferk_op *op)
 
 /**
  * xferk_op_submit() - validate a batch, publish it as an op and start it
- * @xf: the submitting file
- * @a: the submit argument (kernel copy); @a->op is set on success
+ * @s: the submitting file
+ * @a: the submit argument (kernel copy), its flags, priority, fragment
+ *	count and size and deadline checked by the front
+ *	(xferk_file_submit()); @a->op is set on success
  * @settle: the command to complete when the op settles, or NULL
  *
  * All or nothing: on error nothing was published. Every bound is checked
@@ -283,7 +282,7 @@ static void op_queue_direct(struct xferk_op *op)
  *
  * Return: 0, or a negative errno.
  */
-int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
+int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 		    const struct xferk_op_settle *settle)
 {
 	struct xferk_region **regions = NULL;
@@ -297,25 +296,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	ktime_t deadline;
 	int ret;
 
-	if ((a->flags & ~XFERK_SUBMIT_FLAGS) || a->reserved || a->reserved2 ||
-	    (!(a->flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE) && a->drain_budget_ns) ||
-	    (!(a->flags & XFERK_SUBMIT_NOTIFY) && a->notify_tag) ||
-	    a->priority >= XFERK_PRIO_COUNT)
-		return -EINVAL;
-	if (a->priority == XFERK_PRIO_INTERNAL && !capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (!a->nr_frags)
-		return -EINVAL;
-	if (a->nr_frags > XFERK_MAX_FRAGS)
-		return -E2BIG;
-	ret = xferk_arg_size_check(a->frag_size, sizeof(struct xferk_frag));
-	if (ret)
-		return ret;
 	deadline = xferk_deadline_from_user(a->deadline_ns);
-	if (xferk_deadline_passed(deadline, ktime_get()))
-		return -ETIMEDOUT;
-	if (!xferk_handle_room_limited(xf, XFERK_H_OP))
-		return -EMFILE;
 
 	frags = kvmalloc_array(a->nr_frags, sizeof(*frags), XFERK_GFP_USER);
 	regions = kvmalloc_array(a->nr_frags, sizeof(*regions),
@@ -332,9 +313,9 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		goto out_free;
 
 	/* Validate everything before publishing anything. */
-	mutex_lock(&xf->lock);
+	mutex_lock(s->lock);
 	for (i = 0; i < a->nr_frags; i++) {
-		ret = check_frag(xf, frags, i, regions, remotes);
+		ret = check_frag(s, frags, i, regions, remotes);
 		if (ret)
 			goto out_unlock;
 		/* Each length is within its region: no sum can wrap. */
@@ -364,7 +345,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		}
 	}
 	if (a->group) {
-		struct xferk_hobj *ho = xferk_handle_lookup(&xf->handles,
+		struct xferk_hobj *ho = xferk_handle_lookup(s->handles,
 							    a->group,
 							    XFERK_H_GROUP);
 
@@ -376,7 +357,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	}
 	/* Its notification goes to the target of its last fragment. */
 	if (a->flags & XFERK_SUBMIT_NOTIFY) {
-		notify = xferk_notify_alloc(remotes[a->nr_frags - 1], xf->qacct,
+		notify = xferk_notify_alloc(remotes[a->nr_frags - 1], s->acct,
 					    XFERK_EVENT_DATA, a->notify_tag);
 		if (IS_ERR(notify)) {
 			ret = PTR_ERR(notify);
@@ -384,16 +365,16 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 			goto out_unlock;
 		}
 	}
-	op->qacct = xf->qacct;
+	op->qacct = s->acct;
 	op->nr_chunks = nr_chunks;
 	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
 			ktime_get());
 	/* The limits first: the file's chunk budget and the queue. */
-	ret = xferk_charge(&op->qacct->chunks, nr_chunks,
-			   READ_ONCE(xferk_max_chunks_per_file), -EBUSY);
+	ret = xferk_charge(&op->qacct->chunks, nr_chunks, s->max_chunks,
+			   -EBUSY);
 	if (ret)
 		goto out_unlock;
-	ret = xferk_queue_admit(op, xf->qacct, a, remotes);
+	ret = xferk_queue_admit(op, s->acct, a, remotes);
 	if (ret)
 		goto out_uncharge;
 	op->chunks = kvcalloc(nr_chunks, sizeof(*op->chunks), XFERK_GFP_USER);
@@ -421,15 +402,15 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 		op_fill_run(op, &next, &frags[i], end - i, regions[i],
 			    remotes[i]);
 	}
-	ret = xferk_handle_add_limited(xf, &op->hobj, XFERK_H_OP);
+	ret = s->publish(s, &op->hobj);
 	if (ret)
 		goto out_unfill;
 	/* Last: joining cannot be undone once an abort may see the op. */
 	if (group) {
 		ret = xferk_group_join(group, op, remotes, a->nr_frags,
-				       xf->qacct);
+				       s->acct);
 		if (ret) {
-			xferk_handle_remove_obj(&xf->handles, op->hobj.handle,
+			xferk_handle_remove_obj(s->handles, op->hobj.handle,
 						&op->hobj);
 			goto out_unfill;
 		}
@@ -446,7 +427,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	 * the timer, the parked command; and this function's own reference
 	 * keeps it until it is started.
 	 */
-	kref_get(&xf->qacct->ref);
+	kref_get(&s->acct->ref);
 	kref_get(&op->ref);	/* physical reference */
 	kref_get(&op->ref);	/* until started, below */
 	if (settle) {
@@ -458,7 +439,7 @@ int xferk_op_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 	spin_unlock(&xferk_ops_lock);
 	atomic64_inc(&xferk_stats.ops_submitted);
 	atomic64_inc(&xferk_stats.ops_live);
-	mutex_unlock(&xf->lock);
+	mutex_unlock(s->lock);
 
 	if (deadline != KTIME_MAX)
 		hrtimer_start(&op->timer, deadline, HRTIMER_MODE_ABS);
@@ -481,7 +462,7 @@ out_unadmit:
 out_uncharge:
 	atomic_long_sub(nr_chunks, &op->qacct->chunks);
 out_unlock:
-	mutex_unlock(&xf->lock);
+	mutex_unlock(s->lock);
 	if (notify)
 		xferk_notify_free(notify);
 	if (op) {

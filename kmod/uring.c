@@ -12,7 +12,7 @@
  * SUBMIT parks instead: the op records the command (op->ucmd) before it is
  * published and completes it exactly once when it settles, whoever gets
  * there first. The requests layer does both through the callbacks this
- * file hands to xferk_op_submit() (struct xferk_op_settle): uring_park()
+ * file hands to xferk_file_submit() (struct xferk_op_settle): uring_park()
  * at submit, and uring_op_settled() as op->settled from
  *
  *   op_apply()                physically complete     res = final state
@@ -209,7 +209,7 @@ static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
 	    (s64)(XFERK_URING_MAX_PARK_NS - a->drain_budget_ns))
 		return -EINVAL;
 	a->flags |= XFERK_SUBMIT_CANCEL_ON_DEADLINE;
-	ret = xferk_op_submit(xf, a, &settle);
+	ret = xferk_file_submit(xf, a, &settle);
 	if (ret)
 		return ret;
 	/*

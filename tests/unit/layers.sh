@@ -44,10 +44,6 @@ EOF
 # include is gone; never add one.
 upward_includes() {
 	cat <<'EOF'
-# requests -> front
-op_submit.c -> front.h: a submit works on its file (struct xferk_file: its lock, handles and account) and checks the fragments' size by the uAPI's rule (xferk_arg_size_check())
-op_submit.c -> limits.h: charges chunks and handles to the file's limits
-# sessions -> front
 # sessions -> requests
 conn.c -> export.h: a session's teardown revokes its exports (xferk_conn_revoke_exports())
 conn_post.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
