@@ -426,23 +426,25 @@ bool xferk_token_well_formed(const struct xferk_token *tok)
  * @via: the session the importer named (its handle held by the caller)
  *
  * The token must be authentic for the local end it names (on loopback,
- * the end opposite @via). A token with an export id is listed on that end
- * before it can be used, so a revoke finds it.
+ * the end opposite @via). One with an export id must be listed on that
+ * end (xferk_remote_listen()) before it can be used, so a revoke finds
+ * it; the caller does that.
  *
  * Return: the remote handle, with one reference, or ERR_PTR: -EACCES
- * (forged, altered or foreign: counted in stats/tokens_rejected),
- * -ENOMEM, or what listing returns.
+ * (forged, altered or foreign: counted in stats/tokens_rejected) or
+ * -ENOMEM.
  */
 struct xferk_remote *xferk_remote_create(const struct xferk_token *tok,
 					 struct xferk_conn *via)
 {
 	struct xferk_remote *rm;
-	int ret;
 
 	rm = kzalloc(sizeof(*rm), XFERK_GFP_USER);
 	if (!rm)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&rm->ref);
+	/* Unlisted until xferk_remote_listen(); its release unlinks it. */
+	INIT_LIST_HEAD(&rm->conn_node);
 	rm->iova = le64_to_cpu(tok->iova);
 	rm->len = le64_to_cpu(tok->len);
 	rm->rkey = le32_to_cpu(tok->rkey);
@@ -453,15 +455,6 @@ struct xferk_remote *xferk_remote_create(const struct xferk_token *tok,
 	if (!rm->conn) {
 		kfree(rm);
 		return ERR_PTR(-EACCES);
-	}
-	if (rm->id) {
-		ret = xferk_remote_listen(rm);
-		if (ret) {
-			xferk_conn_unuse(rm->conn);
-			xferk_conn_put(rm->conn);
-			kfree(rm);
-			return ERR_PTR(ret);
-		}
 	}
 	return rm;
 }

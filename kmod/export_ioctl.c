@@ -226,17 +226,22 @@ int xferk_ioctl_import(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		mutex_unlock(&xf->lock);
 		return PTR_ERR(rm);
 	}
+	ret = 0;
 	if (a->rail_of) {
 		ho = xferk_handle_lookup(&xf->handles, a->rail_of,
 					 XFERK_H_REMOTE);
 		ret = PTR_ERR_OR_ZERO(ho);
-		if (!ret) {
+		if (!ret)
 			primary = container_of(ho, struct xferk_remote, hobj);
-			ret = xferk_remote_add_rail(primary, rm);
-		}
+	}
+	/* Listed before it can be used: a revoke finds it. */
+	if (!ret && rm->id)
+		ret = xferk_remote_listen(rm);
+	if (!ret && primary) {
+		ret = xferk_remote_add_rail(primary, rm);
 		if (!ret)
 			a->handle = primary->hobj.handle;
-	} else {
+	} else if (!ret) {
 		ret = xferk_handle_add_limited(xf, &rm->hobj, XFERK_H_REMOTE);
 		if (!ret)
 			a->handle = rm->hobj.handle;
