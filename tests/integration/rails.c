@@ -200,6 +200,35 @@ static int run(struct xferk *x, uint64_t mr, uint64_t remote, uint64_t len,
 	return t_run(x, &f, 1, &s);
 }
 
+/*
+ * A token of an export its peer revoked, added as a rail of a handle that
+ * is not a remote: the bad rail handle's EINVAL, not the token's ESTALE,
+ * as IMPORT checks the handles before it lists the import (regression:
+ * it listed the import first).
+ */
+static void stale_rail(struct xferk *x, uint64_t c1, uint64_t dst_mr)
+{
+	uint64_t until = t_now_ms() + t_scaled_ms(10000), exp, rm;
+	struct xferk_token tok;
+	uint32_t how;
+	int ret;
+
+	if (xferk_export(x, c1, dst_mr, 0, 4096, RW, &tok, &exp)) {
+		T_EXPECT(0, "export to revoke");
+		return;
+	}
+	T_EXPECT(xferk_window_close(x, exp, 0, &how, NULL) == 0, "close");
+	/* The revoke reaches the importing end in the background. */
+	while ((ret = xferk_import(x, c1, &tok, &rm)) == 0) {
+		xferk_unimport(x, rm);
+		if (t_now_ms() > until)
+			break;
+		usleep(10000);
+	}
+	T_EXPECT_ERR(ret, ESTALE);
+	T_EXPECT_ERR(xferk_import_rail(x, c1, &tok, dst_mr), EINVAL);
+}
+
 static void bad_rails(struct xferk *x, uint64_t c0, uint64_t c1, uint64_t dst_mr,
 		      uint64_t remote, const struct xferk_token *tok0,
 		      const struct xferk_token *tok1)
@@ -221,6 +250,7 @@ static void bad_rails(struct xferk *x, uint64_t c0, uint64_t c1, uint64_t dst_mr
 	} else {
 		T_EXPECT(0, "short export");
 	}
+	stale_rail(x, c1, dst_mr);
 }
 
 int main(void)
