@@ -54,8 +54,9 @@ static long long res_count(const char *what)
 }
 
 /*
- * Waits (at most 20 s, scaled) until rxe0's count of @what reads @want,
- * the same twice 200 ms apart; returns the last count read.
+ * Waits (at most 20 s, scaled) until rxe0's count of @what reads the same
+ * twice 200 ms apart and, unless @want is negative, reads @want; returns
+ * the last count read.
  */
 static long long res_wait(const char *what, long long want)
 {
@@ -66,21 +67,8 @@ static long long res_wait(const char *what, long long want)
 		prev = n;
 		usleep(200000);
 		n = res_count(what);
-	} while ((n != want || n != prev) && t_now_ms() < until);
-	return n;
-}
-
-/* rxe0's count of @what once it stays the same for 200 ms (at most 20 s). */
-static long long res_settled(const char *what)
-{
-	uint64_t until = t_now_ms() + t_scaled_ms(20000);
-	long long n = res_count(what), prev;
-
-	do {
-		prev = n;
-		usleep(200000);
-		n = res_count(what);
-	} while (n != prev && t_now_ms() < until);
+	} while ((n != prev || (want >= 0 && n != want)) &&
+		 t_now_ms() < until);
 	return n;
 }
 
@@ -135,7 +123,7 @@ static void mr_refused(void)
 	T_EXPECT(xferk_open(&x) == 0, "open");
 	T_EXPECT(xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn) == 0,
 		 "connect");
-	mrs = res_settled("mr");
+	mrs = res_wait("mr", -1);
 	T_EXPECT(xferk_mr_reg(x, buf, 1 << 20, XFERK_ACCESS_REMOTE_WRITE,
 			      &mr) == 0, "mr_reg");
 	T_EXPECT(xferk_export(x, conn, mr, 0, 1 << 20,
@@ -162,23 +150,13 @@ static void qp_refused(void)
 	long long qps, pinned, retries;
 	unsigned int qpn, seen = 0;
 	uint64_t until, op;
-	struct xferk_frag f;
 	struct t_loop l;
 	int exists, ret;
 
 	T_EXPECT(t_end_session() == 0, "ending the sessions to %s", t_peer());
-	qps = res_settled("qp");
+	qps = res_wait("qp", -1);
 	retries = t_stat("destroy_retries");
-	t_loop_open(&l, 1 << 20, 1 << 20);
-	T_EXPECT(t_param_scoped("flush_timeout_ms",
-				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
-	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_swallow(1) == 0, "fault");
-	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
-				  .opcode = XFERK_OP_WRITE };
-	T_EXPECT(xferk_submit(l.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
-	T_EXPECT(t_fault_taken("swallow_completions", t_scaled_ms(10000)) == 0,
-		 "completion not swallowed");
+	T_EXPECT(t_swallowed_write(&l, &op) == 0, "a swallowed write");
 	qpn = posting_qpn();
 	T_EXPECT(qpn && qp_exists(qpn) == 1, "the op's QP %u", qpn);
 	/*

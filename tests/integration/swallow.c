@@ -31,7 +31,6 @@ int main(void)
 	long long pinned, late, quarantined;
 	struct xferk_op_snapshot s = { .state = XFERK_STATE_COUNT };
 	struct t_counters base;
-	struct xferk_frag f;
 	struct t_loop l;
 	uint64_t op;
 	int ret;
@@ -42,17 +41,8 @@ int main(void)
 	t_settle(&base);
 	pinned = base.pinned_pages;
 	late = t_stat("late_completions");
-	t_loop_open(&l, 1 << 20, 1 << 20);
-	T_EXPECT(t_param_scoped("flush_timeout_ms",
-				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
-	T_EXPECT(t_quiet() == 0, "other ops are live");
-	T_EXPECT(t_swallow(1) == 0, "fault");
-
-	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096, .remote = l.remote,
-				  .opcode = XFERK_OP_WRITE };
-	T_EXPECT(xferk_submit(l.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
 	/* Its one completion was swallowed: it is in flight for good. */
-	T_EXPECT(t_fault_taken("swallow_completions", t_scaled_ms(10000)) == 0 &&
+	T_EXPECT(t_swallowed_write(&l, &op) == 0 &&
 		 xferk_query(l.x, op, &s) == 0 && s.state == XFERK_STATE_IN_PROGRESS,
 		 "completion not swallowed: %s", xferk_state_name(s.state));
 	ret = xferk_cancel_drain(l.x, op, xferk_now_ns() + 1000 * MS, &s);

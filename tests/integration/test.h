@@ -660,6 +660,34 @@ static inline int t_quiet(void)
 }
 
 /*
+ * Opens @l (1 MiB each way) and submits a 4 KiB WRITE whose one completion
+ * is swallowed (t_swallow()): it is in flight for good, until its QP is
+ * flushed or destroyed. flush_timeout_ms is 3 s (5 s on the debug
+ * kernel): a teardown destroys the QP that long after the path died.
+ * Exits T_SKIP without /dev/xferk. 0 with the op's handle in *@op, or -1
+ * (with a message).
+ */
+static inline int t_swallowed_write(struct t_loop *l, uint64_t *op)
+{
+	struct xferk_frag f;
+
+	t_loop_open(l, 1 << 20, 1 << 20);
+	if (t_param_scoped("flush_timeout_ms", t_debug_kernel() ? 5000 : 3000) ||
+	    t_quiet() || t_swallow(1)) {
+		fprintf(stderr, "swallowed write: setup\n");
+		return -1;
+	}
+	f = (struct xferk_frag) { .mr = l->src_mr, .len = 4096,
+				  .remote = l->remote, .opcode = XFERK_OP_WRITE };
+	if (xferk_submit(l->x, &f, 1, XFERK_DEADLINE_NONE, 0, op) ||
+	    t_fault_taken("swallow_completions", t_scaled_ms(10000))) {
+		fprintf(stderr, "swallowed write: not submitted or not swallowed\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Submits @n fragments as an op whose first completion is held back
  * @hold_ms (fault knobs delay_completions and delay_ms, armed while no
  * other op is live, so the op uses them): once this returns 0 the op is
