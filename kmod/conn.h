@@ -385,6 +385,7 @@ bool xferk_export_ask_revoke(struct xferk_export *e, int *slot);
 bool xferk_export_await_revoke(struct xferk_export *e, int slot,
 			       ktime_t deadline, u64 *ack_ns);
 void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len);
+void xferk_msg_sent(struct xferk_conn *c, u64 seq);
 void xferk_msgs_kick_locked(struct xferk_conn *c);
 void xferk_msgs_path_lost(struct xferk_conn *c);
 int xferk_remote_listen(struct xferk_remote *rm);

@@ -28,7 +28,7 @@
  * caused it (max_chunks_per_file) until its send completes.
  *
  * Verbs-free: the transport's send_msg() posts, with the sequence number;
- * its completion calls xferk_notify_sent().
+ * its completion reaches xferk_notify_sent() through xferk_msg_sent().
  */
 #include <linux/slab.h>
 #include <kunit/visibility.h>

@@ -6,7 +6,6 @@
  * completion was not handled yet, which the path's disconnect waits for.
  */
 #include "conn.h"
-#include "notify.h"
 #include "rdma.h"
 #include "stats.h"
 #include "wire.h"
@@ -82,8 +81,8 @@ static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * A message went out (or was flushed): its buffer is free again. A
- * notification that went out is delivered.
+ * A message went out (or was flushed): its buffer is free again, and the
+ * session learns what went out (xferk_msg_sent()).
  */
 static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -97,8 +96,8 @@ static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	seq = c->msgs->send_seq[i];
 	__clear_bit(i, c->msgs->send_busy);
 	mutex_unlock(&c->lock);
-	if (seq && wc->status == IB_WC_SUCCESS)
-		xferk_notify_sent(c, seq);
+	if (wc->status == IB_WC_SUCCESS)
+		xferk_msg_sent(c, seq);
 	mutex_lock(&c->lock);
 	xferk_msgs_kick_locked(c);
 	mutex_unlock(&c->lock);

@@ -26,7 +26,8 @@
  * message that is not one of ours).
  *
  * Verbs-free: the transport's send_msg() posts a message, and it hands
- * every message it receives to xferk_msg_received().
+ * every message it receives to xferk_msg_received() and every send that
+ * completed to xferk_msg_sent().
  */
 #include <linux/wait.h>
 #include <kunit/visibility.h>
@@ -338,6 +339,20 @@ invalid:
 	xferk_conn_qp_dead(c, -EPROTO, XFERK_PATH_QP);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_msg_received);
+
+/**
+ * xferk_msg_sent() - a session message the transport sent went out
+ * @c: the connection
+ * @seq: the sequence number it was sent with (a notification's), or 0
+ *
+ * Called only for a send that completed successfully: the peer's device
+ * holds the message. A notification is delivered then (notify.c).
+ */
+void xferk_msg_sent(struct xferk_conn *c, u64 seq)
+{
+	if (seq)
+		xferk_notify_sent(c, seq);
+}
 
 /**
  * xferk_msgs_path_lost() - the session's path died

@@ -111,8 +111,8 @@ struct xferk_lane {
  * @probe: post a keepalive probe (c->lock held)
  * @send_msg: post a session message of @len <= XFERK_MSG_SIZE bytes
  *	(c->lock held, the connection postable); @seq: a notification's
- *	sequence number (its successful completion calls
- *	xferk_notify_sent()), 0 for other messages; 0, -EAGAIN (no send slot
+ *	sequence number, 0 for other messages (its successful completion
+ *	calls xferk_msg_sent() with it); 0, -EAGAIN (no send slot
  *	free) or -EIO (the path dies); NULL: the transport carries none, and
  *	the peer announces no capability
  * @map_region: make @r's DMA map for the connection's device now, from

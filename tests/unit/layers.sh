@@ -68,7 +68,6 @@ rdma_dev.c -> conn.h: a device's removal takes its sessions down (xferk_conn_dow
 rdma_dev.c -> queue.h: each device has an admission queue (xferk_qdev_create())
 rdma_mr.c -> conn.h: registration posts on the session and kills its path on failure (xferk_conn_qp_dead())
 rdma_msg.c -> conn.h: received messages go to the revoke protocol (xferk_msg_received())
-rdma_msg.c -> notify.h: a notification's send completion (xferk_notify_sent())
 rdma_post.c -> conn.h: completions are handed to the session (xferk_conn_chunk_done(), ...)
 nullpeer.c -> conn.h: the null peer creates sessions and completes their chunks (xferk_conn_init(), ...)
 nullpeer.c -> queue.h: the null peers' admission queue (xferk_qdev_get_null())
