@@ -46,8 +46,11 @@
  * from DOWN to CLOSED, which happens once, and tears it down in one fixed
  * order:
  *
- *   1. stop posting: fail the chunks still waiting for a send slot
- *   2. tear the path down as above; no chunk is re-queued any more
+ *   1. stop posting: the chunks still waiting for a send slot move to
+ *      another rail or fail; one a path carried waits for the peer's
+ *      fence instead, if that is all that keeps it (fence.c)
+ *   2. tear the path down as above; no chunk is re-queued any more; then
+ *      wait, bounded, for the fence, and move or fail what waited for it
  *   3. revoke the connection's exports (their keys die), free the rest
  *
  * Locking: a session's state and path change under its c->lock, a mutex
@@ -83,7 +86,7 @@ static atomic_t xferk_next_conn_id = ATOMIC_INIT(0);
 unsigned int xferk_passive_idle_ms = 300000;
 unsigned int xferk_reconnect_ms = 30000;
 
-static unsigned int xferk_flush_timeout_ms = 5000;
+unsigned int xferk_flush_timeout_ms = 5000;
 module_param_named(flush_timeout_ms, xferk_flush_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(flush_timeout_ms,
 		 "Teardown: how long to wait for posted work requests to flush before the QP is destroyed (default 5000)");
@@ -111,6 +114,7 @@ static void conn_release(struct kref *ref)
 	conn_drop_creator(c);
 	WARN_ON(!list_empty(&c->pending) || !list_empty(&c->posted));
 	WARN_ON(!list_empty(&c->exports));
+	WARN_ON(c->fence.nr_owed || !list_empty(&c->fence.waiting));
 	xa_destroy(&c->export_ids);
 	xferk_notify_conn_gone(c);
 	if (c->qdev)
@@ -185,6 +189,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	}
 	c->nr_qps = 1;
 	xferk_sched_qp_init(&c->sqp);
+	xferk_fence_init(c);
 	init_completion(&c->reg_done);
 	INIT_LIST_HEAD(&c->dev_node);
 	INIT_LIST_HEAD(&c->free_sends);
@@ -447,6 +452,9 @@ void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l)
  */
 static void conn_path_teardown(struct xferk_conn *c)
 {
+	struct xferk_fence_owed owed[XFERK_FENCES_MAX];
+	u32 nr_owed;
+
 	/*
 	 * Nothing is posted on the QP from here on (xferk_conn_qp_live()),
 	 * and what it carried is forgotten: also the answers owed on a path
@@ -481,7 +489,10 @@ static void conn_path_teardown(struct xferk_conn *c)
 	mutex_lock(&c->lock);
 	conn_path_change(c, XFERK_PATH_DEAD, XFERK_PATH_NONE);
 	clear_bit(XFERK_CONN_F_PROBING, &c->flags);
+	nr_owed = xferk_fence_path_torn_locked(c, owed);
 	mutex_unlock(&c->lock);
+	/* The FENCEs that waited for this teardown (fence.c). */
+	xferk_fence_answer_owed(c, owed, nr_owed);
 }
 
 /*
@@ -504,8 +515,12 @@ static void conn_teardown(struct xferk_conn *c)
 		xferk_conn_put(sibling);
 	}
 
-	/* 1. Stop posting (other rails take what they can). */
+	/*
+	 * 1. Stop posting (other rails take what they can, or once the peer
+	 * fenced the path that carried them).
+	 */
 	mutex_lock(&c->lock);
+	conn_hold_unfenced_locked(c);
 	list_splice_init(&c->pending, &chunks);
 	fail_all(&chunks, c->error ?: -ENOTCONN);
 	mutex_unlock(&c->lock);
@@ -515,15 +530,23 @@ static void conn_teardown(struct xferk_conn *c)
 	conn_path_teardown(c);
 	cancel_delayed_work_sync(&c->timer_work);
 
+	/*
+	 * The chunks that wait for the fence, bounded: the peer answers once
+	 * its end of the path is torn down, which its flush bounds (fence.c).
+	 */
+	wait_event_timeout(c->state_wq, xferk_fence_settled(c),
+			   msecs_to_jiffies(READ_ONCE(xferk_flush_timeout_ms) +
+					    XFERK_FENCE_WAIT_MS));
+	xferk_fence_stop(c);
+	conn_move_fenced(c);
+
 	/* 3. Revoke exports, drop notifications, free the rest. */
 	xferk_conn_revoke_exports(c);
 	xferk_notify_conn_down(c);
 	c->transport->destroy(c);
 
 	mutex_lock(&xferk_conns_lock);
-	list_del_init(&c->node);
-	hash_del(&c->id_node);
-	hash_del(&c->peer_node);
+	conn_bury_locked(c);
 	mutex_unlock(&xferk_conns_lock);
 	/*
 	 * A run of this work queued before the session was CLOSED would find
@@ -588,6 +611,7 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 /**
  * xferk_conn_path_attach() - a new path of a RECONNECTING session begins
  * @c: the session, of an end the peer initiated
+ * @seq: the path's number, its request's
  *
  * For the accepting end, under the handshake's deadline like an attempt.
  * Its teardown waits for the first lane's cm_ready, which the caller
@@ -595,7 +619,7 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
  *
  * Return: false if the session has a path or is not RECONNECTING.
  */
-bool xferk_conn_path_attach(struct xferk_conn *c)
+bool xferk_conn_path_attach(struct xferk_conn *c, u64 seq)
 {
 	ktime_t now = ktime_get();
 	bool ok;
@@ -604,6 +628,7 @@ bool xferk_conn_path_attach(struct xferk_conn *c)
 	ok = c->state == XFERK_CONN_RECONNECTING &&
 	     conn_path_change(c, XFERK_PATH_NONE, XFERK_PATH_LIVE);
 	if (ok) {
+		c->fence.path_seq = seq;
 		reinit_completion(&c->lanes[0].cm_ready);
 		c->attempt_deadline =
 			ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));

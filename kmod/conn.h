@@ -24,6 +24,7 @@
 #include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
 #include "conn_state.h"
+#include "fence.h"
 #include "handle.h"
 #include "sched.h"
 #include "transport.h"
@@ -200,6 +201,7 @@ struct xferk_revoke {
  *	lane (xferk_queue_lock)
  * @null_delay_ns: delay before a chunk completes (null peer)
  * @null_work: completes due chunks (null peer)
+ * @fence: its part in the rails fence (fence.c)
  * @null_completing: @null_work is in its loop and looks at @posted again
  *	before it leaves it, so a post need not queue it (null peer; @lock)
  *
@@ -297,6 +299,7 @@ struct xferk_conn {
 
 	struct xferk_qdev *qdev;
 	struct xferk_sched_qp sqp;
+	struct xferk_fence fence;
 
 	u64 null_delay_ns;
 	struct delayed_work null_work;
@@ -317,6 +320,7 @@ extern struct mutex xferk_conns_lock;
 extern struct list_head xferk_conns;
 extern struct workqueue_struct *xferk_conn_wq;
 extern unsigned int xferk_lost_completion_ms;
+extern unsigned int xferk_flush_timeout_ms;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_reconnect_ms;
 extern unsigned int xferk_keepalive_ms;
@@ -338,7 +342,7 @@ void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l);
 void xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
-bool xferk_conn_path_attach(struct xferk_conn *c);
+bool xferk_conn_path_attach(struct xferk_conn *c, u64 seq);
 
 /*
  * The path cannot take work: its QP left the ready-to-send state, it is

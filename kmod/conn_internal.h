@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Sessions layer, private to the files of a connection: conn.c,
- * conn_post.c, conn_timer.c and conn_lookup.c (no other file includes
- * it; conn.h is the session layer's API). Which file holds what:
+ * conn_post.c, conn_timer.c, conn_lookup.c and fence.c (no other file
+ * includes it; conn.h is the session layer's API). Which file holds what:
  *
  *   conn.c         the life of a session: init, references, the state
  *                  machine, a path's death, the recovery work (a path's
@@ -12,7 +12,9 @@
  *                  of posts and completions
  *   conn_timer.c   the session's own deadline and its keepalive
  *   conn_lookup.c  publishing, the indexes and lookups: by peer, by id,
- *                  crossed and stale sessions, the token key
+ *                  crossed and stale sessions, the token key, the ends
+ *                  a fence message names (and recently torn down ones)
+ *   fence.c        the rails fence: its messages and their answers
  *
  * Locking:
  *   - xferk_conns_lock (mutex): xferk_conns, both indexes, the local ids,
@@ -38,6 +40,7 @@
 #ifndef XFERK_CONN_INTERNAL_H
 #define XFERK_CONN_INTERNAL_H
 
+#include <linux/siphash.h>
 #include <linux/types.h>
 
 struct work_struct;
@@ -54,6 +57,9 @@ void complete_failed(struct list_head *failed);
 void fail_all(struct list_head *chunks, int error);
 void reroute_or_complete(struct list_head *chunks);
 bool conn_post_overdue_locked(struct xferk_conn *c);
+void conn_hold_unfenced_locked(struct xferk_conn *c);
+void conn_move_fenced(struct xferk_conn *c);
+struct xferk_conn *conn_fence_via_locked(struct xferk_conn *c, bool *waits);
 
 /* conn_timer.c */
 void conn_arm_timer_locked(struct xferk_conn *c, unsigned int ms);
@@ -64,5 +70,8 @@ void conn_keepalive(struct work_struct *work);
 /* conn_lookup.c */
 struct xferk_conn *conn_local_sibling(struct xferk_conn *c);
 void conn_reap_idle(struct xferk_conn *c);
+void conn_bury_locked(struct xferk_conn *c);
+struct xferk_conn *conn_find_fenced(u64 local_id, u64 peer_id,
+				    siphash_key_t *key);
 
 #endif /* XFERK_CONN_INTERNAL_H */

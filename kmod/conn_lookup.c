@@ -38,6 +38,22 @@ LIST_HEAD(xferk_conns);
 static DEFINE_HASHTABLE(xferk_conns_by_peer, 8);
 static DEFINE_HASHTABLE(xferk_conns_by_id, 8);
 
+/*
+ * Ends torn down lately (of sessions that were keyed), for the fence
+ * messages that name them (conn_find_fenced()): a ring, oldest first out.
+ * With xferk_conns_lock.
+ */
+#define XFERK_TOMBSTONES	64
+
+struct conn_tombstone {
+	u64 local_id;
+	u64 peer_id;
+	siphash_key_t key;
+};
+
+static struct conn_tombstone conn_tombstones[XFERK_TOMBSTONES];
+static u32 conn_tombstone_next;
+
 static u32 peer_hash(const struct net *net, const struct sockaddr_storage *a)
 {
 	u32 h = hash_ptr(net, 32);
@@ -383,6 +399,76 @@ struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
 		xferk_conn_get(c);
 		xferk_conn_use(c);
 	}
+	mutex_unlock(&xferk_conns_lock);
+	return c;
+}
+
+/*
+ * @c is torn down and leaves the indexes: a fence message that names it
+ * is still answered for a while (its paths went with it). With
+ * xferk_conns_lock.
+ */
+void conn_bury_locked(struct xferk_conn *c)
+{
+	lockdep_assert_held(&xferk_conns_lock);
+	list_del_init(&c->node);
+	hash_del(&c->id_node);
+	hash_del(&c->peer_node);
+	if (c->transport != &xferk_rdma_transport ||
+	    !test_bit(XFERK_CONN_F_KEYED, &c->flags))
+		return;
+	conn_tombstones[conn_tombstone_next] = (struct conn_tombstone) {
+		.local_id = c->local_id,
+		.peer_id = c->peer_id,
+		.key = c->token_key,
+	};
+	conn_tombstone_next = (conn_tombstone_next + 1) % XFERK_TOMBSTONES;
+}
+
+/**
+ * conn_find_fenced() - the end of ours a fence message names
+ * @local_id: our end's id, as the message gives it
+ * @peer_id: the peer's end's id, likewise
+ * @key: out: the session's token key, to check the message's MAC with
+ *
+ * Only a keyed end of an RDMA session whose peer's end has @peer_id
+ * counts, in any namespace (the session that carried the message may be
+ * in another one than the end it names); the caller checks the MAC.
+ *
+ * Return: the end with a reference; NULL if it was torn down lately (@key
+ * is its key); else ERR_PTR(-ENOENT).
+ */
+struct xferk_conn *conn_find_fenced(u64 local_id, u64 peer_id,
+				    siphash_key_t *key)
+{
+	struct conn_tombstone *t;
+	struct xferk_conn *c;
+	u32 i;
+
+	mutex_lock(&xferk_conns_lock);
+	c = conn_by_id(local_id);
+	if (c) {
+		if (c->transport == &xferk_rdma_transport &&
+		    c->peer_id == peer_id &&
+		    test_bit(XFERK_CONN_F_KEYED, &c->flags)) {
+			xferk_conn_get(c);
+			*key = c->token_key;
+		} else {
+			c = ERR_PTR(-ENOENT);
+		}
+		goto out;
+	}
+	c = ERR_PTR(-ENOENT);
+	for (i = 0; i < XFERK_TOMBSTONES; i++) {
+		t = &conn_tombstones[i];
+		if (t->local_id && t->local_id == local_id &&
+		    t->peer_id == peer_id) {
+			*key = t->key;
+			c = NULL;
+			break;
+		}
+	}
+out:
 	mutex_unlock(&xferk_conns_lock);
 	return c;
 }

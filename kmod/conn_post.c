@@ -47,11 +47,14 @@ unsigned int xferk_lost_completion_ms = 30000;
 static void conn_queue(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
 		       bool move);
 static void conn_move_chunks(struct xferk_conn *c, struct list_head *chunks);
+static bool conn_fence_wanted_locked(struct xferk_conn *c,
+				     struct xferk_chunk *ch);
 
 /*
  * The session's path died: chunks waiting for a send slot that another
  * rail of their remote can take now go there instead of waiting for the
- * next path (see conn_move_chunks()).
+ * next path (see conn_move_chunks()); one that must wait for the fence of
+ * the path that carried it asks for it.
  */
 void conn_reroute_pending(struct xferk_conn *c)
 {
@@ -59,9 +62,12 @@ void conn_reroute_pending(struct xferk_conn *c)
 	LIST_HEAD(moving);
 
 	mutex_lock(&c->lock);
-	list_for_each_entry_safe(ch, tmp, &c->pending, node)
+	list_for_each_entry_safe(ch, tmp, &c->pending, node) {
 		if (xferk_chunk_may_reroute(ch))
 			list_move_tail(&ch->node, &moving);
+		else
+			conn_fence_wanted_locked(c, ch);
+	}
 	mutex_unlock(&c->lock);
 	conn_move_chunks(c, &moving);
 }
@@ -149,6 +155,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 			xferk_queue_chunk_unpark(ch);
 			ch->posted = true;
 			ch->posted_at = now;
+			ch->fence_path = xferk_fence_path_locked(c);
 			xferk_chunk_posted(ch);
 			list_add_tail(&ch->node, &c->posted);
 		}
@@ -306,19 +313,45 @@ static bool chunk_path_error(int error)
 }
 
 /*
+ * Would @ch move to another rail but for the fence of the path that
+ * carried it? Then its session asks for the fence. With c->lock.
+ */
+static bool conn_fence_wanted_locked(struct xferk_conn *c,
+				     struct xferk_chunk *ch)
+{
+	if (!xferk_chunk_fence_blocks(ch))
+		return false;
+	xferk_fence_want_locked(c, ch->fence_path);
+	return true;
+}
+
+/*
  * A posted chunk that came back with @error, its send slot returned: one
  * a path's death flushed (or whose retries it exhausted) was not at fault
  * and waits for the next path while the session lives, unless its op's
- * outcome is decided. Return: true if it was queued again. With c->lock.
+ * outcome is decided; once the session is going down, it waits for its
+ * fence instead if that is all that keeps it from another rail (its
+ * session's teardown moves it, conn_move_fenced()). Return: true if it
+ * was queued again or held. With c->lock.
  */
 static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 			       int error)
 {
+	bool fence;
+
 	lockdep_assert_held(&c->lock);
-	if (!chunk_path_error(error) ||
-	    xferk_conn_state_over(c->state) || !conn_resumable(c) ||
-	    xferk_chunk_cancelled(ch))
+	if (!chunk_path_error(error) || xferk_chunk_cancelled(ch))
 		return false;
+	fence = conn_fence_wanted_locked(c, ch);
+	if (xferk_conn_state_over(c->state) || !conn_resumable(c)) {
+		if (!fence)
+			return false;
+		xferk_chunk_unposted(ch);
+		ch->error = error;
+		list_add_tail(&ch->node, &c->fence.waiting);
+		xferk_queue_chunk_park(ch);
+		return true;
+	}
 	xferk_chunk_unposted(ch);
 	list_add_tail(&ch->node, &c->pending);
 	xferk_queue_chunk_park(ch);
@@ -501,7 +534,14 @@ void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
 			list_move_tail(&ch->node, &failed);
 		}
 	}
+	list_for_each_entry_safe(ch, tmp, &c->fence.waiting, node) {
+		if (ch->op == op) {
+			ch->error = -ECANCELED;
+			list_move_tail(&ch->node, &failed);
+		}
+	}
 	mutex_unlock(&c->lock);
+	wake_up_all(&c->state_wq);	/* a teardown may wait for them */
 	complete_failed(&failed);
 }
 
@@ -547,4 +587,65 @@ void xferk_conn_flush_posted(struct xferk_conn *c)
 		list_del_init(&ch->node);
 		xferk_chunk_complete(ch, -ECONNRESET);
 	}
+}
+
+/*
+ * The session is going down: its waiting chunks that only the fence of
+ * the path that carried them keeps from another rail wait for it
+ * (c->fence.waiting) instead of failing. With c->lock.
+ */
+void conn_hold_unfenced_locked(struct xferk_conn *c)
+{
+	struct xferk_chunk *ch, *tmp;
+
+	lockdep_assert_held(&c->lock);
+	list_for_each_entry_safe(ch, tmp, &c->pending, node) {
+		if (conn_fence_wanted_locked(c, ch)) {
+			list_move_tail(&ch->node, &c->fence.waiting);
+			xferk_queue_chunk_park(ch);
+		}
+	}
+}
+
+/*
+ * The session's teardown waited for its fence: the chunks that waited
+ * move to another rail if it was confirmed, or fail with the session's
+ * error.
+ */
+void conn_move_fenced(struct xferk_conn *c)
+{
+	LIST_HEAD(chunks);
+
+	mutex_lock(&c->lock);
+	list_splice_init(&c->fence.waiting, &chunks);
+	fail_all(&chunks, c->error ?: -ENOTCONN);
+	mutex_unlock(&c->lock);
+	reroute_or_complete(&chunks);
+}
+
+/*
+ * The session through which to ask for @c's fence (a reference), or
+ * NULL: the one another rail of a chunk that waits for it would take.
+ * @waits: out: whether any chunk waits for it. With c->lock.
+ */
+struct xferk_conn *conn_fence_via_locked(struct xferk_conn *c, bool *waits)
+{
+	struct list_head *lists[] = { &c->pending, &c->fence.waiting };
+	struct xferk_conn *via;
+	struct xferk_chunk *ch;
+	u32 i;
+
+	lockdep_assert_held(&c->lock);
+	*waits = false;
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		list_for_each_entry(ch, lists[i], node) {
+			if (xferk_fence_covers(c, ch->fence_path))
+				continue;
+			*waits = true;
+			via = xferk_chunk_fence_via(ch);
+			if (via)
+				return via;
+		}
+	}
+	return NULL;
 }

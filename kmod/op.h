@@ -68,6 +68,9 @@ struct xferk_send;
  * @rail: the rail of @remote it goes through (0: @remote itself); changed
  *	only by whoever holds it off every list (xferk_chunk_reroute())
  * @reroutes: times it moved to another rail (bounded)
+ * @fence_path: the number, plus one, of its rail's session's path that
+ *	carried it last, 0 if none since it moved: it moves again only once
+ *	the peer fenced that path (fence.c; conn->lock)
  * @sqp: the QP window the admission queue charged it to (dispatched)
  * @dispatched_at: when
  * @posted_at: when it was last handed to the device (conn->lock)
@@ -95,6 +98,7 @@ struct xferk_chunk {
 	u8 rail;
 	u8 reroutes;
 	int error;
+	u64 fence_path;
 	struct xferk_sched_qp *sqp;
 	ktime_t dispatched_at;
 	ktime_t posted_at;

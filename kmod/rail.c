@@ -19,13 +19,15 @@
  * session without a path when it is handed over) and that was not at
  * fault moves to another rail whose session is up, among the sessions its
  * op holds and whose device takes it in one work request, unless its op's
- * outcome is decided (deadline, cancel, failure): xferk_chunk_reroute(). Only a chunk whose
- * work request is terminal or was never posted moves (a flushed one
- * counts when its completion arrived or its QP was destroyed), so as with
- * a repost on a new path, an RDMA READ or WRITE of pinned, unchanged
- * buffers is done again, never twice at once. A chunk that finds no rail
- * up waits for its session's next path, or fails if the session is down,
- * as without rails.
+ * outcome is decided (deadline, cancel, failure): xferk_chunk_reroute().
+ * Only a chunk whose work request is terminal or was never posted moves (a
+ * flushed one counts when its completion arrived or its QP was destroyed),
+ * and one a path carried only once the peer fenced that path (fence.c:
+ * its end of the path is torn down), so as with a repost on a new path,
+ * an RDMA READ or WRITE of pinned, unchanged buffers is done again, never
+ * twice at once, not even at the peer. A chunk that finds no rail up
+ * waits for its session's next path, or fails if the session is down, as
+ * without rails.
  *
  * The admission queue: an op is admitted to the queue of its fragments'
  * first rails' device and charged to the QP window of the rail each
@@ -46,6 +48,7 @@
 #include "conn.h"
 #include "conn_state.h"
 #include "export.h"
+#include "fence.h"
 #include "op.h"
 #include "rail.h"
 #include "region.h"
@@ -231,6 +234,15 @@ static int chunk_other_rail(const struct xferk_chunk *ch)
 	return -1;
 }
 
+/*
+ * Is the path of its rail's session that carried @ch last torn down at
+ * the peer (fence.c)? Nothing of its first attempt can land there then.
+ */
+static bool chunk_fenced(const struct xferk_chunk *ch)
+{
+	return xferk_fence_covers(xferk_chunk_remote(ch)->conn, ch->fence_path);
+}
+
 /**
  * xferk_chunk_may_reroute() - could @ch move to another rail now?
  * @ch: a chunk whose rail failed under it
@@ -240,14 +252,59 @@ static int chunk_other_rail(const struct xferk_chunk *ch)
  */
 bool xferk_chunk_may_reroute(const struct xferk_chunk *ch)
 {
-	return chunk_other_rail(ch) >= 0;
+	return chunk_fenced(ch) && chunk_other_rail(ch) >= 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_chunk_may_reroute);
+
+/*
+ * The session through which @ch's fence can be asked for: that of the
+ * rail it would move to, if its peer knows the fence; or NULL.
+ */
+static struct xferk_conn *chunk_fence_via(const struct xferk_chunk *ch)
+{
+	int r = chunk_other_rail(ch);
+	struct xferk_conn *via;
+
+	if (r < 0)
+		return NULL;
+	via = rail_at(ch->remote, r)->conn;
+	return READ_ONCE(via->peer_caps) & XFERK_CAP_FENCE ? via : NULL;
+}
+
+/**
+ * xferk_chunk_fence_blocks() - could @ch move now but for its fence,
+ *	which can be asked for?
+ * @ch: a chunk whose rail failed under it
+ */
+bool xferk_chunk_fence_blocks(const struct xferk_chunk *ch)
+{
+	return !chunk_fenced(ch) && chunk_fence_via(ch);
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_chunk_fence_blocks);
+
+/**
+ * xferk_chunk_fence_via() - the session to ask for @ch's fence through
+ * @ch: a chunk that waits for its fence
+ *
+ * That of the rail it would move to, if its peer knows the fence.
+ *
+ * Return: the session with a reference, or NULL.
+ */
+struct xferk_conn *xferk_chunk_fence_via(const struct xferk_chunk *ch)
+{
+	struct xferk_conn *via = chunk_fence_via(ch);
+
+	if (via)
+		xferk_conn_get(via);
+	return via;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_chunk_fence_via);
 
 /**
  * xferk_chunk_reroute() - move a chunk whose rail failed to another rail
  * @ch: the chunk, on no list and not posted: its work request, if it had
- *	one, is terminal; the caller holds no connection's lock
+ *	one, is terminal, and fenced at the peer if a path carried it; the
+ *	caller holds no connection's lock
  *
  * Return: true if it was queued on another rail (it is no longer the
  * caller's), false if it stays the caller's to complete with its error.
@@ -257,7 +314,7 @@ bool xferk_chunk_reroute(struct xferk_chunk *ch)
 	struct xferk_remote *from = xferk_chunk_remote(ch), *to;
 	int r = chunk_other_rail(ch);
 
-	if (r < 0 || xferk_chunk_cancelled(ch))
+	if (r < 0 || !chunk_fenced(ch) || xferk_chunk_cancelled(ch))
 		return false;
 	to = rail_at(ch->remote, r);
 	if (ch->sent)
@@ -266,7 +323,9 @@ bool xferk_chunk_reroute(struct xferk_chunk *ch)
 	ch->rail = r;
 	ch->reroutes++;
 	ch->error = 0;
+	ch->fence_path = 0;
 	atomic64_inc(&xferk_stats.chunks_rerouted);
 	xferk_chunks_queue(&ch, 1);
 	return true;
 }
+EXPORT_SYMBOL_IF_KUNIT(xferk_chunk_reroute);

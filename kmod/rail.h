@@ -37,6 +37,8 @@ u32 xferk_remote_nr_rails(struct xferk_remote *rm);
 struct xferk_conn *xferk_remote_rail_conn(struct xferk_remote *rm, u32 i);
 u8 xferk_remote_pick_rail(struct xferk_remote *rm);
 bool xferk_chunk_may_reroute(const struct xferk_chunk *ch);
+bool xferk_chunk_fence_blocks(const struct xferk_chunk *ch);
+struct xferk_conn *xferk_chunk_fence_via(const struct xferk_chunk *ch);
 bool xferk_chunk_reroute(struct xferk_chunk *ch);
 
 #endif /* XFERK_RAIL_H */

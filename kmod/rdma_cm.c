@@ -538,7 +538,7 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		conn_send_reject(id, XFERK_REJ_STALE);
 		return -ESTALE;
 	}
-	if (!xferk_conn_path_attach(c)) {
+	if (!xferk_conn_path_attach(c, cm_msg_seq(req))) {
 		/* Its peer made a new path: the one we think up is dead. */
 		if (READ_ONCE(c->state) == XFERK_CONN_UP)
 			xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_PEER);

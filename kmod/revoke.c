@@ -35,6 +35,7 @@
 #include "conn.h"
 #include "export.h"
 #include "fault.h"
+#include "fence.h"
 #include "notify.h"
 #include "op.h"
 #include "stats.h"
@@ -162,8 +163,9 @@ static bool revoke_posted_locked(struct xferk_conn *c,
  *
  * Answers first: a revoke is answered once no work request on its imports
  * is posted (none can be any more: they are unusable), on a path that is
- * up. Then queued notifications. Runs when a revoke arrives, when a work
- * request or a message completes, and when a path comes up.
+ * up. Then fence messages, then queued notifications. Runs when a revoke
+ * arrives, when a work request or a message completes, and when a path
+ * comes up.
  */
 void xferk_msgs_kick_locked(struct xferk_conn *c)
 {
@@ -185,6 +187,7 @@ void xferk_msgs_kick_locked(struct xferk_conn *c)
 		atomic64_inc(&xferk_stats.revokes_answered);
 		*r = c->acks_due[--c->nr_acks_due];
 	}
+	xferk_fence_kick_locked(c);
 	xferk_notify_kick_locked(c);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_msgs_kick_locked);
@@ -312,6 +315,12 @@ void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len)
 
 	if (len < sizeof(*m) || le32_to_cpu(m->magic) != XFERK_MSG_MAGIC)
 		goto invalid;
+	if (m->type == XFERK_MSG_FENCE || m->type == XFERK_MSG_FENCE_ACK) {
+		if (len != sizeof(struct xferk_wire_fence) ||
+		    !xferk_fence_received(c, msg))
+			goto invalid;
+		return;
+	}
 	if (m->type == XFERK_MSG_NOTIFY) {
 		if (len != sizeof(*n) || n->reserved0 || n->reserved ||
 		    !xferk_notify_received(c, n))
@@ -343,14 +352,17 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_msg_received);
 /**
  * xferk_msg_sent() - a session message the transport sent went out
  * @c: the connection
- * @seq: the sequence number it was sent with (a notification's), or 0
+ * @seq: the sequence number it was sent with (a notification's), or
+ *	XFERK_MSG_SEQ_FENCE (a fence message), or 0
  *
  * Called only for a send that completed successfully: the peer's device
  * holds the message. A notification is delivered then (notify.c).
  */
 void xferk_msg_sent(struct xferk_conn *c, u64 seq)
 {
-	if (seq)
+	if (seq == XFERK_MSG_SEQ_FENCE)
+		xferk_fence_sent(c);
+	else if (seq)
 		xferk_notify_sent(c, seq);
 }
 
@@ -376,6 +388,7 @@ void xferk_msgs_path_lost(struct xferk_conn *c)
 			c->revokes[i].state = XFERK_REVOKE_FREE;
 	}
 	c->nr_acks_due = 0;
+	xferk_fence_path_lost_locked(c);
 	xferk_notify_path_lost(c);
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_msgs_path_lost);

@@ -56,6 +56,10 @@ struct xferk_stats {
 	atomic64_t reconnects;
 	atomic64_t chunks_reposted;
 	atomic64_t chunks_rerouted;
+	atomic64_t fences_asked;
+	atomic64_t fences_answered;
+	atomic64_t fences_confirmed;
+	atomic64_t fences_unknown;
 	atomic64_t dma_maps_in_post;
 	atomic64_t sessions_stale;
 	atomic64_t sessions_idle;

@@ -120,6 +120,10 @@ XFERK_STAT_ATTR(reconnect_attempts);
 XFERK_STAT_ATTR(reconnects);
 XFERK_STAT_ATTR(chunks_reposted);
 XFERK_STAT_ATTR(chunks_rerouted);
+XFERK_STAT_ATTR(fences_asked);
+XFERK_STAT_ATTR(fences_answered);
+XFERK_STAT_ATTR(fences_confirmed);
+XFERK_STAT_ATTR(fences_unknown);
 XFERK_STAT_ATTR(dma_maps_in_post);
 XFERK_STAT_ATTR(sessions_stale);
 XFERK_STAT_ATTR(sessions_idle);
@@ -179,6 +183,10 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_reconnects.attr,
 	&dev_attr_chunks_reposted.attr,
 	&dev_attr_chunks_rerouted.attr,
+	&dev_attr_fences_asked.attr,
+	&dev_attr_fences_answered.attr,
+	&dev_attr_fences_confirmed.attr,
+	&dev_attr_fences_unknown.attr,
 	&dev_attr_dma_maps_in_post.attr,
 	&dev_attr_sessions_stale.attr,
 	&dev_attr_sessions_idle.attr,

@@ -5,8 +5,8 @@
  *
  *   struct xferk_cm_msg, xferk_cm_rej  the rdma_cm handshake's private
  *                                      data (rdma_cm.c; big endian)
- *   struct xferk_wire_msg, _notify     session messages (revoke.c,
- *                                      notify.c; little endian)
+ *   struct xferk_wire_msg, _notify,    session messages (revoke.c,
+ *          _fence                      notify.c, fence.c; little endian)
  *   struct xferk_token                 an export token (export.c; little
  *                                      endian), which the importer's
  *                                      process carries to its kernel
@@ -29,7 +29,9 @@
 /* Capabilities the handshake announces (struct xferk_conn.peer_caps). */
 #define XFERK_CAP_REVOKE	BIT_ULL(0)	/* windows, REVOKE, REVOKE_ACK */
 #define XFERK_CAP_NOTIFY	BIT_ULL(1)	/* NOTIFY */
-#define XFERK_PROTO_CAPS	(XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY)
+#define XFERK_CAP_FENCE		BIT_ULL(2)	/* FENCE, FENCE_ACK */
+#define XFERK_PROTO_CAPS	(XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY | \
+				 XFERK_CAP_FENCE)
 
 /*
  * The connect request's and the accept's private data (56 bytes fit a
@@ -71,7 +73,8 @@ struct xferk_cm_rej {
  * Session messages (revoke.c and notify.c have the protocols): control
  * messages travel as SENDs of at most XFERK_MSG_SIZE bytes. One end has at
  * most XFERK_REVOKES_MAX revokes unanswered, owes at most as many answers,
- * and has at most XFERK_NOTIFY_SENDS notifications posted, so its send
+ * has at most XFERK_NOTIFY_SENDS notifications and XFERK_FENCES_MAX fence
+ * messages (to a peer that announced XFERK_CAP_FENCE) posted, so its send
  * slots suffice and its peer's receive ring holds what is on its way
  * unless the peer's kernel lags in reposting it (then the device retries
  * the send, XFERK_RNR_RETRY times: a kernel that lags longer kills the
@@ -81,8 +84,10 @@ struct xferk_cm_rej {
 #define XFERK_MSG_SIZE		48
 #define XFERK_REVOKES_MAX	16
 #define XFERK_NOTIFY_SENDS	16
-#define XFERK_MSG_SENDS		(2 * XFERK_REVOKES_MAX + XFERK_NOTIFY_SENDS)
-#define XFERK_MSG_RECVS		(2 * XFERK_REVOKES_MAX + XFERK_NOTIFY_SENDS + 8)
+#define XFERK_FENCES_MAX	8
+#define XFERK_MSG_SENDS		(2 * XFERK_REVOKES_MAX + XFERK_NOTIFY_SENDS + \
+				 XFERK_FENCES_MAX)
+#define XFERK_MSG_RECVS		(XFERK_MSG_SENDS + 8)
 
 #define XFERK_MSG_MAGIC		0x4b4d4658U	/* "XFMK" */
 
@@ -90,6 +95,8 @@ enum xferk_msg_type {
 	XFERK_MSG_REVOKE = 1,		/* stop using (id, gen), then answer */
 	XFERK_MSG_REVOKE_ACK = 2,	/* nothing of (id, gen) is posted */
 	XFERK_MSG_NOTIFY = 3,		/* an event for export id */
+	XFERK_MSG_FENCE = 4,		/* tear down your end of a path */
+	XFERK_MSG_FENCE_ACK = 5,	/* my end of that path is torn down */
 };
 
 /* A REVOKE or REVOKE_ACK on the wire (little endian). */
@@ -116,7 +123,23 @@ struct xferk_wire_notify {
 	__le64 reserved;
 };
 
+/*
+ * A FENCE or FENCE_ACK on the wire (little endian): it travels through
+ * one session and names another between the same two hosts, whose key
+ * authenticates it (fence.c).
+ */
+struct xferk_wire_fence {
+	__le32 magic;
+	u8 type;		/* XFERK_MSG_FENCE or XFERK_MSG_FENCE_ACK */
+	u8 reserved0[3];
+	__le64 conn_id;		/* the named session: the receiver's end's id */
+	__le64 peer_conn_id;	/* ... and the sender's end's id */
+	__le64 path;		/* the number of the path (its resume request's) */
+	__le64 mac;		/* SipHash-2-4 of the bytes above, its key */
+};
+
 static_assert(sizeof(struct xferk_wire_msg) == 32);
+static_assert(sizeof(struct xferk_wire_fence) <= XFERK_MSG_SIZE);
 static_assert(sizeof(struct xferk_wire_notify) == XFERK_MSG_SIZE);
 
 /*

@@ -48,12 +48,15 @@
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
  *   notify.c     notifications to a peer's process: sending, receiving
  *   rail.c       a remote handle striped over several sessions
+ *   fence.c      the rails fence: FENCE, FENCE_ACK  (verbs-free)
  *   queue.c      the host-wide admission queue per RDMA device
  *   conn.h       connections, the session API, the revoke protocol
- *   conn_internal.h  private to conn.c, conn_post.c, conn_timer.c and
- *                conn_lookup.c: what they share, their locking rules
+ *   conn_internal.h  private to conn.c, conn_post.c, conn_timer.c,
+ *                conn_lookup.c and fence.c: what they share, their
+ *                locking rules
  *   notify.h     notifications on their way
  *   rail.h       rails
+ *   fence.h      a session's part in the rails fence
  *   queue.h      admission queues, per-file accounts
  *
  * 4. Transport: RDMA and the null peer

@@ -26,7 +26,7 @@
 #define RAW_MAGIC	0x5846524bU	/* "XFRK" */
 #define RAW_VERSION	2
 #define RAW_LISTEN_PORT	18515		/* xferk's listen_port default */
-#define RAW_CAPS	3ULL		/* the capability bits xferk knows */
+#define RAW_CAPS	7ULL		/* the capability bits xferk knows */
 
 /* Reject reasons xferk sends (struct raw_rej.reason). */
 #define RAW_REJ_VERSION		1

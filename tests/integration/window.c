@@ -216,10 +216,10 @@ static void close_export(void)
 		 t_stat("closes_cooperative"), coop, t_stat("revokes_answered"),
 		 answered);
 	T_EXPECT(t_stat("close_ack_ns_max") > 0, "close_ack_ns_max 0");
-	/* Both loopback ends: the capability, nothing unanswered or owed. */
-	T_EXPECT(t_peers_matching(" 0x3 0 0 ", NULL) >= 2,
+	/* Both loopback ends: every capability, nothing unanswered or owed. */
+	T_EXPECT(t_peers_matching(" 0x7 0 0 ", NULL) >= 2,
 		 "debugfs peers: %d ends with the capability and no revoke left",
-		 t_peers_matching(" 0x3 0 0 ", NULL));
+		 t_peers_matching(" 0x7 0 0 ", NULL));
 	xferk_unimport(x, rm);
 }
 

@@ -3,7 +3,8 @@
  * KUnit suite "xferk_rail": a remote handle's rails (kmod/rail.c) on
  * connections that are only states and limits: who may become a rail,
  * the work request every rail takes, the rotation over the rails that
- * are up, and where a chunk whose rail failed may move.
+ * are up, where a chunk whose rail failed may move, and when the fence of
+ * the path that carried it holds it back.
  */
 #include <kunit/test.h>
 
@@ -162,11 +163,46 @@ static void rail_reroute_targets(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
 }
 
+/*
+ * A chunk a path carried moves only once the peer fenced that path; the
+ * fence is asked through the rail it would move to, if its peer knows it.
+ */
+static void rail_reroute_fenced(struct kunit *test)
+{
+	struct rail_fixture *f = test->priv;
+
+	KUNIT_EXPECT_EQ(test, xferk_remote_add_rail(&f->rm[0], &f->rm[1]), 0);
+	f->ch.fence_path = 3;		/* posted on path 2 of c[0] */
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_reroute(&f->ch));
+	KUNIT_EXPECT_EQ(test, f->ch.rail, 0);
+	/* Not through a peer without the capability: nothing to wait for. */
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_fence_blocks(&f->ch));
+	KUNIT_EXPECT_NULL(test, xferk_chunk_fence_via(&f->ch));
+	f->c[1].peer_caps = XFERK_CAP_FENCE;
+	KUNIT_EXPECT_TRUE(test, xferk_chunk_fence_blocks(&f->ch));
+	kref_init(&f->c[1].ref);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_chunk_fence_via(&f->ch), &f->c[1]);
+	KUNIT_EXPECT_EQ(test, kref_read(&f->c[1].ref), 2U);
+	/* An older path's fence does not cover it. */
+	f->c[0].fence.fenced = 2;
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
+	f->c[0].fence.fenced = 3;
+	KUNIT_EXPECT_TRUE(test, xferk_chunk_may_reroute(&f->ch));
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_fence_blocks(&f->ch));
+	/* Without another rail, nothing waits for the fence. */
+	f->c[0].fence.fenced = 0;
+	f->c[1].state = XFERK_CONN_DOWN;
+	KUNIT_EXPECT_FALSE(test, xferk_chunk_fence_blocks(&f->ch));
+	KUNIT_EXPECT_NULL(test, xferk_chunk_fence_via(&f->ch));
+}
+
 static struct kunit_case rail_cases[] = {
 	KUNIT_CASE(rail_add_checks),
 	KUNIT_CASE(rail_limits_smallest),
 	KUNIT_CASE(rail_pick_rotates_over_up),
 	KUNIT_CASE(rail_reroute_targets),
+	KUNIT_CASE(rail_reroute_fenced),
 	{}
 };
 
