@@ -261,6 +261,8 @@ void xferk_debugfs_init(void)
 				&xferk_fault_ignore_revokes);
 	debugfs_create_atomic_t("fail_destroy", 0600, fault,
 				&xferk_fault_fail_destroy);
+	debugfs_create_atomic_t("ignore_disconnects", 0600, fault,
+				&xferk_fault_ignore_disconnects);
 }
 
 void xferk_debugfs_exit(void)

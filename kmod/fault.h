@@ -22,5 +22,6 @@ extern atomic_t xferk_fault_refuse_chain;
 extern bool xferk_fault_no_caps;
 extern atomic_t xferk_fault_ignore_revokes;
 extern atomic_t xferk_fault_fail_destroy;
+extern atomic_t xferk_fault_ignore_disconnects;
 
 #endif /* XFERK_FAULT_H */

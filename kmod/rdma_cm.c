@@ -62,6 +62,9 @@ unsigned int xferk_max_passive_conns = 256;
 unsigned int xferk_max_peer_qps = 4;
 unsigned int xferk_handshake_timeout_ms = 10000;
 
+/* Fault injection: ends miss the next N disconnects of their peers. */
+atomic_t xferk_fault_ignore_disconnects = ATOMIC_INIT(0);
+
 /* Passive ends, bounded by max_passive_conns. */
 atomic_t xferk_passive_conns = ATOMIC_INIT(0);
 
@@ -297,6 +300,15 @@ static void lanes_start(struct xferk_conn *c, struct rdma_cm_id *first)
 		lane_start(c, &c->lanes[i], &src);
 }
 
+/*
+ * Fault injection: an end that misses its peer's disconnect keeps its
+ * path (until its keepalive or a FENCE ends it).
+ */
+static bool disconnect_missed(void)
+{
+	return atomic_dec_if_positive(&xferk_fault_ignore_disconnects) >= 0;
+}
+
 /* The events that end a path (or session) of an end we initiated. */
 static void active_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 {
@@ -313,7 +325,8 @@ static void active_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 		xferk_conn_down(c, -ENODEV);
 		return;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
+		if (!disconnect_missed())
+			xferk_conn_path_down(c, -ECONNRESET, XFERK_PATH_PEER);
 		return;
 	default:
 		return;
@@ -348,6 +361,9 @@ static void passive_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 		xferk_conn_down(c, -ENODEV);
 		return;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		if (disconnect_missed())
+			return;
+		fallthrough;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_REJECTED:

@@ -17,7 +17,13 @@
  *    are refused (fault connect_version): its flushed work request and
  *    every later one cut for it move to the other rail instead of waiting
  *    for the session's next path, and the op succeeds with every byte
- *    while that session is still reconnecting;
+ *    while that session is still reconnecting; the flushed ones moved
+ *    only once the peer's end of the dead path was torn down (the fence):
+ *    that end misses the disconnect (fault ignore_disconnects) and no
+ *    keepalive ends its path, yet once the op is done only the other
+ *    session's two ends are up (regression: the work requests moved at
+ *    once, while packets of their first attempt could still land at the
+ *    peer's end of the dead path, after the op's DATA event);
  *  - rxe1 is removed mid-op: the op still succeeds with every byte, the
  *    work requests cut for rxe1 moved to rxe0 (chunks_rerouted), and the
  *    next op on the handle uses the rail that is left.
@@ -98,6 +104,16 @@ static int sessions_up(void)
 		usleep(20000);
 	}
 	return 0;
+}
+
+/* Session ends (of both sessions, both sides) that are up now. */
+static int ends_up(void)
+{
+	char addr0[64];
+
+	snprintf(addr0, sizeof(addr0), "%s:", t_peer());
+	return t_peers_matching(" up ", addr0) +
+	       t_peers_matching(" up ", ADDR1 ":");
 }
 
 static int reconnecting(struct xferk *x, uint64_t conn)
@@ -258,7 +274,7 @@ int main(void)
 	const uint64_t len = (t_debug_kernel() ? 16ULL : 64ULL) << 20;
 	const unsigned int hold_ms = t_debug_kernel() ? 20000 : 10000;
 	uint64_t c0, c1, src_mr, dst_mr, exp0, exp1, remote, op;
-	long long pkts0, pkts1, rerouted;
+	long long pkts0, pkts1, rerouted, confirmed;
 	struct xferk_token tok0, tok1;
 	struct xferk_op_snapshot s;
 	struct xferk_conn_info info;
@@ -325,10 +341,13 @@ int main(void)
 	 * (reconnect_ms is far longer than the op).
 	 */
 	rerouted = t_stat("chunks_rerouted");
+	confirmed = t_stat("fences_confirmed");
 	t_fill(src, len, 4);
-	T_EXPECT(t_param_scoped("reconnect_ms", 600000) == 0, "reconnect_ms");
+	T_EXPECT(t_param_scoped("reconnect_ms", 600000) == 0 &&
+		 t_param_scoped("keepalive_ms", 0) == 0, "parameters");
 	T_EXPECT(t_quiet() == 0, "other ops are live");
 	T_EXPECT(t_write_file(FAULT_VERSION, "1") == 0 &&
+		 t_fault_set("ignore_disconnects", 64) == 0 &&
 		 t_fault_set("qp_error", 1) == 0, "fault knobs");
 	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
@@ -341,11 +360,18 @@ int main(void)
 		 ret, xferk_state_name(s.state));
 	xferk_release(x, op);
 	T_EXPECT(t_fault_get("qp_error") == 0, "qp_error not used");
+	T_EXPECT(ends_up() == 2, "%d session ends up once the op is done, "
+		 "not 2: the peer's end of the dead path was not fenced",
+		 ends_up());
 	T_EXPECT(t_stat("chunks_rerouted") > rerouted,
 		 "chunks_rerouted %lld, was %lld after a path's death",
 		 t_stat("chunks_rerouted"), rerouted);
+	T_EXPECT(t_stat("fences_confirmed") > confirmed,
+		 "fences_confirmed %lld, was %lld", t_stat("fences_confirmed"),
+		 confirmed);
 	T_EXPECT(one_reconnecting(x, c0, c1) == 0, "no session waits for a path");
-	T_EXPECT(t_write_file(FAULT_VERSION, "0") == 0, "connect_version");
+	T_EXPECT(t_fault_set("ignore_disconnects", 0) == 0 &&
+		 t_write_file(FAULT_VERSION, "0") == 0, "fault knobs back");
 	T_EXPECT(sessions_up() == 0, "the session did not come back");
 
 	/* rxe1 goes away while the op is held in flight. */
