@@ -68,7 +68,6 @@
 #include "conn.h"
 #include "conn_internal.h"
 #include "conn_state.h"
-#include "export.h"
 #include "notify.h"
 #include "queue.h"
 #include "stats.h"
@@ -86,7 +85,7 @@ static atomic_t xferk_next_conn_id = ATOMIC_INIT(0);
 unsigned int xferk_passive_idle_ms = 300000;
 unsigned int xferk_reconnect_ms = 30000;
 
-unsigned int xferk_flush_timeout_ms = 5000;
+static unsigned int xferk_flush_timeout_ms = 5000;
 module_param_named(flush_timeout_ms, xferk_flush_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(flush_timeout_ms,
 		 "Teardown: how long to wait for posted work requests to flush before the QP is destroyed (default 5000)");
@@ -96,13 +95,52 @@ void xferk_conn_get(struct xferk_conn *c)
 	kref_get(&c->ref);
 }
 
+/*
+ * Revokes a session's exports at its teardown: the requests layer's, which
+ * owns them (xferk_conn_set_exports_down()). Set once at module load.
+ */
+static void (*conn_exports_down)(struct xferk_conn *c);
+
+void xferk_conn_set_exports_down(void (*exports_down)(struct xferk_conn *c))
+{
+	conn_exports_down = exports_down;
+}
+
+/**
+ * xferk_conn_charge_attempt() - count a new connection attempt of a file
+ * @acct: the file's account
+ * @max_connecting: how many attempts it may have at once
+ *
+ * Before anything is allocated for it; xferk_conn_set_creator() hands the
+ * charge to the new end, xferk_conn_uncharge_attempt() returns it.
+ *
+ * Return: 0, or -EMFILE.
+ */
+int xferk_conn_charge_attempt(struct xferk_qacct *acct,
+			      unsigned long max_connecting)
+{
+	return xferk_charge(&acct->connecting, 1, max_connecting, -EMFILE);
+}
+
+void xferk_conn_uncharge_attempt(struct xferk_qacct *acct)
+{
+	atomic_long_dec(&acct->connecting);
+}
+
+/* @c's attempt is charged to @acct until it leaves CONNECTING (a ref). */
+void xferk_conn_set_creator(struct xferk_conn *c, struct xferk_qacct *acct)
+{
+	kref_get(&acct->ref);
+	c->creator = acct;
+}
+
 /* The end left CONNECTING (or goes): its creator's attempt is over. */
 static void conn_drop_creator(struct xferk_conn *c)
 {
 	struct xferk_qacct *acct = xchg(&c->creator, NULL);
 
 	if (acct) {
-		atomic_long_dec(&acct->connecting);
+		xferk_conn_uncharge_attempt(acct);
 		xferk_qacct_put(acct);
 	}
 }
@@ -541,7 +579,7 @@ static void conn_teardown(struct xferk_conn *c)
 	conn_move_fenced(c);
 
 	/* 3. Revoke exports, drop notifications, free the rest. */
-	xferk_conn_revoke_exports(c);
+	conn_exports_down(c);
 	xferk_notify_conn_down(c);
 	c->transport->destroy(c);
 

@@ -320,7 +320,6 @@ extern struct mutex xferk_conns_lock;
 extern struct list_head xferk_conns;
 extern struct workqueue_struct *xferk_conn_wq;
 extern unsigned int xferk_lost_completion_ms;
-extern unsigned int xferk_flush_timeout_ms;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_reconnect_ms;
 extern unsigned int xferk_keepalive_ms;
@@ -335,6 +334,11 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
+int xferk_conn_charge_attempt(struct xferk_qacct *acct,
+			      unsigned long max_connecting);
+void xferk_conn_uncharge_attempt(struct xferk_qacct *acct);
+void xferk_conn_set_creator(struct xferk_conn *c, struct xferk_qacct *acct);
+void xferk_conn_set_exports_down(void (*exports_down)(struct xferk_conn *c));
 void xferk_conn_use(struct xferk_conn *c);
 void xferk_conn_unuse(struct xferk_conn *c);
 void xferk_conn_set_up(struct xferk_conn *c);
@@ -344,10 +348,7 @@ void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
 bool xferk_conn_path_attach(struct xferk_conn *c, u64 seq);
 
-/*
- * The path cannot take work: its QP left the ready-to-send state, it is
- * being torn down, or there is none (struct xferk_conn.path not LIVE).
- */
+/* The path cannot take work: not LIVE (QP in error, being torn, none). */
 static inline bool xferk_conn_path_dead(const struct xferk_conn *c)
 {
 	return READ_ONCE(c->path) != XFERK_PATH_LIVE;

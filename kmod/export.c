@@ -46,6 +46,7 @@
 #include "export.h"
 #include "frag.h"
 #include "handle.h"
+#include "notify.h"
 #include "queue.h"
 #include "rail.h"
 #include "region.h"
@@ -130,7 +131,7 @@ void xferk_region_revoke_exports(struct xferk_region *r)
 }
 
 /* Connection teardown: every export on @c loses its key before the PD goes. */
-void xferk_conn_revoke_exports(struct xferk_conn *c)
+static void conn_revoke_exports(struct xferk_conn *c)
 {
 	struct xferk_export *e, *tmp;
 
@@ -138,6 +139,25 @@ void xferk_conn_revoke_exports(struct xferk_conn *c)
 	list_for_each_entry_safe(e, tmp, &c->exports, conn_node)
 		export_revoke_locked(e);
 	mutex_unlock(&c->exports_lock);
+}
+
+/* A notification for export @e arrived: to its file's event queue. */
+static void export_post_event(struct xferk_export *e,
+			      const struct xferk_event *ev)
+{
+	xferk_evq_post(e->evq, ev);
+}
+
+/**
+ * xferk_export_module_init() - give the sessions layer what it calls back
+ *
+ * A session's teardown revokes its exports, and a notification received
+ * goes to its export's event queue: both are this layer's objects.
+ */
+void xferk_export_module_init(void)
+{
+	xferk_conn_set_exports_down(conn_revoke_exports);
+	xferk_notify_set_deliver(export_post_event);
 }
 
 /*

@@ -159,7 +159,7 @@ struct xferk_remote *xferk_remote_create(const struct xferk_token *tok,
 void xferk_export_put(struct xferk_export *e);
 void xferk_export_revoke(struct xferk_export *e);
 void xferk_region_revoke_exports(struct xferk_region *r);
-void xferk_conn_revoke_exports(struct xferk_conn *c);
+void xferk_export_module_init(void);
 void xferk_remote_get(struct xferk_remote *rm);
 int xferk_remote_add_rail(struct xferk_remote *rm, struct xferk_remote *rail);
 void xferk_remote_put(struct xferk_remote *rm);

@@ -373,6 +373,7 @@ static int __init xferk_init(void)
 		pr_err("xferk: invalid listen_addr '%s'\n", xferk_listen_addr);
 		return -EINVAL;
 	}
+	xferk_export_module_init();
 	ret = xferk_op_module_init();
 	if (ret)
 		return ret;

@@ -35,13 +35,27 @@
 
 #include "conn.h"
 #include "conn_state.h"
-#include "evq.h"
 #include "export.h"
 #include "notify.h"
 #include "queue.h"
 #include "stats.h"
 #include "wire.h"
 #include "xferk.h"
+
+/*
+ * Hands an event to the file that owns export @e (its event queue): the
+ * requests layer's, which owns both (xferk_notify_set_deliver()); from
+ * the CQ's context, under the session's export_ids xa_lock. Set once at
+ * module load.
+ */
+static void (*notify_deliver)(struct xferk_export *e,
+			      const struct xferk_event *ev);
+
+void xferk_notify_set_deliver(void (*deliver)(struct xferk_export *e,
+					      const struct xferk_event *ev))
+{
+	notify_deliver = deliver;
+}
 
 /**
  * xferk_notify_alloc() - a notification for the target of a remote handle
@@ -310,7 +324,7 @@ bool xferk_notify_received(struct xferk_conn *c,
 	/* Not yet (or no longer) published: nobody could name it. */
 	ev.export_handle = e ? READ_ONCE(e->hobj.handle) : 0;
 	if (ev.export_handle)
-		xferk_evq_post(e->evq, &ev);
+		notify_deliver(e, &ev);
 	xa_unlock(&c->export_ids);
 	if (!ev.export_handle)
 		atomic64_inc(&xferk_stats.notifies_unclaimed);

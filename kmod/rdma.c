@@ -12,7 +12,6 @@
 #include <rdma/rdma_cm.h>
 #include "conn.h"
 #include "conn_state.h"
-#include "queue.h"
 #include "rdma.h"
 #include "region.h"
 #include "stats.h"
@@ -52,18 +51,17 @@ static struct xferk_conn *conn_start(struct net *net,
 	struct rdma_cm_id *id;
 	int ret;
 
-	ret = xferk_charge(&acct->connecting, 1, max_connecting, -EMFILE);
+	ret = xferk_conn_charge_attempt(acct, max_connecting);
 	if (ret)
 		return ERR_PTR(ret);
 	c = conn_rdma_alloc(XFERK_GFP_USER, nr_qps);
 	if (!c) {
-		atomic_long_dec(&acct->connecting);
+		xferk_conn_uncharge_attempt(acct);
 		return ERR_PTR(-ENOMEM);
 	}
 	xferk_conn_init(c, &xferk_rdma_transport, net, true);
 	conn_set_qps(c, nr_qps);
-	kref_get(&acct->ref);
-	c->creator = acct;
+	xferk_conn_set_creator(c, acct);
 	c->peer = *peer;
 	get_random_bytes(conn_key_half(c), 16);
 	id = rdma_create_id(net, xferk_cm_handler, &c->lanes[0], RDMA_PS_TCP,

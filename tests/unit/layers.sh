@@ -45,11 +45,9 @@ EOF
 upward_includes() {
 	cat <<'EOF'
 # sessions -> requests
-conn.c -> export.h: a session's teardown revokes its exports (xferk_conn_revoke_exports())
 conn_post.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
 revoke.c -> export.h: the revoke protocol reads exports and fences remote handles
 revoke.c -> op.h: an export is answered once none of its chunks is posted (struct xferk_chunk)
-notify.c -> evq.h: a notification received goes to its export's event queue (xferk_evq_post())
 notify.c -> export.h: a notification goes through a remote handle and arrives at an export's queue
 rail.c -> export.h: a rail is a remote handle (struct xferk_remote, xferk_remote_add_rail())
 rail.c -> op.h: rerouting moves chunks of ops (struct xferk_chunk, struct xferk_op)
@@ -62,7 +60,6 @@ nullpeer.c -> export.h: the null peer's export sets the key (struct xferk_export
 nullpeer.c -> op.h: the null peer completes chunks (struct xferk_chunk)
 # transport -> sessions
 rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
-rdma.c -> queue.h: the connecting file's account (struct xferk_qacct)
 rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
 rdma_dev.c -> conn.h: a device's removal takes its sessions down (xferk_conn_down())
 rdma_dev.c -> queue.h: each device has an admission queue (xferk_qdev_create())
