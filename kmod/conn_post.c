@@ -130,6 +130,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
 	struct xferk_chunk *batch[XFERK_POST_BATCH], *ch;
 	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->nr_qps);
+	u64 fence_path = xferk_fence_path_locked(c);	/* the path is c->lock's */
 	u32 n, i, posted;
 	int error = 0;
 	ktime_t now;
@@ -155,7 +156,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 			xferk_queue_chunk_unpark(ch);
 			ch->posted = true;
 			ch->posted_at = now;
-			ch->fence_path = xferk_fence_path_locked(c);
+			ch->fence_path = fence_path;
 			xferk_chunk_posted(ch);
 			list_add_tail(&ch->node, &c->posted);
 		}
@@ -337,24 +338,23 @@ static bool conn_fence_wanted_locked(struct xferk_conn *c,
 static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 			       int error)
 {
-	bool fence;
+	bool fence, over;
 
 	lockdep_assert_held(&c->lock);
 	if (!chunk_path_error(error) || xferk_chunk_cancelled(ch))
 		return false;
 	fence = conn_fence_wanted_locked(c, ch);
-	if (xferk_conn_state_over(c->state) || !conn_resumable(c)) {
-		if (!fence)
-			return false;
-		xferk_chunk_unposted(ch);
+	over = xferk_conn_state_over(c->state) || !conn_resumable(c);
+	if (over && !fence)
+		return false;
+	xferk_chunk_unposted(ch);
+	xferk_queue_chunk_park(ch);
+	if (over) {
 		ch->error = error;
 		list_add_tail(&ch->node, &c->fence.waiting);
-		xferk_queue_chunk_park(ch);
 		return true;
 	}
-	xferk_chunk_unposted(ch);
 	list_add_tail(&ch->node, &c->pending);
-	xferk_queue_chunk_park(ch);
 	c->reposted++;
 	atomic64_inc(&xferk_stats.chunks_reposted);
 	return true;
@@ -521,23 +521,21 @@ void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
 	complete_failed(&failed);
 }
 
-/* Cancel: the op's chunks still waiting for a send slot are dropped. */
+/* Cancel: the op's chunks waiting for a send slot or their fence are dropped. */
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op)
 {
+	struct list_head *lists[] = { &c->pending, &c->fence.waiting };
 	struct xferk_chunk *ch, *tmp;
 	LIST_HEAD(failed);
+	u32 i;
 
 	mutex_lock(&c->lock);
-	list_for_each_entry_safe(ch, tmp, &c->pending, node) {
-		if (ch->op == op) {
-			ch->error = -ECANCELED;
-			list_move_tail(&ch->node, &failed);
-		}
-	}
-	list_for_each_entry_safe(ch, tmp, &c->fence.waiting, node) {
-		if (ch->op == op) {
-			ch->error = -ECANCELED;
-			list_move_tail(&ch->node, &failed);
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		list_for_each_entry_safe(ch, tmp, lists[i], node) {
+			if (ch->op == op) {
+				ch->error = -ECANCELED;
+				list_move_tail(&ch->node, &failed);
+			}
 		}
 	}
 	mutex_unlock(&c->lock);
