@@ -99,7 +99,7 @@ void xferk_conn_get(struct xferk_conn *c)
  * Revokes a session's exports at its teardown: the requests layer's, which
  * owns them (xferk_conn_set_exports_down()). Set once at module load.
  */
-static void (*conn_exports_down)(struct xferk_conn *c);
+static void (*conn_exports_down)(struct xferk_conn *c) __ro_after_init;
 
 void xferk_conn_set_exports_down(void (*exports_down)(struct xferk_conn *c))
 {

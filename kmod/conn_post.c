@@ -350,7 +350,6 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
 	xferk_chunk_unposted(ch);
 	xferk_queue_chunk_park(ch);
 	if (over) {
-		ch->error = error;
 		list_add_tail(&ch->node, &c->fence.waiting);
 		return true;
 	}

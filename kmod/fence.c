@@ -34,7 +34,6 @@
  * at most one session's lock at a time.
  */
 #include <linux/siphash.h>
-#include <kunit/visibility.h>
 
 #include "conn.h"
 #include "conn_internal.h"
@@ -77,22 +76,26 @@ bool xferk_fence_covers(struct xferk_conn *c, u64 fence_path)
 {
 	return !fence_path || READ_ONCE(c->fence.fenced) >= fence_path;
 }
-EXPORT_SYMBOL_IF_KUNIT(xferk_fence_covers);
 
 /**
  * xferk_fence_want_locked() - a chunk waits for a fence to move
  * @c: its session, with c->lock
  * @fence_path: the chunk's (not covered)
  *
- * Asks the peer at once, unless the work that asks is due already.
+ * Asks the peer at once for a fence not asked for yet; for one asked for
+ * already, unless its next ask is pending.
  */
 void xferk_fence_want_locked(struct xferk_conn *c, u64 fence_path)
 {
 	lockdep_assert_held(&c->lock);
-	if (fence_path > c->fence.wanted)
+	if (c->fence.stopped)
+		return;
+	if (fence_path > c->fence.wanted) {
 		WRITE_ONCE(c->fence.wanted, fence_path);
-	if (!c->fence.stopped && !delayed_work_pending(&c->fence.work))
 		mod_delayed_work(xferk_conn_wq, &c->fence.work, 0);
+	} else if (!delayed_work_pending(&c->fence.work)) {
+		mod_delayed_work(xferk_conn_wq, &c->fence.work, 0);
+	}
 }
 
 /*

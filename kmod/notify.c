@@ -49,7 +49,7 @@
  * module load.
  */
 static void (*notify_deliver)(struct xferk_export *e,
-			      const struct xferk_event *ev);
+			      const struct xferk_event *ev) __ro_after_init;
 
 void xferk_notify_set_deliver(void (*deliver)(struct xferk_export *e,
 					      const struct xferk_event *ev))
