@@ -363,10 +363,12 @@ bool xferk_conn_postable(struct xferk_conn *c);
 bool xferk_conn_qp_live(struct xferk_conn *c);
 void xferk_conn_flush_posted(struct xferk_conn *c);
 void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
-void xferk_conn_chunks_succeeded(struct xferk_conn *c,
-				 struct xferk_chunk **chs, u32 n);
-void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
+void xferk_conn_chunks_succeeded(struct xferk_conn *c, struct xferk_wr **wrs,
+				 u32 n);
+void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_wr *wr,
 			   int error);
+struct xferk_wr *xferk_conn_next_posted(struct xferk_conn *c,
+					struct xferk_wr *wr);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
 void xferk_conn_completion_lost(struct xferk_conn *c);

@@ -129,6 +129,7 @@ static int conn_chunk_refused(struct xferk_chunk *ch)
 void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
 	struct xferk_chunk *batch[XFERK_POST_BATCH], *ch;
+	struct xferk_wr *wrs[XFERK_POST_BATCH];
 	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->nr_qps);
 	u64 fence_path = xferk_fence_path_locked(c);	/* the path is c->lock's */
 	u32 n, i, posted;
@@ -144,12 +145,16 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 					      node);
 			list_del(&ch->node);
 			ch->error = conn_chunk_refused(ch);
-			if (ch->error)
+			if (ch->error) {
 				list_add_tail(&ch->node, failed);
-			else
-				batch[n++] = ch;
+				continue;
+			}
+			/* Its rail is chosen: the key is that rail's. */
+			ch->wr.rkey = xferk_chunk_remote(ch)->rkey;
+			wrs[n] = &ch->wr;
+			batch[n++] = ch;
 		}
-		posted = n ? c->transport->post(c, batch, n, &error) : 0;
+		posted = n ? c->transport->post(c, wrs, n, &error) : 0;
 		now = ktime_get();
 		for (i = 0; i < posted; i++) {
 			ch = batch[i];
@@ -385,28 +390,24 @@ static bool conn_chunk_off_path_locked(struct xferk_conn *c,
 		return false;
 	list_del_init(&ch->node);
 	ch->posted = false;
-	c->transport->unpost(c, ch);
+	c->transport->unpost(c, &ch->wr);
 	c->credits++;
 	if (!--c->outstanding)
 		wake_up_all(&c->idle);
 	return true;
 }
 
-/**
- * xferk_conn_chunks_succeeded() - posted chunks' work requests succeeded
- * @c: their connection
- * @chs: the chunks, in completion order; the array is reused (compacted)
- * @n: how many
- *
- * The batch of a completion queue poll (or of the null peer's due chunks)
- * in one hold of the connection's lock: the send slots come back and what
- * waits for them is posted as chains, then the chunks complete together
- * (xferk_chunks_succeeded(): one hold of the queue's lock per device
- * queue). A chunk the path's teardown already reclaimed is left to it. A
- * completion the delay fault holds back holds back its batch.
+/*
+ * Posted chunks' work requests succeeded: @chs, in completion order (the
+ * array is reused, compacted). The batch in one hold of the connection's
+ * lock: the send slots come back and what waits for them is posted as
+ * chains, then the chunks complete together (xferk_chunks_succeeded():
+ * one hold of the queue's lock per device queue). A chunk the path's
+ * teardown already reclaimed is left to it. A completion the delay fault
+ * holds back holds back its batch.
  */
-void xferk_conn_chunks_succeeded(struct xferk_conn *c,
-				 struct xferk_chunk **chs, u32 n)
+static void conn_chunks_succeeded(struct xferk_conn *c,
+				  struct xferk_chunk **chs, u32 n)
 {
 	bool check = READ_ONCE(xferk_lost_completion_ms) &&
 		     c->transport->overtaken;
@@ -420,7 +421,7 @@ void xferk_conn_chunks_succeeded(struct xferk_conn *c,
 	mutex_lock(&c->lock);
 	for (i = 0, n = kept, kept = 0; i < n; i++) {
 		if (check && chs[i]->posted &&
-		    c->transport->overtaken(c, chs[i]))
+		    c->transport->overtaken(c, &chs[i]->wr))
 			lost = true;
 		if (conn_chunk_off_path_locked(c, chs[i]))
 			chs[kept++] = chs[i];
@@ -433,6 +434,54 @@ void xferk_conn_chunks_succeeded(struct xferk_conn *c,
 		xferk_conn_completion_lost(c);
 	xferk_chunks_succeeded(chs, kept);
 	complete_failed(&failed);
+}
+
+/**
+ * xferk_conn_chunks_succeeded() - posted chunks' work requests succeeded
+ * @c: their connection
+ * @wrs: the work requests, in completion order
+ * @n: how many
+ *
+ * The batch of a completion queue poll (or of the null peer's due work
+ * requests): XFERK_CQ_BATCH at a time, each in one hold of the
+ * connection's lock (conn_chunks_succeeded()).
+ */
+void xferk_conn_chunks_succeeded(struct xferk_conn *c, struct xferk_wr **wrs,
+				 u32 n)
+{
+	struct xferk_chunk *chs[XFERK_CQ_BATCH];
+	u32 i, batch;
+
+	while (n) {
+		batch = min_t(u32, n, ARRAY_SIZE(chs));
+		for (i = 0; i < batch; i++)
+			chs[i] = container_of(wrs[i], struct xferk_chunk, wr);
+		conn_chunks_succeeded(c, chs, batch);
+		wrs += batch;
+		n -= batch;
+	}
+}
+
+/**
+ * xferk_conn_next_posted() - the session's posted work requests, in order
+ * @c: the session, its lock held
+ * @wr: the previous one, NULL for the first
+ *
+ * Return: the work request posted after @wr (c->posted is in posting
+ * order), or NULL after the last.
+ */
+struct xferk_wr *xferk_conn_next_posted(struct xferk_conn *c,
+					struct xferk_wr *wr)
+{
+	struct xferk_chunk *ch;
+
+	lockdep_assert_held(&c->lock);
+	if (wr)
+		ch = list_next_entry(container_of(wr, struct xferk_chunk, wr),
+				     node);
+	else
+		ch = list_first_entry(&c->posted, struct xferk_chunk, node);
+	return list_entry_is_head(ch, &c->posted, node) ? NULL : &ch->wr;
 }
 
 /**
@@ -472,7 +521,7 @@ bool conn_post_overdue_locked(struct xferk_conn *c)
 /**
  * xferk_conn_chunk_done() - a posted chunk's work request is terminal
  * @c: the connection
- * @ch: the chunk
+ * @wr: the chunk's work request
  * @error: 0 or a negative errno (-ECONNRESET: flushed)
  *
  * Returns the send slot, posts what waits for it, and completes the chunk,
@@ -482,15 +531,16 @@ bool conn_post_overdue_locked(struct xferk_conn *c)
  * teardown already reclaimed is left to it. Any error means the QP is in
  * the error state: the path posts nothing more and dies.
  */
-void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_chunk *ch,
+void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_wr *wr,
 			   int error)
 {
+	struct xferk_chunk *ch = container_of(wr, struct xferk_chunk, wr);
 	LIST_HEAD(failed);
 	LIST_HEAD(moving);
 	bool reposted = false;
 
 	if (!error) {
-		xferk_conn_chunks_succeeded(c, &ch, 1);
+		conn_chunks_succeeded(c, &ch, 1);
 		return;
 	}
 	if (completion_swallowed())

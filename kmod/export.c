@@ -66,11 +66,11 @@ static void export_release(struct kref *ref)
 	xferk_export_revoke(e);
 	xferk_conn_unuse(e->conn);
 	xferk_conn_put(e->conn);
-	xferk_region_put(e->region);
-	atomic_long_sub(e->npages, &e->acct->export_pages);
+	xferk_region_put(e->reg.region);
+	atomic_long_sub(e->reg.npages, &e->acct->export_pages);
 	xferk_qacct_put(e->acct);
 	xferk_evq_put(e->evq);
-	kvfree(e->window_pages);
+	kvfree(e->reg.window_pages);
 	kfree(e);
 	atomic64_dec(&xferk_stats.exports);
 }
@@ -91,7 +91,7 @@ static void export_revoke_locked(struct xferk_export *e)
 		return;
 	if (e->id)
 		xa_erase(&e->conn->export_ids, e->id);
-	e->conn->transport->unexport(e->conn, e);
+	e->conn->transport->unexport(e->conn, &e->reg);
 	list_del_init(&e->conn_node);
 	e->live = false;
 }
@@ -105,7 +105,7 @@ static void export_revoke_locked(struct xferk_export *e)
  */
 void xferk_export_revoke(struct xferk_export *e)
 {
-	struct xferk_region *r = e->region;
+	struct xferk_region *r = e->reg.region;
 
 	mutex_lock(&r->lock);
 	mutex_lock(&e->conn->exports_lock);
@@ -220,17 +220,17 @@ static int export_range(struct xferk_export *e, const struct xferk_region *r,
 		ret = xferk_range_check(x->offset, x->len, r->len);
 		if (ret)
 			return ret;
-		e->addr = r->addr + x->offset;
-		e->len = x->len;
-		e->npages = (PAGE_ALIGN(e->addr + e->len) -
-			     (e->addr & PAGE_MASK)) >> PAGE_SHIFT;
+		e->reg.addr = r->addr + x->offset;
+		e->reg.len = x->len;
+		e->reg.npages = (PAGE_ALIGN(e->reg.addr + e->reg.len) -
+				 (e->reg.addr & PAGE_MASK)) >> PAGE_SHIFT;
 		return 0;
 	}
-	ret = window_check(r, x->blocks, x->nr_blocks, &x->len, &e->npages);
+	ret = window_check(r, x->blocks, x->nr_blocks, &x->len, &e->reg.npages);
 	if (ret)
 		return ret;
-	e->addr = r->addr + x->blocks[0].offset;
-	e->len = x->len;
+	e->reg.addr = r->addr + x->blocks[0].offset;
+	e->reg.len = x->len;
 	return 0;
 }
 
@@ -252,16 +252,16 @@ static int export_register(struct xferk_export *e, u64 *peer_id,
 	if (c->peer_caps & XFERK_CAP_REVOKE) {
 		e->id = ++c->next_export_id;
 		e->gen = get_random_u64() ?: 1;
-	} else if (e->window_pages) {
+	} else if (e->reg.window_pages) {
 		return -EOPNOTSUPP;
 	}
-	ret = c->transport->export(c, e);
+	ret = c->transport->export(c, &e->reg);
 	if (ret || !e->id)
 		return ret;
 	/* Notifications name it by its id. */
 	ret = xa_insert(&c->export_ids, e->id, e, XFERK_GFP_USER);
 	if (ret) {
-		c->transport->unexport(c, e);
+		c->transport->unexport(c, &e->reg);
 		return -ENOMEM;
 	}
 	return 0;
@@ -313,15 +313,16 @@ struct xferk_export *xferk_export_create(struct xferk_export_req *x)
 		goto err_free;
 	}
 	/* What the RDMA stack keeps per export grows with its pages. */
-	ret = xferk_charge(&x->acct->export_pages, e->npages, x->max_pages,
+	ret = xferk_charge(&x->acct->export_pages, e->reg.npages, x->max_pages,
 			   -EMFILE);
 	if (ret)
 		goto err_free;
 	if (x->blocks) {
-		e->window_pages = window_pages(r, x->blocks, x->nr_blocks,
-					       e->npages);
-		if (!e->window_pages) {
-			atomic_long_sub(e->npages, &x->acct->export_pages);
+		e->reg.window_pages = window_pages(r, x->blocks,
+						   x->nr_blocks,
+						   e->reg.npages);
+		if (!e->reg.window_pages) {
+			atomic_long_sub(e->reg.npages, &x->acct->export_pages);
 			ret = -ENOMEM;
 			goto err_free;
 		}
@@ -335,9 +336,9 @@ struct xferk_export *xferk_export_create(struct xferk_export_req *x)
 	xferk_region_get(r);
 	xferk_conn_get(c);
 	xferk_conn_use(c);
-	e->region = r;
+	e->reg.region = r;
 	e->conn = c;
-	e->access = x->access;
+	e->reg.access = x->access;
 	atomic64_inc(&xferk_stats.exports);
 
 	mutex_lock(&r->lock);
@@ -359,10 +360,10 @@ struct xferk_export *xferk_export_create(struct xferk_export_req *x)
 		.magic = cpu_to_le32(XFERK_TOKEN_MAGIC),
 		.version = cpu_to_le16(XFERK_TOKEN_VERSION),
 		.conn_id = cpu_to_le64(peer_id),
-		.iova = cpu_to_le64(e->iova),
-		.len = cpu_to_le64(e->len),
-		.rkey = cpu_to_le32(e->rkey),
-		.access = cpu_to_le32(e->access),
+		.iova = cpu_to_le64(e->reg.iova),
+		.len = cpu_to_le64(e->reg.len),
+		.rkey = cpu_to_le32(e->reg.rkey),
+		.access = cpu_to_le32(e->reg.access),
 		.export_id = cpu_to_le64(e->id),
 		.generation = cpu_to_le64(e->gen),
 	};

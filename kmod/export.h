@@ -9,13 +9,11 @@
 
 #include <linux/kref.h>
 #include <linux/list.h>
-#include <linux/scatterlist.h>
 #include <linux/types.h>
 #include "handle.h"
+#include "transport.h"
 #include "../uapi/xferk.h"
 
-struct ib_mr;
-struct page;
 struct xferk_conn;
 struct xferk_block;
 struct xferk_evq;
@@ -29,21 +27,11 @@ struct xferk_token;
  * @hobj: handle-table entry
  * @ref: handle; the lists do not hold references
  * @conn: the connection whose peer may access it (ref)
- * @region: the exported region (ref)
- * @region_node: in region->exports (region->lock)
+ * @reg: what the transport registers: the exported region (ref), range
+ *	and access, a window's pages; its key and address for the peer.
+ *	reg.npages are charged to @acct's max_export_pages_per_file
+ * @region_node: in reg.region->exports (its lock)
  * @conn_node: in conn->exports (conn->exports_lock)
- * @addr: start (user address of the exporting process); a window's first
- *	block's
- * @len: length; a window's is the sum of its blocks'
- * @access: XFERK_ACCESS_REMOTE_*
- * @iova: address the peer uses (transport-defined)
- * @rkey: remote key (transport-defined)
- * @mr: the RDMA memory region, NULL once revoked (conn->exports_lock)
- * @sgt: fast registration: the region's pages it maps, DMA-mapped while
- *	@mr lives (conn->exports_lock)
- * @npages: pages it covers, charged to @acct's max_export_pages_per_file
- * @window_pages: a window's pages, in the order the peer sees them
- *	(@npages of them); NULL for a plain export
  * @id: its id in the session (@conn->next_export_id), 0 when the peer
  *	announced no XFERK_CAP_REVOKE: then the token carries none, and a
  *	CLOSE revokes without asking
@@ -57,18 +45,9 @@ struct xferk_export {
 	struct xferk_hobj hobj;
 	struct kref ref;
 	struct xferk_conn *conn;
-	struct xferk_region *region;
+	struct xferk_reg reg;
 	struct list_head region_node;
 	struct list_head conn_node;
-	u64 addr;
-	u64 len;
-	u32 access;
-	u64 iova;
-	u32 rkey;
-	struct ib_mr *mr;
-	struct sg_table sgt;
-	unsigned long npages;
-	struct page **window_pages;
 	u64 id;
 	u64 gen;
 	struct xferk_qacct *acct;

@@ -11,8 +11,6 @@
 #include <linux/slab.h>
 
 #include "conn.h"
-#include "export.h"
-#include "op.h"
 #include "queue.h"
 #include "transport.h"
 #include "xferk.h"
@@ -33,28 +31,29 @@ static void null_complete_due(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
 					    struct xferk_conn, null_work);
-	struct xferk_chunk *due[XFERK_POST_BATCH], *ch;
+	struct xferk_wr *due[XFERK_POST_BATCH], *wr;
 	ktime_t now = ktime_get(), wait;
 	u32 n;
 
 	do {
 		n = 0;
+		wr = NULL;
 		mutex_lock(&c->lock);
 		c->null_completing = true;
-		list_for_each_entry(ch, &c->posted, node) {
+		while ((wr = xferk_conn_next_posted(c, wr))) {
 			if (n == ARRAY_SIZE(due))
 				break;
-			if (ktime_after(ch->due, now))
+			if (ktime_after(wr->due, now))
 				now = ktime_get();
-			if (ktime_after(ch->due, now)) {
-				wait = ktime_sub(ch->due, now);
+			if (ktime_after(wr->due, now)) {
+				wait = ktime_sub(wr->due, now);
 				if (!n)
 					queue_delayed_work(xferk_null_wq,
 							   &c->null_work,
 							   nsecs_to_jiffies(wait) + 1);
 				break;
 			}
-			due[n++] = ch;
+			due[n++] = wr;
 		}
 		if (!n)
 			c->null_completing = false;
@@ -68,7 +67,7 @@ static void null_complete_due(struct work_struct *work)
  * One batch is due at one time: the clock is read once per call, and not
  * at all without a delay (due at 0: at once).
  */
-static u32 null_post(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+static u32 null_post(struct xferk_conn *c, struct xferk_wr **wrs, u32 n,
 		     int *error)
 {
 	ktime_t due = c->null_delay_ns ?
@@ -76,25 +75,25 @@ static u32 null_post(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
 	u32 i;
 
 	for (i = 0; i < n; i++)
-		chs[i]->due = due;
+		wrs[i]->due = due;
 	if (list_empty(&c->posted) && !c->null_completing)
 		mod_delayed_work(xferk_null_wq, &c->null_work,
 				 nsecs_to_jiffies(c->null_delay_ns));
 	return n;
 }
 
-static void null_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
+static void null_unpost(struct xferk_conn *c, struct xferk_wr *wr)
 {
 }
 
-static int null_export(struct xferk_conn *c, struct xferk_export *e)
+static int null_export(struct xferk_conn *c, struct xferk_reg *reg)
 {
-	e->iova = e->addr;
-	e->rkey = 0;
+	reg->iova = reg->addr;
+	reg->rkey = 0;
 	return 0;
 }
 
-static void null_unexport(struct xferk_conn *c, struct xferk_export *e)
+static void null_unexport(struct xferk_conn *c, struct xferk_reg *reg)
 {
 }
 

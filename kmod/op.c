@@ -100,7 +100,7 @@ static void op_free_chunks(struct xferk_op *op)
 	u32 i;
 
 	for (i = 0; i < op->nr_chunks; i++) {
-		xferk_region_put(chunks[i].region);
+		xferk_region_put(chunks[i].wr.region);
 		xferk_remote_put(chunks[i].remote);
 	}
 	WRITE_ONCE(op->chunks, NULL);
@@ -146,7 +146,7 @@ static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 static void chunk_end_begin(struct xferk_chunk *ch, int error)
 {
 	trace_xferk_chunk_done(ch->op->id, xferk_chunk_remote(ch)->conn->id,
-			       ch->len, error);
+			       ch->wr.len, error);
 	kref_get(&ch->op->ref);
 }
 
@@ -214,7 +214,7 @@ static void chunk_end_count(struct xferk_chunk *ch, int error)
 	spin_lock_irqsave(&op->lock, flags);
 	late = op->life.late_completions;
 	/* The clock only for the last chunk: the op's physical time. */
-	what = xferk_life_chunk_done(&op->life, ch->len, ch->sent, error,
+	what = xferk_life_chunk_done(&op->life, ch->wr.len, ch->sent, error,
 				     ch->frags_done,
 				     xferk_life_last_chunk(&op->life) ?
 				     ktime_get() : 0);
@@ -291,10 +291,10 @@ void xferk_chunk_posted(struct xferk_chunk *ch)
 	unsigned int what;
 
 	ch->sent = true;
-	trace_xferk_chunk_post(op->id, xferk_chunk_remote(ch)->conn->id, ch->len,
+	trace_xferk_chunk_post(op->id, xferk_chunk_remote(ch)->conn->id, ch->wr.len,
 			       0);
 	spin_lock_irqsave(&op->lock, flags);
-	what = xferk_life_posted(&op->life, ch->len);
+	what = xferk_life_posted(&op->life, ch->wr.len);
 	spin_unlock_irqrestore(&op->lock, flags);
 	if (what & XFERK_LIFE_WAKE)
 		wake_up_all(&op->wq);
@@ -312,7 +312,7 @@ void xferk_chunk_unposted(struct xferk_chunk *ch)
 
 	ch->sent = false;
 	spin_lock_irqsave(&op->lock, flags);
-	xferk_life_unposted(&op->life, ch->len);
+	xferk_life_unposted(&op->life, ch->wr.len);
 	spin_unlock_irqrestore(&op->lock, flags);
 }
 

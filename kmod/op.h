@@ -24,6 +24,7 @@
 #include "lifecycle.h"
 #include "rail.h"
 #include "sched.h"
+#include "transport.h"
 
 struct io_uring_cmd;
 struct mutex;
@@ -45,15 +46,13 @@ struct xferk_send;
 
 /**
  * struct xferk_chunk - one work request of an op
+ * @wr: what the transport posts: the local region (ref until the op is
+ *	physically complete), the peer's address, length and direction
  * @node: on conn->pending or conn->posted (conn->lock)
  * @op: the op
- * @region: local region (ref until the op is physically complete)
- * @remote: the fragment's remote handle (ref, likewise); the chunk goes
- *	through its rail @rail (xferk_chunk_remote())
- * @offset: start within @region
- * @remote_addr: the peer's address
- * @len: bytes (at most a work request's, far below 4 GiB)
- * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
+ * @remote: the fragment's remote handle (ref until the op is physically
+ *	complete); the chunk goes through its rail @rail
+ *	(xferk_chunk_remote())
  * @frags_done: fragments whose last byte it carries (chunks may carry
  *	bytes of several fragments that follow each other, see op_submit.c)
  * @posted: handed to the device and not yet reclaimed (conn->lock)
@@ -74,22 +73,16 @@ struct xferk_send;
  * @sqp: the QP window the admission queue charged it to (dispatched)
  * @dispatched_at: when
  * @posted_at: when it was last handed to the device (conn->lock)
- * @due: null peer: when to complete
- * @send: RDMA: the connection's send slot while posted (conn->lock)
  *
  * Kept small: an op holds one per work request, and what a post needs
  * (SGEs, the work request, the DMA mapping) lives in the connection's
  * bounded send slots instead.
  */
 struct xferk_chunk {
+	struct xferk_wr wr;
 	struct list_head node;
 	struct xferk_op *op;
-	struct xferk_region *region;
 	struct xferk_remote *remote;
-	u64 offset;
-	u64 remote_addr;
-	u32 len;
-	u8 opcode;
 	u32 frags_done;
 	bool posted;
 	bool sent;
@@ -102,10 +95,6 @@ struct xferk_chunk {
 	struct xferk_sched_qp *sqp;
 	ktime_t dispatched_at;
 	ktime_t posted_at;
-	union {
-		ktime_t due;
-		struct xferk_send *send;
-	};
 };
 
 /**

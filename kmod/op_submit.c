@@ -171,16 +171,16 @@ static void op_fill_run(struct xferk_op *op, u32 *next,
 
 		INIT_LIST_HEAD(&ch->node);
 		ch->op = op;
-		ch->region = r;
+		ch->wr.region = r;
 		ch->remote = rm;
 		xferk_region_get(r);
 		xferk_remote_get(rm);
 		ch->rail = xferk_remote_pick_rail(rm);
-		ch->offset = frags[0].offset + done;
-		ch->len = len;
-		ch->remote_addr = xferk_chunk_remote(ch)->iova +
-				  frags[0].remote_offset + done;
-		ch->opcode = frags[0].opcode;
+		ch->wr.offset = frags[0].offset + done;
+		ch->wr.len = len;
+		ch->wr.remote_addr = xferk_chunk_remote(ch)->iova +
+				     frags[0].remote_offset + done;
+		ch->wr.opcode = frags[0].opcode;
 		done += len;
 		for (; f < nr && frag_end <= done; f++) {
 			ch->frags_done++;
@@ -454,7 +454,7 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 
 out_unfill:
 	for (i = 0; i < nr_chunks; i++) {
-		xferk_region_put(op->chunks[i].region);
+		xferk_region_put(op->chunks[i].wr.region);
 		xferk_remote_put(op->chunks[i].remote);
 	}
 out_unadmit:

@@ -207,7 +207,7 @@ static void set_next(struct xferk_op *op)
 {
 	struct xferk_chunk *ch = &op->chunks[op->dispatch_next];
 
-	op->qitem.next_len = ch->len;
+	op->qitem.next_len = ch->wr.len;
 	op->qitem.next_qp = &xferk_chunk_remote(ch)->conn->sqp;
 }
 
@@ -347,7 +347,7 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 		for (i = 0; i < n; i++) {
 			trace_xferk_chunk_dispatch(batch[i]->op->id,
 						   xferk_chunk_remote(batch[i])->conn->id,
-						   batch[i]->len, 0);
+						   batch[i]->wr.len, 0);
 			batch[i]->dispatched_at = now;
 			others |= sqp_shared(batch[i]->sqp);
 		}
@@ -461,9 +461,9 @@ static bool queue_chunk_done_locked(struct xferk_chunk *ch, ktime_t now)
 	lockdep_assert_held(&xferk_queue_lock);
 	if (ch->parked) {
 		ch->parked = false;
-		xferk_sched_unpark(&ch->op->qdev->sched, ch->len);
+		xferk_sched_unpark(&ch->op->qdev->sched, ch->wr.len);
 	}
-	xferk_sched_complete(&ch->op->qdev->sched, &ch->op->qitem, ch->len,
+	xferk_sched_complete(&ch->op->qdev->sched, &ch->op->qitem, ch->wr.len,
 			     ch->sqp, ktime_sub(now, ch->dispatched_at));
 	return sqp_shared(ch->sqp);
 }
@@ -487,7 +487,7 @@ void xferk_queue_chunk_park(struct xferk_chunk *ch)
 		return;
 	spin_lock(&xferk_queue_lock);
 	ch->parked = true;
-	xferk_sched_park(&q->sched, ch->len);
+	xferk_sched_park(&q->sched, ch->wr.len);
 	queue_kick_async(q);	/* the chunk's op holds @q */
 	spin_unlock(&xferk_queue_lock);
 }
@@ -504,7 +504,7 @@ void xferk_queue_chunk_unpark(struct xferk_chunk *ch)
 		return;
 	spin_lock(&xferk_queue_lock);
 	ch->parked = false;
-	xferk_sched_unpark(&ch->op->qdev->sched, ch->len);
+	xferk_sched_unpark(&ch->op->qdev->sched, ch->wr.len);
 	spin_unlock(&xferk_queue_lock);
 }
 

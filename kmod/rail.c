@@ -206,10 +206,10 @@ static bool op_holds(const struct xferk_op *op, const struct xferk_conn *c)
  */
 static bool chunk_fits(const struct xferk_chunk *ch, const struct xferk_conn *c)
 {
-	u64 start = ch->region->addr + ch->offset;
+	u64 start = ch->wr.region->addr + ch->wr.offset;
 
-	return ch->len <= c->max_chunk_bytes &&
-	       DIV_ROUND_UP(offset_in_page(start) + ch->len, PAGE_SIZE) <=
+	return ch->wr.len <= c->max_chunk_bytes &&
+	       DIV_ROUND_UP(offset_in_page(start) + ch->wr.len, PAGE_SIZE) <=
 	       c->max_chunk_pages;
 }
 
@@ -319,7 +319,7 @@ bool xferk_chunk_reroute(struct xferk_chunk *ch)
 	to = rail_at(ch->remote, r);
 	if (ch->sent)
 		xferk_chunk_unposted(ch);
-	ch->remote_addr = to->iova + (ch->remote_addr - from->iova);
+	ch->wr.remote_addr = to->iova + (ch->wr.remote_addr - from->iova);
 	ch->rail = r;
 	ch->reroutes++;
 	ch->error = 0;

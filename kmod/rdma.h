@@ -39,8 +39,8 @@ struct rdma_cm_event;
 struct rdma_cm_id;
 struct xferk_conn;
 struct xferk_dev;
-struct xferk_export;
 struct xferk_lane;
+struct xferk_reg;
 struct xferk_region;
 
 #define XFERK_MAX_RD_ATOMIC	16
@@ -137,8 +137,8 @@ int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
 		       u64 seq);
 
 /* rdma_mr.c: exports */
-int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e);
-void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e);
+int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg);
+void conn_rdma_unexport(struct xferk_conn *c, struct xferk_reg *reg);
 
 /* rdma_cm.c: the handshake */
 extern atomic_t xferk_passive_conns;

@@ -7,10 +7,10 @@
  */
 #include <linux/random.h>
 #include "conn.h"
-#include "export.h"
 #include "rdma.h"
 #include "region.h"
 #include "stats.h"
+#include "transport.h"
 #include "xferk.h"
 
 /* The remote address of an export: random, with @addr's page offset. */
@@ -99,7 +99,7 @@ static u32 frwr_page_list_len(struct ib_device *dev, unsigned long npages)
  * @offset in the first: nothing is pinned or charged a second time, nobody
  * walks the page tables again.
  */
-static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
+static int export_frwr(struct xferk_conn *c, struct xferk_reg *reg,
 		       int access, struct page **pages, unsigned long npages,
 		       unsigned int offset)
 {
@@ -107,11 +107,11 @@ static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
 	struct ib_mr *mr;
 	int nents, ret;
 
-	ret = sg_alloc_table_from_pages(&e->sgt, pages, npages, offset, e->len,
-					XFERK_GFP_USER);
+	ret = sg_alloc_table_from_pages(&reg->sgt, pages, npages, offset,
+					reg->len, XFERK_GFP_USER);
 	if (ret)
 		return -ENOMEM;
-	nents = ib_dma_map_sg(dev, e->sgt.sgl, e->sgt.orig_nents,
+	nents = ib_dma_map_sg(dev, reg->sgt.sgl, reg->sgt.orig_nents,
 			      DMA_BIDIRECTIONAL);
 	if (!nents) {
 		ret = -EIO;
@@ -123,25 +123,26 @@ static int export_frwr(struct xferk_conn *c, struct xferk_export *e,
 		ret = PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
 		goto err_unmap;
 	}
-	if (ib_map_mr_sg(mr, e->sgt.sgl, nents, NULL, PAGE_SIZE) != nents) {
+	if (ib_map_mr_sg(mr, reg->sgt.sgl, nents, NULL, PAGE_SIZE) != nents) {
 		ret = -EIO;
 		goto err_mr;
 	}
 	/* Never the DMA address (a kernel address on some devices). */
-	mr->iova = export_iova(e->addr);
+	mr->iova = export_iova(reg->addr);
 	ib_update_fast_reg_key(mr, get_random_u8());
 	ret = conn_reg_mr(c, mr, access);
 	if (ret)
 		goto err_mr;
-	e->mr = mr;
+	reg->mr = mr;
 	return 0;
 
 err_mr:
 	xferk_dereg_mr(mr);
 err_unmap:
-	ib_dma_unmap_sg(dev, e->sgt.sgl, e->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	ib_dma_unmap_sg(dev, reg->sgt.sgl, reg->sgt.orig_nents,
+			DMA_BIDIRECTIONAL);
 err_free:
-	sg_free_table(&e->sgt);
+	sg_free_table(&reg->sgt);
 	return ret;
 }
 
@@ -196,11 +197,11 @@ static int export_maps_region(const struct xferk_region *r, u64 addr,
  * fast-registered: EOPNOTSUPP without fast registration, E2BIG beyond the
  * device's page-list length.
  */
-int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
+int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg)
 {
 	const struct ib_device_attr *attrs = &c->pd->device->attrs;
-	struct xferk_region *r = e->region;
-	unsigned long npages = e->npages;
+	struct xferk_region *r = reg->region;
+	unsigned long npages = reg->npages;
 	bool frwr = (attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
 		    npages <= attrs->max_fast_reg_page_list_len;
 	int access = 0;
@@ -208,49 +209,49 @@ int conn_rdma_export(struct xferk_conn *c, struct xferk_export *e)
 	int ret;
 
 	/* Verbs require local write with remote write; not with read alone. */
-	if (e->access & XFERK_ACCESS_REMOTE_WRITE)
+	if (reg->access & XFERK_ACCESS_REMOTE_WRITE)
 		access |= IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
-	if (e->access & XFERK_ACCESS_REMOTE_READ)
+	if (reg->access & XFERK_ACCESS_REMOTE_READ)
 		access |= IB_ACCESS_REMOTE_READ;
-	if (e->window_pages && !frwr)
+	if (reg->window_pages && !frwr)
 		return attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS ?
 		       -E2BIG : -EOPNOTSUPP;
-	if (e->window_pages) {
-		ret = export_frwr(c, e, access, e->window_pages, npages, 0);
+	if (reg->window_pages) {
+		ret = export_frwr(c, reg, access, reg->window_pages, npages, 0);
 		if (ret)
 			return ret;
 	} else if (frwr) {
-		ret = export_frwr(c, e, access, r->pages +
-				  ((e->addr >> PAGE_SHIFT) -
+		ret = export_frwr(c, reg, access, r->pages +
+				  ((reg->addr >> PAGE_SHIFT) -
 				   (r->addr >> PAGE_SHIFT)),
-				  npages, offset_in_page(e->addr));
+				  npages, offset_in_page(reg->addr));
 		if (ret)
 			return ret;
 	} else {
-		mr = ib_reg_user_mr(c->pd, e->addr, e->len,
-				    export_iova(e->addr), access);
+		mr = ib_reg_user_mr(c->pd, reg->addr, reg->len,
+				    export_iova(reg->addr), access);
 		if (IS_ERR(mr))
 			return PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
 			       PTR_ERR(mr) : -EIO;
-		ret = export_maps_region(r, e->addr, npages);
+		ret = export_maps_region(r, reg->addr, npages);
 		if (ret) {
 			xferk_dereg_mr(mr);
 			return ret;
 		}
-		e->mr = mr;
+		reg->mr = mr;
 	}
-	e->iova = e->mr->iova;
-	e->rkey = e->mr->rkey;
+	reg->iova = reg->mr->iova;
+	reg->rkey = reg->mr->rkey;
 	return 0;
 }
 
-void conn_rdma_unexport(struct xferk_conn *c, struct xferk_export *e)
+void conn_rdma_unexport(struct xferk_conn *c, struct xferk_reg *reg)
 {
-	xferk_dereg_mr(e->mr);
-	if (e->sgt.sgl) {
-		ib_dma_unmap_sg(c->pd->device, e->sgt.sgl, e->sgt.orig_nents,
-				DMA_BIDIRECTIONAL);
-		sg_free_table(&e->sgt);
+	xferk_dereg_mr(reg->mr);
+	if (reg->sgt.sgl) {
+		ib_dma_unmap_sg(c->pd->device, reg->sgt.sgl,
+				reg->sgt.orig_nents, DMA_BIDIRECTIONAL);
+		sg_free_table(&reg->sgt);
 	}
-	e->mr = NULL;
+	reg->mr = NULL;
 }

@@ -19,7 +19,6 @@
 #include <rdma/rdma_cm.h>
 #include "conn.h"
 #include "fault.h"
-#include "op.h"
 #include "rdma.h"
 #include "region.h"
 #include "stats.h"
@@ -31,7 +30,7 @@
  * work request
  * @node: on conn->free_sends while free (conn->lock)
  * @cqe: its completion
- * @ch: the chunk it carries while posted
+ * @req: the chunk's work request it carries while posted
  * @lane: the QP it is posted on (while posted)
  * @lane_node: in @lane's sends once its work request was posted
  * @seq: its post's sequence number on @lane (struct xferk_lane.posts)
@@ -46,7 +45,7 @@
 struct xferk_send {
 	struct list_head node;
 	struct ib_cqe cqe;
-	struct xferk_chunk *ch;
+	struct xferk_wr *req;
 	struct xferk_lane *lane;
 	struct list_head lane_node;
 	u64 seq;
@@ -91,7 +90,7 @@ static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_debug("xferk: conn %u: chunk failed: %s\n", c->id,
 			 ib_wc_status_msg(wc->status));
-	xferk_conn_chunk_done(c, s->ch, wc_errno(wc->status));
+	xferk_conn_chunk_done(c, s->req, wc_errno(wc->status));
 }
 
 /* ---- the path's completion queue ---- */
@@ -127,7 +126,7 @@ static void conn_cq_event(struct ib_cq *cq, void *context)
 static void conn_cq_work(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(work, struct xferk_conn, cq_work);
-	struct xferk_chunk *succeeded[XFERK_CQ_BATCH];
+	struct xferk_wr *succeeded[XFERK_CQ_BATCH];
 	int n, i, nr, total = 0;
 
 	if (READ_ONCE(c->cq_stopped))
@@ -141,7 +140,7 @@ static void conn_cq_work(struct work_struct *work)
 			    wc->wr_cqe->done == conn_rdma_chunk_done) {
 				succeeded[nr++] = container_of(wc->wr_cqe,
 							       struct xferk_send,
-							       cqe)->ch;
+							       cqe)->req;
 				continue;
 			}
 			if (nr)
@@ -219,13 +218,13 @@ static void send_unmap(struct ib_device *dev, struct xferk_send *s)
  * map, each page mapped now for the chunk's direction, one SGE each.
  */
 static int send_map(struct xferk_conn *c, struct xferk_send *s,
-		    const struct xferk_chunk *ch)
+		    const struct xferk_wr *wr)
 {
-	struct xferk_region *r = ch->region;
-	u64 uaddr = r->addr + ch->offset;
+	struct xferk_region *r = wr->region;
+	u64 uaddr = r->addr + wr->offset;
 	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
 	unsigned int off = offset_in_page(uaddr);
-	u32 left = ch->len, lkey = c->pd->local_dma_lkey;
+	u32 left = wr->len, lkey = c->pd->local_dma_lkey;
 	struct xferk_dma_map *m = region_dma_map_find(r, c->dev);
 	struct ib_device *dev = c->pd->device;
 
@@ -238,7 +237,7 @@ static int send_map(struct xferk_conn *c, struct xferk_send *s,
 		return -ENOMEM;
 	s->nr_sge = 0;
 	s->per_post = m->per_post;
-	s->dir = ch->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	s->dir = wr->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 	while (left) {
 		u32 len = min_t(u32, left, PAGE_SIZE - off);
 		struct ib_sge *prev = s->nr_sge ? &s->sge[s->nr_sge - 1] : NULL;
@@ -267,8 +266,8 @@ static int send_map(struct xferk_conn *c, struct xferk_send *s,
 	return 0;
 }
 
-/* Gives @ch a send slot with its mapped pages and work request. */
-static int send_prepare(struct xferk_conn *c, struct xferk_chunk *ch)
+/* Gives @wr a send slot with its mapped pages and work request. */
+static int send_prepare(struct xferk_conn *c, struct xferk_wr *wr)
 {
 	struct xferk_send *s;
 	int ret;
@@ -276,27 +275,27 @@ static int send_prepare(struct xferk_conn *c, struct xferk_chunk *ch)
 	s = list_first_entry_or_null(&c->free_sends, struct xferk_send, node);
 	/* Credits guarantee a slot; the split, that the pages fit its SGEs. */
 	if (WARN_ON_ONCE(!s) ||
-	    WARN_ON_ONCE(DIV_ROUND_UP(offset_in_page(ch->region->addr +
-						     ch->offset) + ch->len,
+	    WARN_ON_ONCE(DIV_ROUND_UP(offset_in_page(wr->region->addr +
+						     wr->offset) + wr->len,
 				      PAGE_SIZE) > c->max_chunk_pages))
 		return -EIO;
-	ret = send_map(c, s, ch);
+	ret = send_map(c, s, wr);
 	if (ret)
 		return ret;
 	list_del(&s->node);
-	s->ch = ch;
+	s->req = wr;
 	s->cqe.done = conn_rdma_chunk_done;
 	s->wr = (struct ib_rdma_wr) {
 		.wr.wr_cqe = &s->cqe,
 		.wr.sg_list = s->sge,
 		.wr.num_sge = s->nr_sge,
-		.wr.opcode = ch->opcode == XFERK_OP_WRITE ? IB_WR_RDMA_WRITE :
+		.wr.opcode = wr->opcode == XFERK_OP_WRITE ? IB_WR_RDMA_WRITE :
 							    IB_WR_RDMA_READ,
 		.wr.send_flags = IB_SEND_SIGNALED,
-		.remote_addr = ch->remote_addr,
-		.rkey = xferk_chunk_remote(ch)->rkey,
+		.remote_addr = wr->remote_addr,
+		.rkey = wr->rkey,
 	};
-	ch->send = s;
+	wr->send = s;
 	return 0;
 }
 
@@ -304,23 +303,23 @@ static int send_prepare(struct xferk_conn *c, struct xferk_chunk *ch)
  * Undoes send_prepare(), or a post once its work request is terminal: the
  * pages stay mapped (the region's map) unless they were mapped per post.
  */
-static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_chunk *ch)
+static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_wr *wr)
 {
-	struct xferk_send *s = ch->send;
+	struct xferk_send *s = wr->send;
 
 	lockdep_assert_held(&c->lock);
 	send_unmap(c->pd->device, s);
 	list_del_init(&s->lane_node);
 	s->lane->posted--;
-	s->ch = NULL;
-	ch->send = NULL;
+	s->req = NULL;
+	wr->send = NULL;
 	list_add(&s->node, &c->free_sends);
 }
 
-/* Posted chunk @ch completed before a work request posted ahead of it. */
-static bool conn_rdma_overtaken(struct xferk_conn *c, struct xferk_chunk *ch)
+/* Posted @wr completed before a work request posted ahead of it. */
+static bool conn_rdma_overtaken(struct xferk_conn *c, struct xferk_wr *wr)
 {
-	struct xferk_send *s = ch->send;
+	struct xferk_send *s = wr->send;
 
 	lockdep_assert_held(&c->lock);
 	if (WARN_ON_ONCE(list_empty(&s->lane_node)))
@@ -351,14 +350,14 @@ static struct xferk_lane *lane_pick(struct xferk_conn *c)
 	return best;
 }
 
-/* The first @n of @chs are on @l's send queue now, in this order. */
-static u32 lane_posted(struct xferk_lane *l, struct xferk_chunk **chs, u32 n)
+/* The first @n of @wrs are on @l's send queue now, in this order. */
+static u32 lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
 {
 	u32 i;
 
 	for (i = 0; i < n; i++) {
-		chs[i]->send->seq = l->posts++;
-		list_add_tail(&chs[i]->send->lane_node, &l->sends);
+		wrs[i]->send->seq = l->posts++;
+		list_add_tail(&wrs[i]->send->lane_node, &l->sends);
 	}
 	return n;
 }
@@ -373,7 +372,7 @@ static u32 lane_posted(struct xferk_lane *l, struct xferk_chunk **chs, u32 n)
  * before it, and failed ones always complete; moderation is left until a
  * device's completion rate, not its posting, limits xferk.)
  */
-static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
+static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_wr **wrs,
 			  u32 n, int *error)
 {
 	struct xferk_lane *l = lane_pick(c);
@@ -387,13 +386,13 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
 		return 0;
 	n = min_t(u32, n, XFERK_QP_CTXS - l->posted);
 	for (ready = 0; ready < n; ready++) {
-		ret = send_prepare(c, chs[ready]);
+		ret = send_prepare(c, wrs[ready]);
 		if (ret)
 			break;
-		chs[ready]->send->lane = l;
+		wrs[ready]->send->lane = l;
 		l->posted++;
-		*link = &chs[ready]->send->wr.wr;
-		link = &chs[ready]->send->wr.wr.next;
+		*link = &wrs[ready]->send->wr.wr;
+		link = &wrs[ready]->send->wr.wr.next;
 	}
 	*error = ret;
 	if (!ready)
@@ -405,24 +404,24 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_chunk **chs,
 	}
 	if (ready > 1 && atomic_dec_if_positive(&xferk_fault_refuse_chain) >= 0) {
 		/* As a driver whose queue takes the first half: bad_wr after. */
-		chs[ready / 2 - 1]->send->wr.wr.next = NULL;
+		wrs[ready / 2 - 1]->send->wr.wr.next = NULL;
 		ret = ib_post_send(l->qp, first, &bad);
 		if (!ret) {
-			bad = &chs[ready / 2]->send->wr.wr;
+			bad = &wrs[ready / 2]->send->wr.wr;
 			ret = -ENOMEM;
 		}
 	} else {
 		ret = ib_post_send(l->qp, first, &bad);
 	}
 	if (!ret)
-		return lane_posted(l, chs, ready);
+		return lane_posted(l, wrs, ready);
 	/* The driver posted the work requests before @bad, none after. */
-	for (i = 0; i < ready && &chs[i]->send->wr.wr != bad; i++)
+	for (i = 0; i < ready && &wrs[i]->send->wr.wr != bad; i++)
 		;
 	WARN_ON_ONCE(i == ready);
-	n = lane_posted(l, chs, i);
+	n = lane_posted(l, wrs, i);
 	for (; i < ready; i++)
-		conn_rdma_unpost(c, chs[i]);
+		conn_rdma_unpost(c, wrs[i]);
 	if (ret == -ENOMEM) {
 		*error = -ENOMEM;
 	} else {

@@ -10,17 +10,20 @@
 #define XFERK_TRANSPORT_H
 
 #include <linux/completion.h>
+#include <linux/ktime.h>
+#include <linux/scatterlist.h>
 #include <linux/socket.h>
 #include <linux/types.h>
 
 struct ib_qp;
 struct net;
 struct rdma_cm_id;
-struct xferk_chunk;
+struct ib_mr;
+struct page;
 struct xferk_conn;
-struct xferk_export;
 struct xferk_qacct;
 struct xferk_region;
+struct xferk_send;
 
 /* conn.c, conn_post.c, rdma.c, nullpeer.c */
 
@@ -41,6 +44,66 @@ struct xferk_region;
 
 /* Most scatter/gather entries, hence pages, one work request carries. */
 #define XFERK_MAX_SGE	32
+
+/**
+ * struct xferk_wr - what the transport posts of a chunk: one work request
+ * @region: the local memory (pinned; the chunk's op holds a reference)
+ * @offset: start within @region
+ * @remote_addr: the peer's address
+ * @rkey: the peer's key for it: set by the sessions layer before each post
+ *	(the chunk's rail may change between posts)
+ * @len: bytes (at most a work request's, far below 4 GiB)
+ * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
+ * @due: null peer: when to complete
+ * @send: RDMA: the connection's send slot while posted (conn->lock)
+ *
+ * Embedded in its chunk (struct xferk_chunk.wr): the transport sees no
+ * more of it, and hands back only this (xferk_conn_chunk_done(), ...).
+ */
+struct xferk_wr {
+	struct xferk_region *region;
+	u64 offset;
+	u64 remote_addr;
+	u32 rkey;
+	u32 len;
+	u8 opcode;
+	union {
+		ktime_t due;
+		struct xferk_send *send;
+	};
+};
+
+/**
+ * struct xferk_reg - a range registered for the peer: an export's
+ * @region: the pinned region it is part of (the export holds a reference)
+ * @addr: start (user address of the exporting process); a window's first
+ *	block's
+ * @len: length; a window's is the sum of its blocks'
+ * @access: XFERK_ACCESS_REMOTE_*
+ * @npages: pages it covers
+ * @window_pages: a window's pages, in the order the peer sees them
+ *	(@npages of them); NULL for a plain range of @region
+ * @iova: address the peer uses (set by the transport's @export)
+ * @rkey: remote key (likewise)
+ * @mr: the RDMA memory region, NULL once revoked (conn->exports_lock)
+ * @sgt: fast registration: the pages it maps, DMA-mapped while @mr lives
+ *	(conn->exports_lock)
+ *
+ * Embedded in its export (struct xferk_export.reg): the transport sees no
+ * more of it.
+ */
+struct xferk_reg {
+	struct xferk_region *region;
+	u64 addr;
+	u64 len;
+	u32 access;
+	unsigned long npages;
+	struct page **window_pages;
+	u64 iova;
+	u32 rkey;
+	struct ib_mr *mr;
+	struct sg_table sgt;
+};
 
 /**
  * struct xferk_lane - one RC QP of a session's path (RDMA)
@@ -87,21 +150,21 @@ struct xferk_lane {
 /**
  * struct xferk_transport - what differs between the RDMA and null peers
  * @name: for tables
- * @post: hand @n chunks (at most XFERK_POST_BATCH) to the device in one
- *	call, in order; called with conn->lock held, with a free send slot
- *	for each (conn->credits). Return: how many were posted, always the
- *	first ones of @chs; when fewer than @n, *@error (-ENOMEM or -EIO)
- *	says why the next one was not, and nothing after it was posted; or
- *	0: the transport has no room now (its QPs' send queues are full),
- *	the rest waits for a completion
+ * @post: hand @n chunks' work requests (at most XFERK_POST_BATCH) to the
+ *	device in one call, in order; called with conn->lock held, with a
+ *	free send slot for each (conn->credits). Return: how many were
+ *	posted, always the first ones of @wrs; when fewer than @n, *@error
+ *	(-ENOMEM or -EIO) says why the next one was not, and nothing after
+ *	it was posted; or 0: the transport has no room now (its QPs' send
+ *	queues are full), the rest waits for a completion
  * @unpost: undo what @post set up (DMA mapping, send slot) once the
- *	chunk's work request is terminal; called with conn->lock held
- * @overtaken: whether a work request posted before posted chunk @ch's on
- *	its QP is still outstanding now that @ch's completed successfully:
+ *	work request is terminal; called with conn->lock held
+ * @overtaken: whether a work request posted before posted @wr on its QP
+ *	is still outstanding now that @wr completed successfully:
  *	on an RC send queue completions come in order, so its completion
  *	was lost (conn->lock held; NULL: the transport cannot tell)
- * @export: make e->addr..+len of the calling process remotely accessible
- *	on this connection: set e->rkey and e->iova
+ * @export: make reg->addr..+len of the calling process remotely
+ *	accessible on this connection: set reg->rkey and reg->iova
  * @unexport: revoke what @export made
  * @disconnect: stop every callback of the connection manager and start
  *	flushing everything posted (the path's first teardown step)
@@ -126,12 +189,12 @@ struct xferk_lane {
  */
 struct xferk_transport {
 	const char *name;
-	u32 (*post)(struct xferk_conn *c, struct xferk_chunk **chs, u32 n,
+	u32 (*post)(struct xferk_conn *c, struct xferk_wr **wrs, u32 n,
 		    int *error);
-	void (*unpost)(struct xferk_conn *c, struct xferk_chunk *ch);
-	bool (*overtaken)(struct xferk_conn *c, struct xferk_chunk *ch);
-	int (*export)(struct xferk_conn *c, struct xferk_export *e);
-	void (*unexport)(struct xferk_conn *c, struct xferk_export *e);
+	void (*unpost)(struct xferk_conn *c, struct xferk_wr *wr);
+	bool (*overtaken)(struct xferk_conn *c, struct xferk_wr *wr);
+	int (*export)(struct xferk_conn *c, struct xferk_reg *reg);
+	void (*unexport)(struct xferk_conn *c, struct xferk_reg *reg);
 	void (*disconnect)(struct xferk_conn *c);
 	void (*quiesce)(struct xferk_conn *c);
 	void (*destroy)(struct xferk_conn *c);

@@ -67,7 +67,8 @@
  *   rdma_mr.c    RDMA exports: memory registration
  *   rdma_cm.c    the rdma_cm handshake: its messages, events, requests
  *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
- *   transport.h  the transport ops table, a path's QPs, posting bounds
+ *   transport.h  the transport ops table, a path's QPs, posting bounds,
+ *                a chunk's work request, an export's registration
  *   rdma.h       the RDMA transport's private header (rdma*.c only)
  *
  * 5. Bottom: models and resources

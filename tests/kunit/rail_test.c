@@ -45,7 +45,7 @@ static int rail_init(struct kunit *test)
 	f->op.nr_conns = NCONN;
 	f->r.addr = 0x100000;
 	f->ch = (struct xferk_chunk) { .op = &f->op, .remote = &f->rm[0],
-				       .region = &f->r, .len = 4096 };
+				       .wr = { .region = &f->r, .len = 4096 } };
 	test->priv = f;
 	return 0;
 }
@@ -143,7 +143,7 @@ static void rail_reroute_targets(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
 	f->op.nr_conns = NCONN;
 	/* ...whose device takes it in one work request... */
-	f->ch.len = 8192;
+	f->ch.wr.len = 8192;
 	f->c[1].max_chunk_pages = 1;
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
 	f->c[1].max_chunk_pages = 2;

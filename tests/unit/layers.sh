@@ -53,11 +53,6 @@ rail.c -> export.h: a rail is a remote handle (struct xferk_remote, xferk_remote
 rail.c -> op.h: rerouting moves chunks of ops (struct xferk_chunk, struct xferk_op)
 queue.c -> export.h: admission reads the remote handles of an op's fragments
 queue.c -> op.h: the queue admits ops and dispatches their chunks (struct xferk_op, struct xferk_chunk)
-# transport -> requests
-rdma_mr.c -> export.h: registers an export's memory (struct xferk_export)
-rdma_post.c -> op.h: posts chunks (struct xferk_chunk)
-nullpeer.c -> export.h: the null peer's export sets the key (struct xferk_export)
-nullpeer.c -> op.h: the null peer completes chunks (struct xferk_chunk)
 # transport -> sessions
 rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
 rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
