@@ -2,9 +2,9 @@
 /*
  * Sessions layer: a connection end to a peer (struct xferk_conn; conn.c,
  * conn_post.c, conn_timer.c and conn_lookup.c, which share
- * conn_internal.h), a file's handle to one, the session API, and the
- * revoke protocol's state and entry points (revoke.c). The session state
- * machine is conn_state.h, the transport's ops table transport.h, the
+ * conn_internal.h), a file's handle to one, and the session API. The
+ * session state machine is conn_state.h, the revoke protocol's state and
+ * entry points revoke.h, the transport's ops table transport.h, the
  * messages' layout wire.h.
  */
 #ifndef XFERK_CONN_H
@@ -26,6 +26,7 @@
 #include "conn_state.h"
 #include "fence.h"
 #include "handle.h"
+#include "revoke.h"
 #include "sched.h"
 #include "transport.h"
 #include "wire.h"
@@ -33,12 +34,10 @@
 struct net;
 struct xferk_chunk;
 struct xferk_dev;
-struct xferk_export;
 struct xferk_msgs;
 struct xferk_op;
 struct xferk_qacct;
 struct xferk_qdev;
-struct xferk_remote;
 struct xferk_send;
 
 /*
@@ -54,35 +53,6 @@ struct xferk_send;
 #define XFERK_CONN_F_KEYED	2	/* @peer_id and @token_key are set */
 #define XFERK_CONN_F_PROBING	3	/* a keepalive probe is posted */
 #define XFERK_CONN_F_RAIL	4	/* a remote handle's rail (rail.c) */
-
-/* Ids of the peer's revoked exports an end remembers (the oldest go). */
-#define XFERK_REVOKED_MAX	1024
-
-/* States of a revoke this end sent (struct xferk_revoke.state). */
-enum xferk_revoke_state {
-	XFERK_REVOKE_FREE,	/* slot unused */
-	XFERK_REVOKE_WAITING,	/* sent; its CLOSE waits for the answer */
-	XFERK_REVOKE_ANSWERED,	/* answered; its CLOSE takes the slot back */
-	XFERK_REVOKE_LOST,	/* its path died first; likewise */
-	/* its CLOSE gave up: taken until the answer comes or the path dies */
-	XFERK_REVOKE_ABANDONED,
-};
-
-/**
- * struct xferk_revoke - a revoke this end sent, or one it must answer
- * @id: the export's id in the session
- * @gen: the export's generation
- * @sent: when it was sent (sender)
- * @answered: when its answer came (sender)
- * @state: enum xferk_revoke_state (sender)
- */
-struct xferk_revoke {
-	u64 id;
-	u64 gen;
-	ktime_t sent;
-	ktime_t answered;
-	u8 state;
-};
 
 /**
  * struct xferk_conn - one end of a connection to a peer host
@@ -386,15 +356,5 @@ bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
 			  siphash_key_t *key);
 struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,
 					    u64 conn_id, struct net *net);
-
-/* revoke.c */
-bool xferk_export_ask_revoke(struct xferk_export *e, int *slot);
-bool xferk_export_await_revoke(struct xferk_export *e, int slot,
-			       ktime_t deadline, u64 *ack_ns);
-void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len);
-void xferk_msg_sent(struct xferk_conn *c, u64 seq);
-void xferk_msgs_kick_locked(struct xferk_conn *c);
-void xferk_msgs_path_lost(struct xferk_conn *c);
-int xferk_remote_listen(struct xferk_remote *rm);
 
 #endif /* XFERK_CONN_H */

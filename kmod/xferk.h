@@ -50,13 +50,14 @@
  *   rail.c       a remote handle striped over several sessions
  *   fence.c      the rails fence: FENCE, FENCE_ACK  (verbs-free)
  *   queue.c      the host-wide admission queue per RDMA device
- *   conn.h       connections, the session API, the revoke protocol
+ *   conn.h       connections, the session API
  *   conn_internal.h  private to conn.c, conn_post.c, conn_timer.c,
  *                conn_lookup.c and fence.c: what they share, their
  *                locking rules
  *   notify.h     notifications on their way
  *   rail.h       rails
  *   fence.h      a session's part in the rails fence
+ *   revoke.h     the revoke protocol's state and entry points
  *   queue.h      admission queues, per-file accounts
  *
  * 4. Transport: RDMA and the null peer

@@ -28,7 +28,7 @@ requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
 requests   op.h op_internal.h export.h evq.h
 sessions   conn.c conn_post.c conn_timer.c conn_lookup.c
 sessions   revoke.c notify.c rail.c queue.c fence.c
-sessions   conn.h conn_internal.h notify.h rail.h queue.h fence.h
+sessions   conn.h conn_internal.h notify.h rail.h queue.h fence.h revoke.h
 transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
 transport  nullpeer.c
 transport  rdma.h transport.h
