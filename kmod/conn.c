@@ -62,6 +62,8 @@
  */
 #include <linux/hashtable.h>
 #include <linux/module.h>
+#include <linux/nsproxy.h>
+#include <linux/random.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <net/net_namespace.h>
@@ -72,6 +74,7 @@
 #include "queue.h"
 #include "stats.h"
 #include "transport.h"
+#include "xferk.h"
 #include "trace.h"
 
 #define XFERK_CHUNK_MAX_BYTES	SZ_1M
@@ -240,6 +243,43 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 void xferk_conn_claim(struct xferk_conn *c)
 {
 	set_bit(XFERK_CONN_F_CLAIMED, &c->flags);
+}
+
+/**
+ * xferk_conn_null_create() - a new null peer
+ * @delay_ns: how long each chunk takes
+ *
+ * Null peers are never shared: each call makes a new one, which lives
+ * until the module unloads or its handle goes. It is both ends of itself:
+ * its tokens name its own id, under its own random key. All null peers
+ * share one admission queue.
+ *
+ * Return: the connection, up, with a reference and a use
+ * (xferk_conn_use()) for the caller.
+ */
+struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
+{
+	struct xferk_conn *c = kzalloc(sizeof(*c), XFERK_GFP_USER);
+
+	if (!c)
+		return ERR_PTR(-ENOMEM);
+	xferk_conn_init(c, &xferk_null_transport, current->nsproxy->net_ns,
+			true);
+	c->qdev = xferk_qdev_get_null();
+	if (!c->qdev) {
+		xferk_conn_put(c);
+		return ERR_PTR(-ENOMEM);
+	}
+	xferk_null_init_conn(c, delay_ns);
+	get_random_bytes(&c->token_key, sizeof(c->token_key));
+	xferk_conn_publish(c, 0);	/* a null peer is published always */
+	c->peer_id = c->local_id;
+	set_bit(XFERK_CONN_F_KEYED, &c->flags);
+	xferk_conn_claim(c);
+	xferk_conn_get(c);
+	c->lanes[0].live = true;	/* its one "QP", for the tables */
+	xferk_conn_set_up(c);
+	return c;
 }
 
 /*

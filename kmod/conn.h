@@ -304,6 +304,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 void xferk_conn_get(struct xferk_conn *c);
 void xferk_conn_put(struct xferk_conn *c);
 void xferk_conn_claim(struct xferk_conn *c);
+struct xferk_conn *xferk_conn_null_create(u64 delay_ns);
 int xferk_conn_charge_attempt(struct xferk_qacct *acct,
 			      unsigned long max_connecting);
 void xferk_conn_uncharge_attempt(struct xferk_qacct *acct);

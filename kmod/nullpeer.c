@@ -6,12 +6,8 @@
  * the op machinery; nothing that claims RDMA behaviour may use it.
  * Creating one needs CAP_SYS_ADMIN.
  */
-#include <linux/nsproxy.h>
-#include <linux/random.h>
-#include <linux/slab.h>
-
+#include <linux/workqueue.h>
 #include "conn.h"
-#include "queue.h"
 #include "transport.h"
 #include "xferk.h"
 
@@ -121,41 +117,11 @@ const struct xferk_transport xferk_null_transport = {
 	.destroy = null_destroy,
 };
 
-/**
- * xferk_conn_null_create() - a new null peer
- * @delay_ns: how long each chunk takes
- *
- * Null peers are never shared: each call makes a new one, which lives
- * until the module unloads or its handle goes. It is both ends of itself:
- * its tokens name its own id, under its own random key.
- *
- * Return: the connection, up, with a reference and a use
- * (xferk_conn_use()) for the caller.
- */
-struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
+/* Makes @c a null peer's session: each chunk completes @delay_ns later. */
+void xferk_null_init_conn(struct xferk_conn *c, u64 delay_ns)
 {
-	struct xferk_conn *c = kzalloc(sizeof(*c), XFERK_GFP_USER);
-
-	if (!c)
-		return ERR_PTR(-ENOMEM);
-	xferk_conn_init(c, &xferk_null_transport, current->nsproxy->net_ns,
-			true);
-	c->qdev = xferk_qdev_get_null();
-	if (!c->qdev) {
-		xferk_conn_put(c);
-		return ERR_PTR(-ENOMEM);
-	}
 	INIT_DELAYED_WORK(&c->null_work, null_complete_due);
 	c->null_delay_ns = delay_ns;
-	get_random_bytes(&c->token_key, sizeof(c->token_key));
-	xferk_conn_publish(c, 0);	/* a null peer is published always */
-	c->peer_id = c->local_id;
-	set_bit(XFERK_CONN_F_KEYED, &c->flags);
-	xferk_conn_claim(c);
-	xferk_conn_get(c);
-	c->lanes[0].live = true;	/* its one "QP", for the tables */
-	xferk_conn_set_up(c);
-	return c;
 }
 
 int xferk_null_module_init(void)

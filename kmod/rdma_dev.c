@@ -23,7 +23,6 @@
 #include <linux/slab.h>
 #include "conn.h"
 #include "fault.h"
-#include "queue.h"
 #include "rdma.h"
 #include "region.h"
 #include "stats.h"
@@ -53,6 +52,14 @@ struct xferk_dev {
 static DEFINE_MUTEX(xferk_dma_lock);
 
 static DEFINE_MUTEX(xferk_devs_lock);	/* client data lookups, dev->conns */
+
+/* Each device's admission queue: set once at module load, before devices. */
+static const struct xferk_dev_queues *dev_queues __ro_after_init;
+
+void xferk_rdma_set_dev_queues(const struct xferk_dev_queues *queues)
+{
+	dev_queues = queues;
+}
 
 /* ---- DMA maps of regions ---- */
 
@@ -248,7 +255,7 @@ static int xferk_ib_add(struct ib_device *ibdev)
 
 	if (!d)
 		return -ENOMEM;
-	d->qdev = xferk_qdev_create(dev_name(&ibdev->dev));
+	d->qdev = dev_queues->create(dev_name(&ibdev->dev));
 	if (!d->qdev) {
 		kfree(d);
 		return -ENOMEM;
@@ -284,7 +291,7 @@ static void xferk_ib_remove(struct ib_device *ibdev, void *client_data)
 	kref_put(&d->ref, dev_release);
 	wait_for_completion(&d->released);
 	dev_unmap_all(d);
-	xferk_qdev_put(d->qdev);
+	dev_queues->put(d->qdev);
 	kfree(d);
 }
 
@@ -308,7 +315,7 @@ int conn_attach(struct xferk_conn *c, struct ib_device *ibdev)
 		kref_get(&d->ref);
 		list_add_tail(&c->dev_node, &d->conns);
 		c->dev = d;
-		xferk_qdev_get(d->qdev);
+		dev_queues->get(d->qdev);
 		c->qdev = d->qdev;
 	}
 	mutex_unlock(&xferk_devs_lock);

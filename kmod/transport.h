@@ -22,6 +22,7 @@ struct ib_mr;
 struct page;
 struct xferk_conn;
 struct xferk_qacct;
+struct xferk_qdev;
 struct xferk_region;
 struct xferk_send;
 
@@ -207,6 +208,20 @@ struct xferk_transport {
 extern const struct xferk_transport xferk_null_transport;
 extern const struct xferk_transport xferk_rdma_transport;
 
+/**
+ * struct xferk_dev_queues - each RDMA device's admission queue: the
+ *	sessions layer's (queue.c), kept by the transport per device
+ * @create: a queue for a device that appeared, named @name: with a
+ *	reference, or NULL without memory
+ * @get: another reference, for a session that attaches to the device
+ * @put: drops one
+ */
+struct xferk_dev_queues {
+	struct xferk_qdev *(*create)(const char *name);
+	void (*get)(struct xferk_qdev *q);
+	void (*put)(struct xferk_qdev *q);
+};
+
 /* rdma.c: devices, rdma_cm, QPs, the listener */
 extern unsigned short xferk_listen_port;
 extern struct sockaddr_storage xferk_listen_sockaddr;
@@ -215,6 +230,7 @@ extern unsigned int xferk_max_peer_qps;
 extern unsigned int xferk_handshake_timeout_ms;
 int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
+void xferk_rdma_set_dev_queues(const struct xferk_dev_queues *queues);
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
 				      unsigned int timeout_ms, u32 nr_qps,
@@ -222,7 +238,7 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 				      unsigned long max_connecting);
 
 /* nullpeer.c */
-struct xferk_conn *xferk_conn_null_create(u64 delay_ns);
+void xferk_null_init_conn(struct xferk_conn *c, u64 delay_ns);
 int xferk_null_module_init(void);
 void xferk_null_module_exit(void);
 

@@ -57,12 +57,10 @@ queue.c -> op.h: the queue admits ops and dispatches their chunks (struct xferk_
 rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
 rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
 rdma_dev.c -> conn.h: a device's removal takes its sessions down (xferk_conn_down())
-rdma_dev.c -> queue.h: each device has an admission queue (xferk_qdev_create())
 rdma_mr.c -> conn.h: registration posts on the session and kills its path on failure (xferk_conn_qp_dead())
 rdma_msg.c -> conn.h: received messages go to the revoke protocol (xferk_msg_received())
 rdma_post.c -> conn.h: completions are handed to the session (xferk_conn_chunk_done(), ...)
 nullpeer.c -> conn.h: the null peer creates sessions and completes their chunks (xferk_conn_init(), ...)
-nullpeer.c -> queue.h: the null peers' admission queue (xferk_qdev_get_null())
 EOF
 }
 
