@@ -11,6 +11,7 @@
 #include <linux/list.h>
 #include <linux/types.h>
 #include "handle.h"
+#include "remote.h"
 #include "transport.h"
 #include "../uapi/xferk.h"
 
@@ -55,42 +56,6 @@ struct xferk_export {
 	bool live;
 };
 
-/**
- * struct xferk_remote - an imported token: where fragments go
- * @hobj: handle-table entry
- * @ref: handle + one per chunk using it
- * @conn: the local end that posts to the exporting peer (ref)
- * @iova: the peer's address of the range's start
- * @len: the range's length
- * @rkey: the peer's remote key
- * @access: XFERK_ACCESS_REMOTE_* the peer granted
- * @id: the export's id in the session, 0 if the token has none
- * @gen: the export's generation
- * @conn_node: in @conn->remotes while @id is set (@conn->lock)
- * @error: 0, or why the key is unusable, for good: -ESTALE once the peer
- *	revoked it (REVOKE), -EACCES once the peer refused a work request on
- *	it (a remote access error). Later chunks on it fail with it unposted
- *	(instead of killing a path each), a submit that names it fails with
- *	it. Set under @conn->lock, read locklessly.
- * @rails: NULL, or the rails of a remote handle striped over several
- *	sessions (XFERK_IMPORT_RAIL; rail.c), this one the first; set once,
- *	under its file's lock. A rail is a remote of its own with no handle.
- */
-struct xferk_remote {
-	struct xferk_hobj hobj;
-	struct kref ref;
-	struct xferk_conn *conn;
-	u64 iova;
-	u64 len;
-	u32 rkey;
-	u32 access;
-	u64 id;
-	u64 gen;
-	struct list_head conn_node;
-	int error;
-	struct xferk_rails *rails;
-};
-
 /* Most pages of one window (256 MiB in 4 KiB pages): E2BIG beyond. */
 #define XFERK_WINDOW_MAX_PAGES	65536
 
@@ -132,15 +97,9 @@ static inline bool xferk_export_access_valid(u32 access)
 }
 
 struct xferk_export *xferk_export_create(struct xferk_export_req *x);
-bool xferk_token_well_formed(const struct xferk_token *tok);
-struct xferk_remote *xferk_remote_create(const struct xferk_token *tok,
-					 struct xferk_conn *via);
 void xferk_export_put(struct xferk_export *e);
 void xferk_export_revoke(struct xferk_export *e);
 void xferk_region_revoke_exports(struct xferk_region *r);
 void xferk_export_module_init(void);
-void xferk_remote_get(struct xferk_remote *rm);
-int xferk_remote_add_rail(struct xferk_remote *rm, struct xferk_remote *rail);
-void xferk_remote_put(struct xferk_remote *rm);
 
 #endif /* XFERK_EXPORT_H */

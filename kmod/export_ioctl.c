@@ -21,6 +21,7 @@
 #include "front.h"
 #include "handle.h"
 #include "limits.h"
+#include "rail.h"
 #include "region.h"
 #include "stats.h"
 #include "wire.h"
@@ -187,8 +188,8 @@ int xferk_ioctl_window_close(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	deadline = min_t(u64, a->deadline_ns, now + XFERK_CLOSE_MAX_WAIT_NS);
 	a->how = XFERK_CLOSE_FORCED;
 	a->ack_ns = 0;
-	if (xferk_export_ask_revoke(e, &slot) &&
-	    xferk_export_await_revoke(e, slot, deadline, &a->ack_ns))
+	if (xferk_revoke_ask(e->conn, e->id, e->gen, &slot) &&
+	    xferk_revoke_await(e->conn, slot, deadline, &a->ack_ns))
 		a->how = XFERK_CLOSE_COOPERATIVE;
 	else
 		atomic64_inc(&xferk_stats.closes_forced);

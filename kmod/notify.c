@@ -35,24 +35,25 @@
 
 #include "conn.h"
 #include "conn_state.h"
-#include "export.h"
 #include "notify.h"
 #include "queue.h"
+#include "remote.h"
 #include "stats.h"
 #include "wire.h"
 #include "xferk.h"
 
 /*
- * Hands an event to the file that owns export @e (its event queue): the
- * requests layer's, which owns both (xferk_notify_set_deliver()); from
- * the CQ's context, under the session's export_ids xa_lock. Set once at
- * module load.
+ * Hands an event to the file that owns export @e (its event queue), with
+ * the export's handle, if it has one (false if not): the requests
+ * layer's, which owns both (xferk_notify_set_deliver()); from the CQ's
+ * context, under the session's export_ids xa_lock. Set once at module
+ * load.
  */
-static void (*notify_deliver)(struct xferk_export *e,
-			      const struct xferk_event *ev) __ro_after_init;
+static bool (*notify_deliver)(struct xferk_export *e,
+			      struct xferk_event *ev) __ro_after_init;
 
-void xferk_notify_set_deliver(void (*deliver)(struct xferk_export *e,
-					      const struct xferk_event *ev))
+void xferk_notify_set_deliver(bool (*deliver)(struct xferk_export *e,
+					      struct xferk_event *ev))
 {
 	notify_deliver = deliver;
 }
@@ -298,7 +299,7 @@ bool xferk_notify_received(struct xferk_conn *c,
 		.flags = m->flags,
 	};
 	struct xferk_export *e;
-	bool fresh;
+	bool fresh, delivered;
 
 	if (!seq || !id || ev.type < XFERK_EVENT_DATA ||
 	    ev.type > XFERK_EVENT_ABORTED || (ev.flags & ~XFERK_EVENT_INCOMPLETE) ||
@@ -321,12 +322,9 @@ bool xferk_notify_received(struct xferk_conn *c,
 	 */
 	xa_lock(&c->export_ids);
 	e = xa_load(&c->export_ids, id);
-	/* Not yet (or no longer) published: nobody could name it. */
-	ev.export_handle = e ? READ_ONCE(e->hobj.handle) : 0;
-	if (ev.export_handle)
-		notify_deliver(e, &ev);
+	delivered = e && notify_deliver(e, &ev);
 	xa_unlock(&c->export_ids);
-	if (!ev.export_handle)
+	if (!delivered)
 		atomic64_inc(&xferk_stats.notifies_unclaimed);
 	return true;
 }

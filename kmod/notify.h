@@ -59,7 +59,7 @@ void xferk_notify_conn_gone(struct xferk_conn *c);
 void xferk_notify_conn_down(struct xferk_conn *c);
 bool xferk_notify_received(struct xferk_conn *c,
 			   const struct xferk_wire_notify *m);
-void xferk_notify_set_deliver(void (*deliver)(struct xferk_export *e,
-					      const struct xferk_event *ev));
+void xferk_notify_set_deliver(bool (*deliver)(struct xferk_export *e,
+					      struct xferk_event *ev));
 
 #endif /* XFERK_NOTIFY_H */

@@ -43,9 +43,9 @@
 #include <linux/slab.h>
 
 #include "conn.h"
-#include "export.h"
 #include "op.h"
 #include "queue.h"
+#include "remote.h"
 #include "sched.h"
 #include "transport.h"
 #include "xferk.h"

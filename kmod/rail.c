@@ -47,11 +47,11 @@
 
 #include "conn.h"
 #include "conn_state.h"
-#include "export.h"
 #include "fence.h"
 #include "op.h"
 #include "rail.h"
 #include "region.h"
+#include "remote.h"
 #include "stats.h"
 #include "xferk.h"
 

@@ -31,6 +31,7 @@ struct xferk_rails {
 };
 
 /* rail.c */
+int xferk_remote_add_rail(struct xferk_remote *rm, struct xferk_remote *rail);
 void xferk_remote_free_rails(struct xferk_remote *rm);
 void xferk_remote_limits(struct xferk_remote *rm, u32 *pages, u64 *bytes);
 u32 xferk_remote_nr_rails(struct xferk_remote *rm);

@@ -33,11 +33,11 @@
 #include <kunit/visibility.h>
 
 #include "conn.h"
-#include "export.h"
 #include "fault.h"
 #include "fence.h"
 #include "notify.h"
 #include "op.h"
+#include "remote.h"
 #include "stats.h"
 #include "wire.h"
 
@@ -56,25 +56,26 @@ static void revoke_msg(struct xferk_wire_msg *m, u8 type,
 }
 
 /**
- * xferk_export_ask_revoke() - send the peer a REVOKE for an export
- * @e: the export, its handle gone
- * @slot: out: the revoke's slot in e->conn->revokes
+ * xferk_revoke_ask() - send the peer a REVOKE for an export
+ * @c: the export's session
+ * @id: the export's id in it, 0 if it has none
+ * @gen: its generation
+ * @slot: out: the revoke's slot in c->revokes
  *
  * Only if the protocol can carry it: the export has an id (its peer
  * announced XFERK_CAP_REVOKE), the session is up and fewer than
  * XFERK_REVOKES_MAX revokes are unanswered.
  *
- * Return: true if sent; xferk_export_await_revoke() then frees @slot.
+ * Return: true if sent; xferk_revoke_await() then frees @slot.
  */
-bool xferk_export_ask_revoke(struct xferk_export *e, int *slot)
+bool xferk_revoke_ask(struct xferk_conn *c, u64 id, u64 gen, int *slot)
 {
-	struct xferk_conn *c = e->conn;
-	struct xferk_revoke r = { .id = e->id, .gen = e->gen };
+	struct xferk_revoke r = { .id = id, .gen = gen };
 	struct xferk_wire_msg m;
 	bool sent = false;
 	int i;
 
-	if (!e->id || !c->transport->send_msg)
+	if (!id || !c->transport->send_msg)
 		return false;
 	revoke_msg(&m, XFERK_MSG_REVOKE, &r);
 	mutex_lock(&c->lock);
@@ -92,7 +93,7 @@ bool xferk_export_ask_revoke(struct xferk_export *e, int *slot)
 	mutex_unlock(&c->lock);
 	return sent;
 }
-EXPORT_SYMBOL_IF_KUNIT(xferk_export_ask_revoke);
+EXPORT_SYMBOL_IF_KUNIT(xferk_revoke_ask);
 
 static void stat_max(atomic64_t *max, s64 v)
 {
@@ -103,9 +104,9 @@ static void stat_max(atomic64_t *max, s64 v)
 }
 
 /**
- * xferk_export_await_revoke() - wait for the answer to a REVOKE
- * @e: the export
- * @slot: its revoke's slot
+ * xferk_revoke_await() - wait for the answer to a REVOKE
+ * @c: the export's session
+ * @slot: its revoke's slot (xferk_revoke_ask())
  * @deadline: give up at this time (CLOCK_MONOTONIC)
  * @ack_ns: out: revoke to answer, if answered
  *
@@ -115,10 +116,9 @@ static void stat_max(atomic64_t *max, s64 v)
  *
  * Return: true if the peer answered.
  */
-bool xferk_export_await_revoke(struct xferk_export *e, int slot,
-			       ktime_t deadline, u64 *ack_ns)
+bool xferk_revoke_await(struct xferk_conn *c, int slot, ktime_t deadline,
+			u64 *ack_ns)
 {
-	struct xferk_conn *c = e->conn;
 	struct xferk_revoke *r = &c->revokes[slot];
 	s64 left = ktime_to_ns(ktime_sub(deadline, ktime_get()));
 	bool answered;
@@ -142,7 +142,7 @@ bool xferk_export_await_revoke(struct xferk_export *e, int slot,
 	}
 	return answered;
 }
-EXPORT_SYMBOL_IF_KUNIT(xferk_export_await_revoke);
+EXPORT_SYMBOL_IF_KUNIT(xferk_revoke_await);
 
 /* Is a work request on an import of @r posted? With c->lock. */
 static bool revoke_posted_locked(struct xferk_conn *c,

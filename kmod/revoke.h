@@ -11,7 +11,6 @@
 #include <linux/types.h>
 
 struct xferk_conn;
-struct xferk_export;
 struct xferk_remote;
 
 /* Ids of the peer's revoked exports an end remembers (the oldest go). */
@@ -43,9 +42,9 @@ struct xferk_revoke {
 	u8 state;
 };
 
-bool xferk_export_ask_revoke(struct xferk_export *e, int *slot);
-bool xferk_export_await_revoke(struct xferk_export *e, int slot,
-			       ktime_t deadline, u64 *ack_ns);
+bool xferk_revoke_ask(struct xferk_conn *c, u64 id, u64 gen, int *slot);
+bool xferk_revoke_await(struct xferk_conn *c, int slot, ktime_t deadline,
+			u64 *ack_ns);
 void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len);
 void xferk_msg_sent(struct xferk_conn *c, u64 seq);
 void xferk_msgs_kick_locked(struct xferk_conn *c);

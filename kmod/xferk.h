@@ -33,11 +33,11 @@
  *   op_submit.c  submit: checking fragments, cutting chunks, publishing
  *   op_cancel.c  deadline, cancel, drain, quarantine, exit drain
  *   group.c      groups of ops, aborted together
- *   export.c     export tokens (authenticated), windows, remote handles
+ *   export.c     exports, their tokens, windows
  *   evq.c        a file's queue of events, taken by EVENTS
  *   op.h         chunks, ops, groups, the background drain
  *   op_internal.h  what the files of ops share among themselves
- *   export.h     exports, windows, remote handles
+ *   export.h     exports, windows
  *   evq.h        a file's queue of events (evq.c)
  *
  * 3. Sessions: connections to peers
@@ -48,6 +48,7 @@
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
  *   notify.c     notifications to a peer's process: sending, receiving
  *   rail.c       a remote handle striped over several sessions
+ *   remote.c     remote handles: imported tokens, authenticated
  *   fence.c      the rails fence: FENCE, FENCE_ACK  (verbs-free)
  *   queue.c      the host-wide admission queue per RDMA device
  *   conn.h       connections, the session API
@@ -56,6 +57,7 @@
  *                locking rules
  *   notify.h     notifications on their way
  *   rail.h       rails
+ *   remote.h     remote handles, the tokens' MAC
  *   fence.h      a session's part in the rails fence
  *   revoke.h     the revoke protocol's state and entry points
  *   queue.h      admission queues, per-file accounts

@@ -99,6 +99,18 @@ static bool sent_is(unsigned int i, u8 type, u64 id, u64 gen)
 	       !memcmp(sent[i], m, sizeof(m));
 }
 
+/* Its export's REVOKE, as CLOSE asks for it. */
+static bool ask_revoke(struct revoke_fixture *f, int *slot)
+{
+	return xferk_revoke_ask(f->e.conn, f->e.id, f->e.gen, slot);
+}
+
+static bool await_revoke(struct revoke_fixture *f, int slot, ktime_t deadline,
+			 u64 *ack_ns)
+{
+	return xferk_revoke_await(f->e.conn, slot, deadline, ack_ns);
+}
+
 /* REVOKE out, REVOKE_ACK in: the close is cooperative, the slot free. */
 static void revoke_cooperative(struct kunit *test)
 {
@@ -106,7 +118,7 @@ static void revoke_cooperative(struct kunit *test)
 	u64 ack_ns = ~0ULL;
 	int slot = -1;
 
-	KUNIT_ASSERT_TRUE(test, xferk_export_ask_revoke(&f->e, &slot));
+	KUNIT_ASSERT_TRUE(test, ask_revoke(f, &slot));
 	KUNIT_EXPECT_TRUE(test, sent_is(0, 1, 5, 77));
 	/* Another export's answer, or another generation's, is not it. */
 	receive(&f->c, 2, 5, 78);
@@ -114,9 +126,8 @@ static void revoke_cooperative(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, f->c.revokes[slot].state, XFERK_REVOKE_WAITING);
 	receive(&f->c, 2, 5, 77);
 	KUNIT_EXPECT_TRUE(test,
-			  xferk_export_await_revoke(&f->e, slot,
-						    ktime_add_ms(ktime_get(), 10000),
-						    &ack_ns));
+			  await_revoke(f, slot, ktime_add_ms(ktime_get(), 10000),
+				       &ack_ns));
 	KUNIT_EXPECT_LT(test, ack_ns, 10000ULL * NSEC_PER_MSEC);
 	KUNIT_EXPECT_EQ(test, f->c.revokes[slot].state, XFERK_REVOKE_FREE);
 }
@@ -133,20 +144,18 @@ static void revoke_abandoned_bounded(struct kunit *test)
 
 	for (i = 0; i < XFERK_REVOKES_MAX; i++) {
 		f->e.id = 100 + i;
-		KUNIT_ASSERT_TRUE(test, xferk_export_ask_revoke(&f->e, &slot));
+		KUNIT_ASSERT_TRUE(test, ask_revoke(f, &slot));
 		KUNIT_EXPECT_FALSE(test,
-				   xferk_export_await_revoke(&f->e, slot,
-							     ktime_get(),
-							     &ack_ns));
+				   await_revoke(f, slot, ktime_get(), &ack_ns));
 		KUNIT_EXPECT_EQ(test, f->c.revokes[slot].state,
 				XFERK_REVOKE_ABANDONED);
 	}
 	f->e.id = 200;
-	KUNIT_EXPECT_FALSE(test, xferk_export_ask_revoke(&f->e, &slot));
+	KUNIT_EXPECT_FALSE(test, ask_revoke(f, &slot));
 	KUNIT_EXPECT_EQ(test, nr_sent, (unsigned int)XFERK_REVOKES_MAX);
 	/* A late answer frees its slot. */
 	receive(&f->c, 2, 103, 77);
-	KUNIT_EXPECT_TRUE(test, xferk_export_ask_revoke(&f->e, &slot));
+	KUNIT_EXPECT_TRUE(test, ask_revoke(f, &slot));
 	/* The path's death: waiting is lost, abandoned is free. */
 	mutex_lock(&f->c.lock);
 	xferk_msgs_path_lost(&f->c);
@@ -158,16 +167,15 @@ static void revoke_abandoned_bounded(struct kunit *test)
 					XFERK_REVOKE_FREE);
 	/* Its close does not wait for the deadline. */
 	KUNIT_EXPECT_FALSE(test,
-			   xferk_export_await_revoke(&f->e, slot,
-						     ktime_add_ms(ktime_get(), 60000),
-						     &ack_ns));
+			   await_revoke(f, slot, ktime_add_ms(ktime_get(), 60000),
+					&ack_ns));
 	KUNIT_EXPECT_EQ(test, f->c.revokes[slot].state, XFERK_REVOKE_FREE);
 	/* Not while the path is down, nor for an export without an id. */
 	f->c.state = XFERK_CONN_RECONNECTING;
-	KUNIT_EXPECT_FALSE(test, xferk_export_ask_revoke(&f->e, &slot));
+	KUNIT_EXPECT_FALSE(test, ask_revoke(f, &slot));
 	f->c.state = XFERK_CONN_UP;
 	f->e.id = 0;
-	KUNIT_EXPECT_FALSE(test, xferk_export_ask_revoke(&f->e, &slot));
+	KUNIT_EXPECT_FALSE(test, ask_revoke(f, &slot));
 }
 
 /*

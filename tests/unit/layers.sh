@@ -27,8 +27,9 @@ front      front.h limits.h uring.h uring_compat.h
 requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
 requests   op.h op_internal.h export.h evq.h
 sessions   conn.c conn_post.c conn_timer.c conn_lookup.c
-sessions   revoke.c notify.c rail.c queue.c fence.c
-sessions   conn.h conn_internal.h notify.h rail.h queue.h fence.h revoke.h
+sessions   revoke.c notify.c rail.c remote.c queue.c fence.c
+sessions   conn.h conn_internal.h notify.h rail.h remote.h queue.h fence.h
+sessions   revoke.h
 transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
 transport  nullpeer.c
 transport  rdma.h transport.h
@@ -46,12 +47,8 @@ upward_includes() {
 	cat <<'EOF'
 # sessions -> requests
 conn_post.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
-revoke.c -> export.h: the revoke protocol reads exports and fences remote handles
 revoke.c -> op.h: an export is answered once none of its chunks is posted (struct xferk_chunk)
-notify.c -> export.h: a notification goes through a remote handle and arrives at an export's queue
-rail.c -> export.h: a rail is a remote handle (struct xferk_remote, xferk_remote_add_rail())
 rail.c -> op.h: rerouting moves chunks of ops (struct xferk_chunk, struct xferk_op)
-queue.c -> export.h: admission reads the remote handles of an op's fragments
 queue.c -> op.h: the queue admits ops and dispatches their chunks (struct xferk_op, struct xferk_chunk)
 # transport -> sessions
 rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
