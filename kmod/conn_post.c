@@ -24,11 +24,11 @@
  * them on a list of its own and hands them on once it has let c->lock go.
  */
 #include <linux/delay.h>
+#include "chunk.h"
 #include "conn.h"
 #include "conn_internal.h"
 #include "conn_state.h"
 #include "fault.h"
-#include "op.h"
 #include "queue.h"
 #include "rail.h"
 #include "stats.h"
@@ -102,6 +102,14 @@ bool xferk_conn_qp_live(struct xferk_conn *c)
 	lockdep_assert_held(&c->lock);
 	return c->lanes[0].qp && !xferk_conn_state_over(c->state) &&
 	       !xferk_conn_path_dead(c);
+}
+
+/* What becomes of a chunk's op: the requests layer's (op.c). */
+const struct xferk_chunk_events *xferk_chunk_cb __ro_after_init;
+
+void xferk_chunk_set_events(const struct xferk_chunk_events *events)
+{
+	xferk_chunk_cb = events;
 }
 
 /* Why a pending chunk may not be posted, or 0. Called with c->lock. */

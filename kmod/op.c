@@ -5,8 +5,9 @@
  * An op owns an array of chunks, one work request each. op_submit.c
  * checks, cuts and publishes it, op_cancel.c runs its deadline and its
  * drains, op_ioctl.c (front layer) has its commands. Here: a chunk that
- * becomes terminal counts in its op (xferk_chunk_complete(),
- * xferk_chunks_succeeded()), the op that becomes physically complete ends
+ * becomes terminal counts in its op (op_chunk_complete(),
+ * op_chunks_succeeded(): the sessions layer calls them through struct
+ * xferk_chunk_events), the op that becomes physically complete ends
  * (op_apply()), and the op goes with its last reference (op_release()).
  *
  * References: the op's handle holds one, and "not yet physically complete"
@@ -235,14 +236,11 @@ static void chunk_end_count(struct xferk_chunk *ch, int error)
 	xferk_op_put(op);
 }
 
-/**
- * xferk_chunk_complete() - a chunk became terminal
- * @ch: the chunk; completed or never posted
- * @error: 0 or a negative errno
- *
- * Called once per chunk, from process context.
+/*
+ * A chunk became terminal (completed or never posted) with @error, 0 or a
+ * negative errno: once per chunk, from process context.
  */
-void xferk_chunk_complete(struct xferk_chunk *ch, int error)
+static void op_chunk_complete(struct xferk_chunk *ch, int error)
 {
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
@@ -263,16 +261,13 @@ void xferk_chunk_complete(struct xferk_chunk *ch, int error)
 	chunk_end_count(ch, error);
 }
 
-/**
- * xferk_chunks_succeeded() - posted chunks completed without error
- * @chs: the chunks (of any ops)
- * @n: how many
- *
- * As xferk_chunk_complete(ch, 0) for each, the queue's part for all of
- * them first, in one batch (xferk_queue_chunks_succeeded()): every chunk
- * keeps its op physically alive until it is counted. From process context.
+/*
+ * Posted chunks @chs (of any ops) completed without error: as
+ * op_chunk_complete(ch, 0) for each, the queue's part for all of them
+ * first, in one batch (xferk_queue_chunks_succeeded()): every chunk keeps
+ * its op physically alive until it is counted. From process context.
  */
-void xferk_chunks_succeeded(struct xferk_chunk **chs, u32 n)
+static void op_chunks_succeeded(struct xferk_chunk **chs, u32 n)
 {
 	u32 i;
 
@@ -284,7 +279,7 @@ void xferk_chunks_succeeded(struct xferk_chunk **chs, u32 n)
 }
 
 /* A chunk was handed to the device. Called under its connection's lock. */
-void xferk_chunk_posted(struct xferk_chunk *ch)
+static void op_chunk_posted(struct xferk_chunk *ch)
 {
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
@@ -305,7 +300,7 @@ void xferk_chunk_posted(struct xferk_chunk *ch)
  * are no longer in flight, until it is. Called by the chunk's holder:
  * under its connection's lock, or with the chunk off every list.
  */
-void xferk_chunk_unposted(struct xferk_chunk *ch)
+static void op_chunk_unposted(struct xferk_chunk *ch)
 {
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
@@ -317,7 +312,7 @@ void xferk_chunk_unposted(struct xferk_chunk *ch)
 }
 
 /* A chunk of an op whose outcome is decided is dropped instead of posted. */
-bool xferk_chunk_cancelled(struct xferk_chunk *ch)
+static bool op_chunk_cancelled(struct xferk_chunk *ch)
 {
 	struct xferk_op *op = ch->op;
 	unsigned long flags;
@@ -352,8 +347,30 @@ void xferk_op_snapshot(struct xferk_op *op, struct xferk_op_snapshot *snap)
 	snap->user_data = op->user_data;
 }
 
+/* Does @ch's op hold session @c (it may only use the sessions it holds)? */
+static bool op_chunk_holds(const struct xferk_chunk *ch,
+			   const struct xferk_conn *c)
+{
+	u32 i;
+
+	for (i = 0; i < ch->op->nr_conns; i++)
+		if (ch->op->conns[i] == c)
+			return true;
+	return false;
+}
+
+static const struct xferk_chunk_events op_chunk_events = {
+	.complete = op_chunk_complete,
+	.succeeded = op_chunks_succeeded,
+	.posted = op_chunk_posted,
+	.unposted = op_chunk_unposted,
+	.cancelled = op_chunk_cancelled,
+	.holds = op_chunk_holds,
+};
+
 int xferk_op_module_init(void)
 {
+	xferk_chunk_set_events(&op_chunk_events);
 	xferk_op_wq = alloc_workqueue("xferk_op", WQ_UNBOUND, 0);
 	return xferk_op_wq ? 0 : -ENOMEM;
 }

@@ -4,8 +4,9 @@
  * the front's op_ioctl.c) and their groups (group.c). An op is one
  * submitted batch of fragments, cut into chunks of one work request each;
  * the lifecycle model is lifecycle.h, the queue's scheduler model
- * sched.h. Also the background drain's steps and the chunk API the
- * sessions layer completes chunks through.
+ * sched.h. Also the background drain's steps. An op's chunks are the
+ * sessions layer's (chunk.h); what becomes of the op as they end is op.c's
+ * (struct xferk_chunk_events).
  */
 #ifndef XFERK_OP_H
 #define XFERK_OP_H
@@ -19,6 +20,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include "../uapi/xferk.h"
+#include "chunk.h"
 #include "export.h"
 #include "handle.h"
 #include "lifecycle.h"
@@ -43,59 +45,6 @@ struct xferk_send;
 				 XFERK_SUBMIT_AUTO_RELEASE | XFERK_SUBMIT_NOTIFY)
 
 /* op.c, op_submit.c, op_cancel.c */
-
-/**
- * struct xferk_chunk - one work request of an op
- * @wr: what the transport posts: the local region (ref until the op is
- *	physically complete), the peer's address, length and direction
- * @node: on conn->pending or conn->posted (conn->lock)
- * @op: the op
- * @remote: the fragment's remote handle (ref until the op is physically
- *	complete); the chunk goes through its rail @rail
- *	(xferk_chunk_remote())
- * @frags_done: fragments whose last byte it carries (chunks may carry
- *	bytes of several fragments that follow each other, see op_submit.c)
- * @posted: handed to the device and not yet reclaimed (conn->lock)
- * @sent: was handed to the device and is counted in flight: since its
- *	last post, unless it was queued again (xferk_chunk_unposted())
- * @dispatched: the admission queue let it go (charged to its windows
- *	until it is terminal)
- * @parked: dispatched, and waiting for its session's next path: out of
- *	the device window (xferk_queue_chunk_park()); written under
- *	xferk_queue_lock by whoever holds the chunk, who may read it without
- * @error: why an unposted chunk failed, for the completion path
- * @rail: the rail of @remote it goes through (0: @remote itself); changed
- *	only by whoever holds it off every list (xferk_chunk_reroute())
- * @reroutes: times it moved to another rail (bounded)
- * @fence_path: the number, plus one, of its rail's session's path that
- *	carried it last, 0 if none since it moved: it moves again only once
- *	the peer fenced that path (fence.c; conn->lock)
- * @sqp: the QP window the admission queue charged it to (dispatched)
- * @dispatched_at: when
- * @posted_at: when it was last handed to the device (conn->lock)
- *
- * Kept small: an op holds one per work request, and what a post needs
- * (SGEs, the work request, the DMA mapping) lives in the connection's
- * bounded send slots instead.
- */
-struct xferk_chunk {
-	struct xferk_wr wr;
-	struct list_head node;
-	struct xferk_op *op;
-	struct xferk_remote *remote;
-	u32 frags_done;
-	bool posted;
-	bool sent;
-	bool dispatched;
-	bool parked;
-	u8 rail;
-	u8 reroutes;
-	int error;
-	u64 fence_path;
-	struct xferk_sched_qp *sqp;
-	ktime_t dispatched_at;
-	ktime_t posted_at;
-};
 
 /**
  * struct xferk_op - one submitted batch of fragments
@@ -273,19 +222,7 @@ int xferk_op_module_init(void);
 void xferk_op_module_exit(void);
 extern unsigned int xferk_exit_drain_ms;
 extern unsigned int xferk_escalation_interval_ms;
-void xferk_chunk_complete(struct xferk_chunk *ch, int error);
-void xferk_chunks_succeeded(struct xferk_chunk **chs, u32 n);
-bool xferk_chunk_cancelled(struct xferk_chunk *ch);
-void xferk_chunk_posted(struct xferk_chunk *ch);
-void xferk_chunk_unposted(struct xferk_chunk *ch);
 void xferk_op_put(struct xferk_op *op);
-
-/* The remote a chunk goes through: its handle's own, or one of its rails. */
-static inline struct xferk_remote *
-xferk_chunk_remote(const struct xferk_chunk *ch)
-{
-	return ch->rail ? ch->remote->rails->rail[ch->rail] : ch->remote;
-}
 
 /* group.c */
 

@@ -45,10 +45,10 @@
 #include <kunit/visibility.h>
 #include <linux/slab.h>
 
+#include "chunk.h"
 #include "conn.h"
 #include "conn_state.h"
 #include "fence.h"
-#include "op.h"
 #include "rail.h"
 #include "region.h"
 #include "remote.h"
@@ -188,17 +188,6 @@ u8 xferk_remote_pick_rail(struct xferk_remote *rm)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_remote_pick_rail);
 
-/* Does @op hold @c (it may only use the sessions it holds)? */
-static bool op_holds(const struct xferk_op *op, const struct xferk_conn *c)
-{
-	u32 i;
-
-	for (i = 0; i < op->nr_conns; i++)
-		if (op->conns[i] == c)
-			return true;
-	return false;
-}
-
 /*
  * Does @ch fit one work request of @c's device? It was cut for the rails
  * its remote had at submit; a rail added later may be on a device that
@@ -227,7 +216,7 @@ static int chunk_other_rail(const struct xferk_chunk *ch)
 	for (i = 1; i < nr; i++) {
 		r = (ch->rail + i) % nr;
 		rail = rail_at(rm, r);
-		if (rail_up(rail) && op_holds(ch->op, rail->conn) &&
+		if (rail_up(rail) && xferk_chunk_holds(ch, rail->conn) &&
 		    chunk_fits(ch, rail->conn))
 			return r;
 	}

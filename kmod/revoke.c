@@ -32,11 +32,11 @@
 #include <linux/wait.h>
 #include <kunit/visibility.h>
 
+#include "chunk.h"
 #include "conn.h"
 #include "fault.h"
 #include "fence.h"
 #include "notify.h"
-#include "op.h"
 #include "remote.h"
 #include "stats.h"
 #include "wire.h"

@@ -35,7 +35,7 @@
  *   group.c      groups of ops, aborted together
  *   export.c     exports, their tokens, windows
  *   evq.c        a file's queue of events, taken by EVENTS
- *   op.h         chunks, ops, groups, the background drain
+ *   op.h         ops, groups, the background drain
  *   op_internal.h  what the files of ops share among themselves
  *   export.h     exports, windows
  *   evq.h        a file's queue of events (evq.c)
@@ -58,6 +58,7 @@
  *   notify.h     notifications on their way
  *   rail.h       rails
  *   remote.h     remote handles, the tokens' MAC
+ *   chunk.h      an op's work requests, as the sessions handle them
  *   fence.h      a session's part in the rails fence
  *   revoke.h     the revoke protocol's state and entry points
  *   queue.h      admission queues, per-file accounts

@@ -29,7 +29,7 @@ requests   op.h op_internal.h export.h evq.h
 sessions   conn.c conn_post.c conn_timer.c conn_lookup.c
 sessions   revoke.c notify.c rail.c remote.c queue.c fence.c
 sessions   conn.h conn_internal.h notify.h rail.h remote.h queue.h fence.h
-sessions   revoke.h
+sessions   revoke.h chunk.h
 transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
 transport  nullpeer.c
 transport  rdma.h transport.h
@@ -46,9 +46,6 @@ EOF
 upward_includes() {
 	cat <<'EOF'
 # sessions -> requests
-conn_post.c -> op.h: posting, completion and recovery handle chunks and ops directly (xferk_chunk_complete(), ...)
-revoke.c -> op.h: an export is answered once none of its chunks is posted (struct xferk_chunk)
-rail.c -> op.h: rerouting moves chunks of ops (struct xferk_chunk, struct xferk_op)
 queue.c -> op.h: the queue admits ops and dispatches their chunks (struct xferk_op, struct xferk_chunk)
 # transport -> sessions
 rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
@@ -57,7 +54,7 @@ rdma_dev.c -> conn.h: a device's removal takes its sessions down (xferk_conn_dow
 rdma_mr.c -> conn.h: registration posts on the session and kills its path on failure (xferk_conn_qp_dead())
 rdma_msg.c -> conn.h: received messages go to the revoke protocol (xferk_msg_received())
 rdma_post.c -> conn.h: completions are handed to the session (xferk_conn_chunk_done(), ...)
-nullpeer.c -> conn.h: the null peer creates sessions and completes their chunks (xferk_conn_init(), ...)
+nullpeer.c -> conn.h: completes its sessions' chunks (xferk_conn_chunks_succeeded())
 EOF
 }
 
