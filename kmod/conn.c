@@ -232,7 +232,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	xferk_sched_qp_init(&c->sqp);
 	xferk_fence_init(c);
 	init_completion(&c->reg_done);
-	INIT_LIST_HEAD(&c->dev_node);
+	INIT_LIST_HEAD(&c->attach.node);
 	INIT_LIST_HEAD(&c->free_sends);
 	c->credits = XFERK_QP_CTXS;
 	c->max_chunk_pages = XFERK_MAX_SGE;
@@ -798,8 +798,22 @@ static int conn_errno(int error)
 	}
 }
 
+/* Its RDMA device is going: the session attached by @l goes down. */
+static void conn_dev_gone(struct xferk_dev_link *l)
+{
+	xferk_conn_down(container_of(l, struct xferk_conn, attach), -ENODEV);
+}
+
+static const struct xferk_dev_user conn_dev_user = {
+	.create_queue = xferk_qdev_create,
+	.get_queue = xferk_qdev_get,
+	.put_queue = xferk_qdev_put,
+	.gone = conn_dev_gone,
+};
+
 int xferk_conn_module_init(void)
 {
+	xferk_rdma_set_dev_user(&conn_dev_user);
 	xferk_conn_wq = alloc_workqueue("xferk_conn", WQ_MEM_RECLAIM, 0);
 	return xferk_conn_wq ? 0 : -ENOMEM;
 }

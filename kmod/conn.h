@@ -33,7 +33,6 @@
 
 struct net;
 struct xferk_chunk;
-struct xferk_dev;
 struct xferk_msgs;
 struct xferk_op;
 struct xferk_qacct;
@@ -152,8 +151,7 @@ struct xferk_send;
  *	session's first handshake, before it is keyed; 1 for the null peer
  * @lanes: the path's QPs (RDMA); lanes[0] is the handshake's
  * @next_lane: where the search for the least busy lane starts (@lock)
- * @dev: the device its verbs resources live on (ref), NULL until attached
- * @dev_node: in @dev's list (xferk_devs_lock)
+ * @attach: its RDMA device (ref), none until attached
  * @pd: protection domain of this connection alone (RDMA)
  * @cq: completion queue of all of the path's QPs (RDMA)
  * @cq_work: polls @cq (rdma.c conn_cq_work()), queued by its event
@@ -254,8 +252,7 @@ struct xferk_conn {
 	u32 nr_qps;
 	struct xferk_lane lanes[XFERK_MAX_QPS];
 	u32 next_lane;
-	struct xferk_dev *dev;
-	struct list_head dev_node;
+	struct xferk_dev_link attach;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct work_struct cq_work;

@@ -122,8 +122,13 @@ static struct xferk_qdev *qdev_alloc(const char *name)
 	return q;
 }
 
-/* A new queue, for a device that appeared: with a reference, or NULL. */
-static struct xferk_qdev *qdev_create(const char *name)
+/**
+ * xferk_qdev_create() - a new queue, for a device that appeared
+ * @name: the device's name
+ *
+ * Return: the queue with a reference, or NULL without memory.
+ */
+struct xferk_qdev *xferk_qdev_create(const char *name)
 {
 	struct xferk_qdev *q = qdev_alloc(name);
 
@@ -568,15 +573,8 @@ void xferk_queue_chunks_succeeded(struct xferk_chunk **chs, u32 n)
 	}
 }
 
-static const struct xferk_dev_queues queue_dev_queues = {
-	.create = qdev_create,
-	.get = xferk_qdev_get,
-	.put = xferk_qdev_put,
-};
-
 int xferk_queue_module_init(void)
 {
-	xferk_rdma_set_dev_queues(&queue_dev_queues);
 	xferk_queue_wq = alloc_workqueue("xferk_queue", WQ_UNBOUND, 0);
 	return xferk_queue_wq ? 0 : -ENOMEM;
 }

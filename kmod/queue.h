@@ -69,6 +69,7 @@ extern struct xferk_sched_limits xferk_queue_limits;
 extern bool xferk_queue_bypass;
 extern unsigned int xferk_max_chunks_per_file;
 
+struct xferk_qdev *xferk_qdev_create(const char *name);
 struct xferk_qdev *xferk_qdev_get_null(void);
 void xferk_qdev_get(struct xferk_qdev *q);
 void xferk_qdev_put(struct xferk_qdev *q);

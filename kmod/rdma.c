@@ -289,7 +289,9 @@ int xferk_rdma_module_init(void)
 
 /*
  * Before the connection workqueue goes: no new passive end, every
- * connection down and torn down, then no device of ours left.
+ * connection down and torn down, then no device of ours left. A device
+ * added meanwhile may queue the listener's work again: it is cancelled
+ * once more after the client is gone.
  */
 void xferk_rdma_module_exit(void)
 {
@@ -305,5 +307,6 @@ void xferk_rdma_module_exit(void)
 		rdma_destroy_id(id);
 	xferk_conn_shutdown_all();
 	ib_unregister_client(&xferk_ib_client);
+	cancel_work_sync(&xferk_listen_work);
 	destroy_workqueue(xferk_cq_wq);
 }

@@ -39,7 +39,9 @@ struct rdma_cm_event;
 struct rdma_cm_id;
 struct xferk_conn;
 struct xferk_dev;
+struct xferk_dev_link;
 struct xferk_lane;
+struct xferk_qdev;
 struct xferk_reg;
 struct xferk_region;
 
@@ -117,10 +119,11 @@ struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
 					  struct xferk_dev *d);
 struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 				     struct xferk_dev *d);
-void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r);
+void xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r);
 void xferk_region_unmap(struct xferk_region *r);
-int conn_attach(struct xferk_conn *c, struct ib_device *ibdev);
-void conn_detach(struct xferk_conn *c);
+int xferk_dev_attach(struct xferk_dev_link *l, struct ib_device *ibdev,
+		     struct xferk_qdev **qdev);
+void xferk_dev_detach(struct xferk_dev_link *l);
 void xferk_destroy_qp(struct ib_qp *qp);
 void xferk_dereg_mr(struct ib_mr *mr);
 

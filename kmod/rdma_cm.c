@@ -443,7 +443,8 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (!conn_connecting(c))
 			return;
-		ret = c->dev ? 0 : conn_attach(c, id->device);
+		ret = c->attach.dev ? 0 :
+		      xferk_dev_attach(&c->attach, id->device, &c->qdev);
 		if (!ret)
 			ret = rdma_resolve_route(id, XFERK_RESOLVE_MS);
 		if (ret)
@@ -694,7 +695,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	complete_all(&c->lanes[0].cm_ready);	/* the handler owns @id now */
 	xferk_conn_arm_timer(c, READ_ONCE(xferk_handshake_timeout_ms));
 
-	ret = conn_attach(c, id->device);
+	ret = xferk_dev_attach(&c->attach, id->device, &c->qdev);
 	if (!ret)
 		ret = conn_rdma_setup(c, id);
 	if (ret) {

@@ -21,7 +21,6 @@
 #include <linux/ratelimit.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include "conn.h"
 #include "fault.h"
 #include "rdma.h"
 #include "region.h"
@@ -33,7 +32,7 @@
  * struct xferk_dev - what xferk keeps per RDMA device
  * @ibdev: the device
  * @ref: the device's own (until .remove) and one per attached connection
- * @conns: attached connections (xferk_devs_lock)
+ * @conns: attached sessions (struct xferk_dev_link.node; xferk_devs_lock)
  * @released: completed when @ref drops to zero
  * @qdev: the device's admission queue (ref)
  * @maps: regions mapped for the device (struct xferk_dma_map.dev_node,
@@ -53,12 +52,16 @@ static DEFINE_MUTEX(xferk_dma_lock);
 
 static DEFINE_MUTEX(xferk_devs_lock);	/* client data lookups, dev->conns */
 
-/* Each device's admission queue: set once at module load, before devices. */
-static const struct xferk_dev_queues *dev_queues __ro_after_init;
+/*
+ * The sessions layer's part in each device: its admission queue, its
+ * sessions taken down when it goes. Set once at module load, before the
+ * client sees a device.
+ */
+static const struct xferk_dev_user *dev_user __ro_after_init;
 
-void xferk_rdma_set_dev_queues(const struct xferk_dev_queues *queues)
+void xferk_rdma_set_dev_user(const struct xferk_dev_user *user)
 {
-	dev_queues = queues;
+	dev_user = user;
 }
 
 /* ---- DMA maps of regions ---- */
@@ -138,7 +141,7 @@ struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
 
 /*
  * The map of @r for @d, made now if it has none: by a submit
- * (conn_rdma_map_region()), else by the post that needs it, with the
+ * (xferk_dev_map_region()), else by the post that needs it, with the
  * posting connection's lock. The pages are mapped without the global
  * lock, which is taken only to publish the map (a racing twin is thrown
  * away). Return: the map, or NULL (no memory).
@@ -222,24 +225,25 @@ static void dev_release(struct kref *ref)
 }
 
 /**
- * conn_rdma_map_region() - map @r for @c's device ahead of its posts
- * @c: a connection
+ * xferk_dev_map_region() - map @r for a session's device ahead of its posts
+ * @l: the session's link to its device
  * @r: a region the caller holds
  *
- * The transport's .map_region: without any connection's lock, so that a
- * large region's first post finds its map instead of mapping every page
- * under the posting connection's lock. Nothing for a connection not
- * attached. A reference keeps the device until the map is published; its
- * removal waits for it, then unmaps the map with the device's others.
+ * For the transport's .map_region: without any connection's lock, so
+ * that a large region's first post finds its map instead of mapping every
+ * page under the posting connection's lock. Nothing for a connection not
+ * attached (@l without a device). A reference keeps the device until the
+ * map is published; its removal waits for it, then unmaps the map with
+ * the device's others.
  */
-void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r)
+void xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r)
 {
 	struct xferk_dev *d = NULL;
 
 	/* Listed: its detach has not dropped its reference yet. */
 	mutex_lock(&xferk_devs_lock);
-	if (c->dev && !list_empty(&c->dev_node)) {
-		d = c->dev;
+	if (l->dev && !list_empty(&l->node)) {
+		d = l->dev;
 		kref_get(&d->ref);
 	}
 	mutex_unlock(&xferk_devs_lock);
@@ -255,7 +259,7 @@ static int xferk_ib_add(struct ib_device *ibdev)
 
 	if (!d)
 		return -ENOMEM;
-	d->qdev = dev_queues->create(dev_name(&ibdev->dev));
+	d->qdev = dev_user->create_queue(dev_name(&ibdev->dev));
 	if (!d->qdev) {
 		kfree(d);
 		return -ENOMEM;
@@ -269,7 +273,7 @@ static int xferk_ib_add(struct ib_device *ibdev)
 	ib_set_client_data(ibdev, &xferk_ib_client, d);
 	mutex_unlock(&xferk_devs_lock);
 	/* A listener that lost its device may find its address here. */
-	queue_work(xferk_conn_wq, &xferk_listen_work);
+	queue_work(system_unbound_wq, &xferk_listen_work);
 	return 0;
 }
 
@@ -281,17 +285,17 @@ static int xferk_ib_add(struct ib_device *ibdev)
 static void xferk_ib_remove(struct ib_device *ibdev, void *client_data)
 {
 	struct xferk_dev *d = client_data;
-	struct xferk_conn *c;
+	struct xferk_dev_link *l;
 
 	mutex_lock(&xferk_devs_lock);
 	ib_set_client_data(ibdev, &xferk_ib_client, NULL);
-	list_for_each_entry(c, &d->conns, dev_node)
-		xferk_conn_down(c, -ENODEV);
+	list_for_each_entry(l, &d->conns, node)
+		dev_user->gone(l);
 	mutex_unlock(&xferk_devs_lock);
 	kref_put(&d->ref, dev_release);
 	wait_for_completion(&d->released);
 	dev_unmap_all(d);
-	dev_queues->put(d->qdev);
+	dev_user->put_queue(d->qdev);
 	kfree(d);
 }
 
@@ -302,10 +306,12 @@ struct ib_client xferk_ib_client = {
 };
 
 /*
- * Attaches @c to its cm_id's device, unless that device is going away.
- * Return: 0 or -ENODEV.
+ * Attaches a session (by its link @l) to its cm_id's device, unless that
+ * device is going away; *@qdev becomes the device's admission queue (a
+ * reference). Return: 0 or -ENODEV.
  */
-int conn_attach(struct xferk_conn *c, struct ib_device *ibdev)
+int xferk_dev_attach(struct xferk_dev_link *l, struct ib_device *ibdev,
+		     struct xferk_qdev **qdev)
 {
 	struct xferk_dev *d;
 
@@ -313,26 +319,26 @@ int conn_attach(struct xferk_conn *c, struct ib_device *ibdev)
 	d = ib_get_client_data(ibdev, &xferk_ib_client);
 	if (d) {
 		kref_get(&d->ref);
-		list_add_tail(&c->dev_node, &d->conns);
-		c->dev = d;
-		dev_queues->get(d->qdev);
-		c->qdev = d->qdev;
+		list_add_tail(&l->node, &d->conns);
+		l->dev = d;
+		dev_user->get_queue(d->qdev);
+		*qdev = d->qdev;
 	}
 	mutex_unlock(&xferk_devs_lock);
 	return d ? 0 : -ENODEV;
 }
 
-/* After every verbs resource of @c is gone: the device may go too. */
-void conn_detach(struct xferk_conn *c)
+/* After every verbs resource of @l's session is gone: the device may go. */
+void xferk_dev_detach(struct xferk_dev_link *l)
 {
-	struct xferk_dev *d = c->dev;
+	struct xferk_dev *d = l->dev;
 
 	if (!d)
 		return;
 	mutex_lock(&xferk_devs_lock);
-	list_del_init(&c->dev_node);
+	list_del_init(&l->node);
 	mutex_unlock(&xferk_devs_lock);
-	c->dev = NULL;
+	l->dev = NULL;
 	kref_put(&d->ref, dev_release);
 }
 

@@ -225,13 +225,13 @@ static int send_map(struct xferk_conn *c, struct xferk_send *s,
 	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
 	unsigned int off = offset_in_page(uaddr);
 	u32 left = wr->len, lkey = c->pd->local_dma_lkey;
-	struct xferk_dma_map *m = region_dma_map_find(r, c->dev);
+	struct xferk_dma_map *m = region_dma_map_find(r, c->attach.dev);
 	struct ib_device *dev = c->pd->device;
 
 	if (!m) {
 		/* Its submit could not map it: here, under c->lock. */
 		atomic64_inc(&xferk_stats.dma_maps_in_post);
-		m = region_dma_map(r, c->dev);
+		m = region_dma_map(r, c->attach.dev);
 	}
 	if (!m)
 		return -ENOMEM;
@@ -506,7 +506,7 @@ static void conn_rdma_destroy(struct xferk_conn *c)
 		ib_dealloc_pd(c->pd);
 	c->pd = NULL;
 	INIT_LIST_HEAD(&c->free_sends);
-	conn_detach(c);
+	xferk_dev_detach(&c->attach);
 	if (!c->active)
 		atomic_dec(&xferk_passive_conns);
 }
@@ -716,6 +716,12 @@ struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 	}
 	INIT_WORK(&c->cq_work, conn_cq_work);
 	return c;
+}
+
+/* Maps @r for @c's device now (xferk_dev_map_region()). */
+static void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r)
+{
+	xferk_dev_map_region(&c->attach, r);
 }
 
 const struct xferk_transport xferk_rdma_transport = {

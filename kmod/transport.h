@@ -11,6 +11,7 @@
 
 #include <linux/completion.h>
 #include <linux/ktime.h>
+#include <linux/list.h>
 #include <linux/scatterlist.h>
 #include <linux/socket.h>
 #include <linux/types.h>
@@ -21,6 +22,7 @@ struct rdma_cm_id;
 struct ib_mr;
 struct page;
 struct xferk_conn;
+struct xferk_dev;
 struct xferk_qacct;
 struct xferk_qdev;
 struct xferk_region;
@@ -209,17 +211,30 @@ extern const struct xferk_transport xferk_null_transport;
 extern const struct xferk_transport xferk_rdma_transport;
 
 /**
- * struct xferk_dev_queues - each RDMA device's admission queue: the
- *	sessions layer's (queue.c), kept by the transport per device
- * @create: a queue for a device that appeared, named @name: with a
- *	reference, or NULL without memory
- * @get: another reference, for a session that attaches to the device
- * @put: drops one
+ * struct xferk_dev_link - a session's attachment to its RDMA device
+ * @dev: the device its verbs resources live on (ref), NULL until attached
+ * @node: in the device's list of attached sessions (rdma_dev.c)
  */
-struct xferk_dev_queues {
-	struct xferk_qdev *(*create)(const char *name);
-	void (*get)(struct xferk_qdev *q);
-	void (*put)(struct xferk_qdev *q);
+struct xferk_dev_link {
+	struct xferk_dev *dev;
+	struct list_head node;
+};
+
+/**
+ * struct xferk_dev_user - what the sessions layer (conn.c) does with each
+ *	RDMA device: registered once at module load, before any device
+ * @create_queue: an admission queue for a device that appeared, named
+ *	@name: with a reference, or NULL without memory
+ * @get_queue: another reference, for a session that attaches to it
+ * @put_queue: drops one
+ * @gone: the device is going: take down the session attached by @l
+ *	(called with rdma_dev.c's lock held; must not wait for it)
+ */
+struct xferk_dev_user {
+	struct xferk_qdev *(*create_queue)(const char *name);
+	void (*get_queue)(struct xferk_qdev *q);
+	void (*put_queue)(struct xferk_qdev *q);
+	void (*gone)(struct xferk_dev_link *l);
 };
 
 /* rdma.c: devices, rdma_cm, QPs, the listener */
@@ -230,7 +245,7 @@ extern unsigned int xferk_max_peer_qps;
 extern unsigned int xferk_handshake_timeout_ms;
 int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
-void xferk_rdma_set_dev_queues(const struct xferk_dev_queues *queues);
+void xferk_rdma_set_dev_user(const struct xferk_dev_user *user);
 struct xferk_conn *xferk_conn_connect(struct net *net,
 				      const struct sockaddr_storage *peer,
 				      unsigned int timeout_ms, u32 nr_qps,

@@ -50,7 +50,6 @@ queue.c -> op.h: the queue admits ops and dispatches their chunks (struct xferk_
 # transport -> sessions
 rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
 rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
-rdma_dev.c -> conn.h: a device's removal takes its sessions down (xferk_conn_down())
 rdma_mr.c -> conn.h: registration posts on the session and kills its path on failure (xferk_conn_qp_dead())
 rdma_msg.c -> conn.h: received messages go to the revoke protocol (xferk_msg_received())
 rdma_post.c -> conn.h: completions are handed to the session (xferk_conn_chunk_done(), ...)
