@@ -22,10 +22,13 @@
  *
  *   1. disconnect: no connection-manager callback runs any more (the
  *      cm_id is destroyed first), the QP moves to the error state and
- *      flushes every posted work request
- *   2. wait, bounded, until every posted chunk has its completion
- *   3. quiesce: destroy QP and CQ; chunks that never completed are now
- *      physically dead with their QP and count as flushed
+ *      flushes every posted work request; RDMA drains it (ib_drain_qp()),
+ *      so every completion the device makes is handled
+ *   2. wait, bounded, until every posted chunk has its completion (on
+ *      RDMA only one the device lost can still be missing)
+ *   3. quiesce: destroy the QP, give its CQ entries back; chunks that
+ *      never completed are now physically dead with their QP and count
+ *      as flushed
  *
  * A chunk flushed by a path's death (or whose retries it exhausted) was
  * not at fault: it waits for the next path and is posted again (an RDMA
@@ -91,7 +94,7 @@ unsigned int xferk_reconnect_ms = 30000;
 static unsigned int xferk_flush_timeout_ms = 5000;
 module_param_named(flush_timeout_ms, xferk_flush_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(flush_timeout_ms,
-		 "Teardown: how long to wait for posted work requests to flush before the QP is destroyed (default 5000)");
+		 "Teardown: how long to wait, once the QP is drained, for work requests whose completion is missing before the QP is destroyed (default 5000)");
 
 void xferk_conn_get(struct xferk_conn *c)
 {

@@ -153,10 +153,9 @@ struct xferk_send;
  * @next_lane: where the search for the least busy lane starts (@lock)
  * @attach: its RDMA device (ref), none until attached
  * @pd: protection domain of this connection alone (RDMA)
- * @cq: completion queue of all of the path's QPs (RDMA)
- * @cq_work: polls @cq (rdma.c conn_cq_work()), queued by its event
- * @cq_stopped: @cq is being destroyed: its event and work do nothing
- * @cq_wcs: @cq_work's completions of one poll
+ * @cq: completion queue of all of the path's QPs, one of its device's
+ *	pool (RDMA)
+ * @cq_entries: the entries of @cq the path claimed
  * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
  *	on @free_sends
  * @free_sends: send slots not in use (@lock)
@@ -255,9 +254,7 @@ struct xferk_conn {
 	struct xferk_dev_link attach;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
-	struct work_struct cq_work;
-	bool cq_stopped;
-	struct ib_wc cq_wcs[XFERK_CQ_BATCH];
+	u32 cq_entries;
 	struct xferk_send *sends;
 	struct list_head free_sends;
 	struct ib_cqe reg_cqe;

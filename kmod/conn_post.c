@@ -450,14 +450,13 @@ static void conn_chunks_succeeded(struct xferk_conn *c,
  * @wrs: the work requests, in completion order
  * @n: how many
  *
- * The batch of a completion queue poll (or of the null peer's due work
- * requests): XFERK_CQ_BATCH at a time, each in one hold of the
- * connection's lock (conn_chunks_succeeded()).
+ * The null peer's due work requests: XFERK_POST_BATCH at a time, each
+ * batch in one hold of the connection's lock (conn_chunks_succeeded()).
  */
 void xferk_conn_chunks_succeeded(struct xferk_conn *c, struct xferk_wr **wrs,
 				 u32 n)
 {
-	struct xferk_chunk *chs[XFERK_CQ_BATCH];
+	struct xferk_chunk *chs[XFERK_POST_BATCH];
 	u32 i, batch;
 
 	while (n) {

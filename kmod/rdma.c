@@ -267,17 +267,10 @@ int xferk_rdma_module_init(void)
 {
 	int ret;
 
-	xferk_cq_wq = alloc_workqueue("xferk_cq",
-				      WQ_UNBOUND | WQ_HIGHPRI | WQ_MEM_RECLAIM,
-				      0);
-	if (!xferk_cq_wq)
-		return -ENOMEM;
 	xferk_region_set_unmap(xferk_region_unmap);
 	ret = ib_register_client(&xferk_ib_client);
-	if (ret) {
-		destroy_workqueue(xferk_cq_wq);
+	if (ret)
 		return ret;
-	}
 	ret = listener_start();
 	if (ret) {
 		pr_err("xferk: cannot listen on %pISpc: %d\n",
@@ -308,5 +301,4 @@ void xferk_rdma_module_exit(void)
 	xferk_conn_shutdown_all();
 	ib_unregister_client(&xferk_ib_client);
 	cancel_work_sync(&xferk_listen_work);
-	destroy_workqueue(xferk_cq_wq);
 }

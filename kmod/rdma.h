@@ -12,7 +12,7 @@
  *   rdma_dev.c   the ib_client, per-device objects, connections attaching
  *                to their device, the DMA maps of regions, destroying a
  *                QP or MR the device refuses to let go
- *   rdma_post.c  a path's PD, CQ (its poller) and QPs, send slots, posting
+ *   rdma_post.c  a path's PD, pooled CQ and QPs, send slots, posting
  *                chunks, disconnect, quiesce and destroy, the keepalive
  *                probe, the transport's ops table
  *   rdma_msg.c   session messages: the receive ring, sending
@@ -92,10 +92,6 @@ struct xferk_dma_map {
  *	cleared for each new path
  * @send_seq: the notification sequence number each send buffer carries,
  *	0 for other messages (conn->lock)
- * @inflight: receive and send work requests posted on the current path
- *	whose completion was not handled yet; the path's disconnect waits for
- *	their flush (conn->idle), so no completion of theirs is still pending
- *	when the CQ is freed
  * @dma: the mapping of @buf, while @mapped
  * @mapped: @buf is DMA-mapped on the connection's device
  *
@@ -108,7 +104,6 @@ struct xferk_msgs {
 	struct ib_cqe send_cqe[XFERK_MSG_SENDS];
 	DECLARE_BITMAP(send_busy, XFERK_MSG_SENDS);
 	u64 send_seq[XFERK_MSG_SENDS];
-	atomic_t inflight;
 	u64 dma;
 	bool mapped;
 };
@@ -128,11 +123,11 @@ void xferk_destroy_qp(struct ib_qp *qp);
 void xferk_dereg_mr(struct ib_mr *mr);
 
 /* rdma_post.c: the path's CQ and QPs, send slots, posting, teardown */
-extern struct workqueue_struct *xferk_cq_wq;
 int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 		   struct rdma_cm_id *id);
 int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id);
 struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps);
+struct xferk_conn *wc_conn(const struct ib_wc *wc);
 
 /* rdma_msg.c: session messages */
 int msg_path_init(struct xferk_conn *c);

@@ -27,7 +27,8 @@ static u64 export_iova(u64 addr)
  */
 static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct xferk_conn *c = cq->cq_context;
+	struct xferk_conn *c = container_of(wc->wr_cqe, struct xferk_conn,
+					    reg_cqe);
 
 	if (wc->status != IB_WC_SUCCESS)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
@@ -38,9 +39,10 @@ static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /*
  * Posts the fast registration of @mr and waits for it. One at a time per
- * connection (c->exports_lock), in the send queue's registration slot. The
- * wait is bounded: a registration that does not complete kills the QP,
- * and teardown completes reg_done once the QP is gone.
+ * connection (c->exports_lock), in the send queue's registration slot. A
+ * registration that does not complete within 5 s kills the QP: its
+ * teardown's drain flushes it (or, lost, teardown completes reg_done once
+ * the QP is gone).
  */
 static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 {

@@ -2,8 +2,8 @@
 /*
  * Session messages (revoke.c) are SENDs into a ring of receive buffers
  * each path posts before it connects. Locking: the send buffers and the
- * posts under conn->lock; msgs->inflight counts the work requests whose
- * completion was not handled yet, which the path's disconnect waits for.
+ * posts under conn->lock. The path's disconnect drains its QPs, so every
+ * message's completion is handled before its buffers go.
  */
 #include "conn.h"
 #include "rdma.h"
@@ -36,16 +36,7 @@ static int msg_post_recv(struct xferk_conn *c, int i)
 
 	c->msgs->recv_cqe[i].done = conn_msg_recv_done;
 	ret = ib_post_recv(c->lanes[0].qp, &wr, NULL);
-	if (!ret)
-		atomic_inc(&c->msgs->inflight);
 	return ret;
-}
-
-/* A message work request's completion was handled. */
-static void msg_done(struct xferk_conn *c)
-{
-	if (atomic_dec_and_test(&c->msgs->inflight))
-		wake_up_all(&c->idle);
 }
 
 /*
@@ -55,13 +46,12 @@ static void msg_done(struct xferk_conn *c)
  */
 static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct xferk_conn *c = cq->cq_context;
+	struct xferk_conn *c = wc_conn(wc);
 	int i = wc->wr_cqe - c->msgs->recv_cqe;
 	struct ib_device *dev = cq->device;
 	u8 msg[XFERK_MSG_SIZE];
 	u32 len;
 
-	msg_done(c);
 	if (wc->status != IB_WC_SUCCESS) {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
@@ -86,7 +76,7 @@ static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
  */
 static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct xferk_conn *c = cq->cq_context;
+	struct xferk_conn *c = wc_conn(wc);
 	int i = wc->wr_cqe - c->msgs->send_cqe;
 	u64 seq;
 
@@ -101,7 +91,6 @@ static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	mutex_lock(&c->lock);
 	xferk_msgs_kick_locked(c);
 	mutex_unlock(&c->lock);
-	msg_done(c);
 }
 
 int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
@@ -135,7 +124,6 @@ int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
-	atomic_inc(&m->inflight);
 	__set_bit(i, m->send_busy);
 	return 0;
 }
@@ -146,7 +134,6 @@ int msg_path_init(struct xferk_conn *c)
 	int i, ret;
 
 	bitmap_zero(c->msgs->send_busy, XFERK_MSG_SENDS);
-	atomic_set(&c->msgs->inflight, 0);
 	for (i = 0; i < XFERK_MSG_RECVS; i++) {
 		ret = msg_post_recv(c, i);
 		if (ret)

@@ -4,8 +4,11 @@
  * the connection's send slots, posting and unposting chunks, the path's
  * disconnect, quiesce and destroy, the keepalive probe; and the
  * transport's ops table. Locking: send slots, lanes and posts under
- * conn->lock; a lane's cm_id under conn->cm_lock; the CQ's work item is
- * its only poller.
+ * conn->lock; a lane's cm_id under conn->cm_lock. A path's CQ is one of
+ * its device's shared CQs (ib_cq_pool_get(), IB_POLL_WORKQUEUE): its
+ * completions run one at a time, in process context, and a path's QPs
+ * are drained (ib_drain_qp()) before they go, so none of their
+ * completions is left in it.
  *
  * QPs get bounded ack timeout and retry counts (never the infinite
  * rnr_retry 7), so every posted work request completes in bounded time
@@ -85,7 +88,7 @@ static int wc_errno(enum ib_wc_status status)
 static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_send *s = container_of(wc->wr_cqe, struct xferk_send, cqe);
-	struct xferk_conn *c = cq->cq_context;
+	struct xferk_conn *c = s->lane->conn;
 
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_debug("xferk: conn %u: chunk failed: %s\n", c->id,
@@ -95,109 +98,40 @@ static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 
 /* ---- the path's completion queue ---- */
 
-struct workqueue_struct *xferk_cq_wq;
-
-/* Completions handled per run of a CQ's work before it yields the CPU. */
-#define XFERK_CQ_BUDGET		512
-
-/*
- * The CQ's completion event (device context): its work polls it. Only for
- * the path's CQ as it is: soft-RoCE may still call a destroyed CQ's
- * handler (its completion tasklet), after the next path made its own.
- */
-static void conn_cq_event(struct ib_cq *cq, void *context)
+/* The session of a completion on one of its QPs (a pooled CQ has none). */
+struct xferk_conn *wc_conn(const struct ib_wc *wc)
 {
-	struct xferk_conn *c = context;
+	struct xferk_lane *l = wc->qp->qp_context;
 
-	if (cq == READ_ONCE(c->cq) && !READ_ONCE(c->cq_stopped))
-		queue_work(xferk_cq_wq, &c->cq_work);
+	return l->conn;
 }
 
 /*
- * Polls the path's CQ, XFERK_CQ_BATCH completions at a time, in order:
- * each run of chunks whose work requests succeeded completes as one batch
- * (xferk_conn_chunks_succeeded(): one hold of the connection's lock, one
- * of the queue's per device queue, the send slots and windows they free
- * refilled as chains); any other completion goes to its own handler, after
- * the chunks before it. Then the CQ is armed again, or, past the budget or
- * with a completion that raced the arming, the work runs again. A work
- * item never runs twice at once: it is the CQ's only poller.
+ * Work requests lane @index's QP takes: XFERK_QP_CTXS chunks, on the first
+ * also a registration, a probe and the messages; and one each way for
+ * ib_drain_qp().
  */
-static void conn_cq_work(struct work_struct *work)
+static u32 lane_send_wrs(u32 index)
 {
-	struct xferk_conn *c = container_of(work, struct xferk_conn, cq_work);
-	struct xferk_wr *succeeded[XFERK_CQ_BATCH];
-	int n, i, nr, total = 0;
+	return XFERK_QP_CTXS + 1 + (index ? 0 : 2 + XFERK_MSG_SENDS);
+}
 
-	if (READ_ONCE(c->cq_stopped))
-		return;
-	do {
-		n = ib_poll_cq(c->cq, XFERK_CQ_BATCH, c->cq_wcs);
-		for (i = 0, nr = 0; i < n; i++) {
-			struct ib_wc *wc = &c->cq_wcs[i];
-
-			if (wc->status == IB_WC_SUCCESS && wc->wr_cqe &&
-			    wc->wr_cqe->done == conn_rdma_chunk_done) {
-				succeeded[nr++] = container_of(wc->wr_cqe,
-							       struct xferk_send,
-							       cqe)->req;
-				continue;
-			}
-			if (nr)
-				xferk_conn_chunks_succeeded(c, succeeded, nr);
-			nr = 0;
-			if (wc->wr_cqe)
-				wc->wr_cqe->done(c->cq, wc);
-			else
-				WARN_ON_ONCE(wc->status == IB_WC_SUCCESS);
-		}
-		if (nr)
-			xferk_conn_chunks_succeeded(c, succeeded, nr);
-		total += max(n, 0);
-	} while (n == XFERK_CQ_BATCH && total < XFERK_CQ_BUDGET);
-	if (total >= XFERK_CQ_BUDGET ||
-	    ib_req_notify_cq(c->cq, IB_CQ_NEXT_COMP |
-				    IB_CQ_REPORT_MISSED_EVENTS) > 0)
-		queue_work(xferk_cq_wq, &c->cq_work);
+static u32 lane_recv_wrs(u32 index)
+{
+	return 1 + (index ? 0 : XFERK_MSG_RECVS);
 }
 
 /*
- * A new path's CQ of @cqes entries, armed, on an unbound workqueue:
- * completion handling (the op's accounting, the queue, the next posts,
- * io_uring completions) runs on any CPU, not only on the one whose
- * softirq raised it (a software device's tasklets run there too). The
- * previous path's work is not running (conn_cq_destroy()).
+ * The CQ entries a path claims in its device's pool: every work request is
+ * signaled, so its QPs' queues bound its completions.
  */
-static int conn_cq_create(struct xferk_conn *c, struct ib_device *dev,
-			  int cqes)
+static u32 conn_cq_entries(const struct xferk_conn *c)
 {
-	struct ib_cq_init_attr attr = { .cqe = cqes };
-	struct ib_cq *cq;
+	u32 i, n = 0;
 
-	cq = ib_create_cq(dev, conn_cq_event, NULL, c, &attr);
-	if (IS_ERR(cq))
-		return PTR_ERR(cq);
-	WRITE_ONCE(c->cq_stopped, false);
-	WRITE_ONCE(c->cq, cq);
-	ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
-	return 0;
-}
-
-/*
- * After the path's QPs are destroyed: its work stops, then the CQ goes.
- * What it did not handle is teardown's: the chunks still posted
- * (xferk_conn_flush_posted()), the message ring (msg_path_init() of the
- * next path), a registration (reg_done) and a probe. An event that raced
- * the stop may queue the work again: it returns at once, and the second
- * cancel waits for it.
- */
-static void conn_cq_destroy(struct xferk_conn *c)
-{
-	WRITE_ONCE(c->cq_stopped, true);
-	cancel_work_sync(&c->cq_work);
-	ib_destroy_cq(c->cq);
-	WRITE_ONCE(c->cq, NULL);
-	cancel_work_sync(&c->cq_work);
+	for (i = 0; i < c->nr_qps; i++)
+		n += lane_send_wrs(i) + lane_recv_wrs(i);
+	return n;
 }
 
 /* Unmaps what send_map() mapped for this post (per-post maps only). */
@@ -458,23 +392,23 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++)
 		if (l->qp)
 			ib_modify_qp(l->qp, &attr, IB_QP_STATE);
-	if (!c->lanes[0].qp)
-		return;
 	/*
-	 * The message ring's flushes handled before the QP and CQ go (bounded,
-	 * like the chunks' wait): soft-RoCE frees a CQ whose completion
-	 * tasklet may still be scheduled, and a flush arriving at the CQ just
-	 * before it goes would schedule it.
+	 * Every completion of theirs handled: each drain's own work requests
+	 * complete after all of the QP's others. The CQ is shared with other
+	 * sessions and stays; none may find this path's send slots, message
+	 * buffers or session in it once they are gone.
 	 */
-	wait_event_timeout(c->idle, !atomic_read(&c->msgs->inflight),
-			   msecs_to_jiffies(1000));
+	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++)
+		if (l->qp)
+			ib_drain_qp(l->qp);
 }
 
 /*
  * QPs first (each retried until the device lets it go: xferk_destroy_qp()),
- * then the CQ: conn_cq_destroy() waits for a running completion
- * handler. A registration still waiting for its completion gets none now:
- * it is released here, as failed (before teardown revokes exports).
+ * drained by the disconnect; then the path's entries of the shared CQ go
+ * back to the device's pool. A registration still waiting for its
+ * completion gets none now: it is released here, as failed (before
+ * teardown revokes exports).
  */
 static void conn_rdma_quiesce(struct xferk_conn *c)
 {
@@ -492,7 +426,8 @@ static void conn_rdma_quiesce(struct xferk_conn *c)
 		if (qps[i])
 			xferk_destroy_qp(qps[i]);
 	if (c->cq)
-		conn_cq_destroy(c);
+		ib_cq_pool_put(c->cq, c->cq_entries);
+	c->cq = NULL;
 	complete(&c->reg_done);
 }
 
@@ -513,13 +448,14 @@ static void conn_rdma_destroy(struct xferk_conn *c)
 
 /*
  * A probe that succeeded vouches for every work request posted before it
- * on its send queue: a chunk's still outstanding lost its completion. From
- * the CQ work (process context), like every completion handler here: it
+ * on its send queue: a chunk's still outstanding lost its completion. In
+ * the CQ's work (process context), like every completion handler here: it
  * takes c->lock.
  */
 static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct xferk_conn *c = cq->cq_context;
+	struct xferk_conn *c = container_of(wc->wr_cqe, struct xferk_conn,
+					    keepalive_cqe);
 	struct xferk_lane *l = &c->lanes[0];
 	struct xferk_send *first;
 	bool lost = false;
@@ -600,8 +536,9 @@ static void conn_qp_event(struct ib_event *ev, void *ctx)
  * Lane @l's QP on @id, on the session's PD and the path's CQ. Each QP's
  * send queue takes XFERK_QP_CTXS chunks (lane_pick() keeps it so); the
  * first's also a registration, a probe and the messages, and only it
- * receives. Published under c->lock: a joining QP's request checks that
- * the path has its first.
+ * receives; each has room for its drain (lane_send_wrs()). Published
+ * under c->lock: a joining QP's request checks that the path has its
+ * first.
  */
 int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 		   struct rdma_cm_id *id)
@@ -615,8 +552,8 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 		.qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.port_num = id->port_num,
-		.cap.max_send_wr = XFERK_QP_CTXS,
-		.cap.max_recv_wr = 1,
+		.cap.max_send_wr = lane_send_wrs(l->index),
+		.cap.max_recv_wr = lane_recv_wrs(l->index),
 		.cap.max_send_sge = min_t(u32, dev->attrs.max_send_sge,
 					  XFERK_MAX_SGE),
 		.cap.max_recv_sge = 1,
@@ -625,10 +562,6 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 
 	if (dev != c->pd->device)
 		return -ENODEV;
-	if (!l->index) {
-		init.cap.max_send_wr += 2 + XFERK_MSG_SENDS;
-		init.cap.max_recv_wr = XFERK_MSG_RECVS;
-	}
 	ret = rdma_create_qp(id, c->pd, &init);
 	if (ret)
 		return ret;
@@ -649,10 +582,11 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 }
 
 /*
- * CQ and first QP of a new path on @id's (attached) device; the session's
- * first path also makes its PD and lists its send slots (allocated with
- * the connection, charged to whoever caused it; a dead path's teardown
- * gives every slot back). A later path must be on the session's device.
+ * CQ entries (in the device's pool) and first QP of a new path on @id's
+ * (attached) device; the session's first path also makes its PD and lists
+ * its send slots (allocated with the connection, charged to whoever caused
+ * it; a dead path's teardown gives every slot back). A later path must be
+ * on the session's device.
  */
 int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 {
@@ -680,14 +614,14 @@ int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 			return -ENOMEM;
 		c->msgs->mapped = true;
 	}
-	/*
-	 * One CQE per chunk (every QP's send slots), an export's
-	 * registration, a keepalive probe, each message buffer.
-	 */
-	ret = conn_cq_create(c, dev, c->nr_qps * XFERK_QP_CTXS + 2 +
-			     XFERK_MSG_SENDS + XFERK_MSG_RECVS);
-	if (ret)
+	/* The handshake may lower nr_qps later: what is taken is given back. */
+	c->cq_entries = conn_cq_entries(c);
+	c->cq = ib_cq_pool_get(dev, c->cq_entries, -1, IB_POLL_WORKQUEUE);
+	if (IS_ERR(c->cq)) {
+		ret = PTR_ERR(c->cq);
+		c->cq = NULL;
 		return ret;
+	}
 	ret = lane_create_qp(c, &c->lanes[0], id);
 	if (ret)
 		return ret;
@@ -696,7 +630,7 @@ int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 
 /*
  * A connection with its send slots (for @nr_qps QPs), message buffers,
- * revoked ids, its CQ's work; zeroed.
+ * revoked ids; zeroed.
  */
 struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 {
@@ -714,7 +648,6 @@ struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 		kfree(c);
 		return NULL;
 	}
-	INIT_WORK(&c->cq_work, conn_cq_work);
 	return c;
 }
 

@@ -39,12 +39,6 @@ struct xferk_send;
  */
 #define XFERK_POST_BATCH	16
 
-/*
- * Completions taken per poll of a path's CQ: as many as one chain posts,
- * and as many chunks as complete together (xferk_conn_chunks_succeeded()).
- */
-#define XFERK_CQ_BATCH		XFERK_POST_BATCH
-
 /* Most scatter/gather entries, hence pages, one work request carries. */
 #define XFERK_MAX_SGE	32
 
