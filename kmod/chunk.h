@@ -17,6 +17,7 @@
 
 struct xferk_conn;
 struct xferk_op;
+struct xferk_qentry;
 struct xferk_sched_qp;
 
 /**
@@ -84,6 +85,7 @@ struct xferk_chunk {
  *	its bytes are no longer in flight until it is; by the chunk's holder
  * @cancelled: its op's outcome is decided: it is dropped, not posted
  * @holds: its op holds session @c, so the chunk may go through it
+ * @queue_entry: its op's place in the admission queue
  */
 struct xferk_chunk_events {
 	void (*complete)(struct xferk_chunk *ch, int error);
@@ -92,6 +94,7 @@ struct xferk_chunk_events {
 	void (*unposted)(struct xferk_chunk *ch);
 	bool (*cancelled)(struct xferk_chunk *ch);
 	bool (*holds)(const struct xferk_chunk *ch, const struct xferk_conn *c);
+	struct xferk_qentry *(*queue_entry)(const struct xferk_chunk *ch);
 };
 
 /* conn_post.c: set once at module load (xferk_chunk_set_events()) */
@@ -127,6 +130,12 @@ static inline bool xferk_chunk_holds(const struct xferk_chunk *ch,
 				     const struct xferk_conn *c)
 {
 	return xferk_chunk_cb->holds(ch, c);
+}
+
+static inline struct xferk_qentry *
+xferk_chunk_qentry(const struct xferk_chunk *ch)
+{
+	return xferk_chunk_cb->queue_entry(ch);
 }
 
 /* The remote a chunk goes through: its handle's own, or one of its rails. */

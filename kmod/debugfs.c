@@ -180,7 +180,7 @@ static void queue_item_show(struct seq_file *m, struct xferk_sched_item *it,
 			    ktime_t now)
 {
 	seq_printf(m, "  pid %d %s undispatched %llu/%u inflight %llu/%u age_ms %lld\n",
-		   container_of(it, struct xferk_op, qitem)->owner,
+		   container_of(it, struct xferk_op, q.item)->owner,
 		   xferk_qstate_names[it->state], it->undispatched_bytes,
 		   it->undispatched_chunks, it->inflight_bytes,
 		   it->inflight_chunks, ktime_ms_delta(now, it->enqueued));

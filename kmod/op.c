@@ -63,8 +63,8 @@ static void op_release(struct kref *ref)
 		xferk_group_op_gone(op);
 	for (i = 0; i < op->nr_conns; i++)
 		xferk_conn_put(op->conns[i]);
-	if (op->qdev)
-		xferk_qdev_put(op->qdev);
+	if (op->q.qdev)
+		xferk_qdev_put(op->q.qdev);
 	xferk_qacct_put(op->qacct);
 	spin_lock(&xferk_ops_lock);
 	list_del(&op->node);
@@ -105,6 +105,7 @@ static void op_free_chunks(struct xferk_op *op)
 		xferk_remote_put(chunks[i].remote);
 	}
 	WRITE_ONCE(op->chunks, NULL);
+	op->q.chunks = NULL;
 	kvfree(chunks);
 	atomic_long_sub(op->nr_chunks, &op->qacct->chunks);
 }
@@ -359,6 +360,11 @@ static bool op_chunk_holds(const struct xferk_chunk *ch,
 	return false;
 }
 
+static struct xferk_qentry *op_chunk_queue_entry(const struct xferk_chunk *ch)
+{
+	return &ch->op->q;
+}
+
 static const struct xferk_chunk_events op_chunk_events = {
 	.complete = op_chunk_complete,
 	.succeeded = op_chunks_succeeded,
@@ -366,6 +372,7 @@ static const struct xferk_chunk_events op_chunk_events = {
 	.unposted = op_chunk_unposted,
 	.cancelled = op_chunk_cancelled,
 	.holds = op_chunk_holds,
+	.queue_entry = op_chunk_queue_entry,
 };
 
 int xferk_op_module_init(void)

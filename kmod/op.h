@@ -24,6 +24,7 @@
 #include "export.h"
 #include "handle.h"
 #include "lifecycle.h"
+#include "queue.h"
 #include "rail.h"
 #include "sched.h"
 #include "transport.h"
@@ -79,10 +80,9 @@ struct xferk_send;
  * @ucmd_task: the task that submitted @ucmd (ref until claimed)
  * @parked_node: in xferk_parked (xferk_parked_lock) until claimed
  * @expire_work: at the deadline: takes the op off its queue
- * @qdev: the queue the op was admitted to (ref), NULL when bypassed
+ * @q: its place in its device's admission queue (queue.h): the queue
+ *	(ref, NULL when bypassed), its scheduler item, its next chunk
  * @qacct: its file's account (ref): queue admission, chunk budget
- * @qitem: its entry in @qdev's scheduler (xferk_queue_lock)
- * @dispatch_next: index of its next chunk to dispatch (xferk_queue_lock)
  * @nr_conns: connections in @conns
  * @conns: the distinct connections its chunks use (one ref each), for
  *	cancel; they outlive @chunks
@@ -121,10 +121,8 @@ struct xferk_op {
 	struct task_struct *ucmd_task;
 	struct list_head parked_node;
 	struct work_struct expire_work;
-	struct xferk_qdev *qdev;
+	struct xferk_qentry q;
 	struct xferk_qacct *qacct;
-	struct xferk_sched_item qitem;
-	u32 dispatch_next;
 	u32 nr_conns;
 	struct xferk_conn **conns;
 	u32 nr_chunks;

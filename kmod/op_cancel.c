@@ -198,7 +198,7 @@ void op_expire_work(struct work_struct *work)
 	struct xferk_op *op = container_of(work, struct xferk_op, expire_work);
 	u32 i;
 
-	xferk_queue_drop(op);
+	xferk_queue_drop(&op->q);
 	for (i = 0; i < op->nr_conns; i++)
 		xferk_conn_drop_op(op->conns[i], op);
 	xferk_op_put(op);
@@ -278,7 +278,7 @@ static void ops_cancel_on_conns(struct xferk_op **ops, u32 nr, bool force)
 
 	if (!force) {
 		for (k = 0; k < nr; k++) {
-			xferk_queue_drop(ops[k]);
+			xferk_queue_drop(&ops[k]->q);
 			for (i = 0; i < ops[k]->nr_conns; i++)
 				xferk_conn_drop_op(ops[k]->conns[i], ops[k]);
 		}

@@ -374,10 +374,12 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 			   -EBUSY);
 	if (ret)
 		goto out_unlock;
-	ret = xferk_queue_admit(op, s->acct, a, remotes);
+	ret = xferk_queue_admit(&op->q, op->life.total_bytes, op->nr_chunks,
+				s->acct, a, remotes);
 	if (ret)
 		goto out_uncharge;
 	op->chunks = kvcalloc(nr_chunks, sizeof(*op->chunks), XFERK_GFP_USER);
+	op->q.chunks = op->chunks;
 	if (!op->chunks || op_collect_conns(op, remotes, a->nr_frags)) {
 		ret = -ENOMEM;
 		goto out_unadmit;
@@ -419,6 +421,7 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 	notify = NULL;
 	a->op = op->hobj.handle;
 	op->id = a->op;
+	op->q.id = op->id;
 	trace_xferk_op_submit(op->id, total_bytes, nr_chunks, a->priority,
 			      a->group);
 	/*
@@ -443,8 +446,8 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 
 	if (deadline != KTIME_MAX)
 		hrtimer_start(&op->timer, deadline, HRTIMER_MODE_ABS);
-	if (op->qdev)
-		xferk_queue_start(op);
+	if (op->q.qdev)
+		xferk_queue_start(&op->q);
 	else
 		op_queue_direct(op);
 	xferk_op_put(op);
@@ -458,7 +461,7 @@ out_unfill:
 		xferk_remote_put(op->chunks[i].remote);
 	}
 out_unadmit:
-	xferk_queue_unadmit(op);
+	xferk_queue_unadmit(&op->q);
 out_uncharge:
 	atomic_long_sub(nr_chunks, &op->qacct->chunks);
 out_unlock:

@@ -42,8 +42,8 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 
+#include "chunk.h"
 #include "conn.h"
-#include "op.h"
 #include "queue.h"
 #include "remote.h"
 #include "sched.h"
@@ -203,30 +203,34 @@ ktime_t xferk_queue_now(void)
 }
 
 /* Tells the model about the chunk the op dispatches next. */
-static void set_next(struct xferk_op *op)
+static void set_next(struct xferk_qentry *qe)
 {
-	struct xferk_chunk *ch = &op->chunks[op->dispatch_next];
+	struct xferk_chunk *ch = &qe->chunks[qe->next];
 
-	op->qitem.next_len = ch->wr.len;
-	op->qitem.next_qp = &xferk_chunk_remote(ch)->conn->sqp;
+	qe->item.next_len = ch->wr.len;
+	qe->item.next_qp = &xferk_chunk_remote(ch)->conn->sqp;
 }
 
 /**
  * xferk_queue_admit() - reserve the op's place in its device's queue
- * @op: the op, not yet published; its chunks need not exist yet
+ * @qe: the op's entry, zeroed; the op is not yet published and its chunks
+ *	need not exist yet
+ * @bytes: the op's bytes
+ * @nr_chunks: the chunks it is cut into
  * @acct: the submitting file's account (the op holds it)
  * @a: the submit argument: priority and window
  * @remotes: the remote of each fragment
  *
- * Return: 0 (admitted, or the queue is bypassed: op->qdev stays NULL),
+ * Return: 0 (admitted, or the queue is bypassed: @qe->qdev stays NULL),
  * -EXDEV if the fragments use connections on different devices, or
  * -EBUSY if a hard limit would be exceeded.
  */
-int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
+int xferk_queue_admit(struct xferk_qentry *qe, u64 bytes, u32 nr_chunks,
+		      struct xferk_qacct *acct,
 		      const struct xferk_ioc_submit *a,
 		      struct xferk_remote *const *remotes)
 {
-	struct xferk_sched_item *it = &op->qitem;
+	struct xferk_sched_item *it = &qe->item;
 	struct xferk_qdev *q = remotes[0]->conn->qdev;
 	u32 i;
 	int ret;
@@ -238,8 +242,8 @@ int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
 		return 0;
 
 	it->prio = a->priority;
-	it->bytes = op->life.total_bytes;
-	it->undispatched_chunks = op->nr_chunks;
+	it->bytes = bytes;
+	it->undispatched_chunks = nr_chunks;
 	spin_lock(&xferk_queue_lock);
 	it->window_bytes = a->window_bytes ?: xferk_queue_limits.op_window_bytes;
 	it->window_chunks = a->window_chunks ?: xferk_queue_limits.op_window_chunks;
@@ -248,20 +252,20 @@ int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
 	if (ret)
 		return ret;
 	kref_get(&q->ref);
-	op->qdev = q;
+	qe->qdev = q;
 	return 0;
 }
 
 /* Undoes xferk_queue_admit() of an op that was never published. */
-void xferk_queue_unadmit(struct xferk_op *op)
+void xferk_queue_unadmit(struct xferk_qentry *qe)
 {
-	if (!op->qdev)
+	if (!qe->qdev)
 		return;
 	spin_lock(&xferk_queue_lock);
-	xferk_sched_cancel(&op->qdev->sched, &op->qitem);
+	xferk_sched_cancel(&qe->qdev->sched, &qe->item);
 	spin_unlock(&xferk_queue_lock);
-	xferk_qdev_put(op->qdev);
-	op->qdev = NULL;
+	xferk_qdev_put(qe->qdev);
+	qe->qdev = NULL;
 }
 
 /*
@@ -328,24 +332,24 @@ static void queue_kick_locked(struct xferk_qdev *q, ktime_t now)
 	for (;;) {
 		q->rekick = false;
 		for (n = 0; n < KICK_BATCH; n++) {
-			struct xferk_op *op;
+			struct xferk_qentry *qe;
 
 			it = xferk_sched_next(&q->sched, now);
 			if (!it)
 				break;
-			op = container_of(it, struct xferk_op, qitem);
-			batch[n] = &op->chunks[op->dispatch_next++];
+			qe = container_of(it, struct xferk_qentry, item);
+			batch[n] = &qe->chunks[qe->next++];
 			batch[n]->dispatched = true;
 			batch[n]->sqp = it->next_qp;
 			if (it->undispatched_chunks)
-				set_next(op);
+				set_next(qe);
 		}
 		if (!n && !q->rekick)
 			break;
 		spin_unlock(&xferk_queue_lock);
 		/* A dispatched chunk keeps its op (and this qdev) alive. */
 		for (i = 0; i < n; i++) {
-			trace_xferk_chunk_dispatch(batch[i]->op->id,
+			trace_xferk_chunk_dispatch(xferk_chunk_qentry(batch[i])->id,
 						   xferk_chunk_remote(batch[i])->conn->id,
 						   batch[i]->wr.len, 0);
 			batch[i]->dispatched_at = now;
@@ -385,71 +389,70 @@ static void queue_kick_work(struct work_struct *work)
 }
 
 /* The op is published, its chunks filled: they may go. */
-void xferk_queue_start(struct xferk_op *op)
+void xferk_queue_start(struct xferk_qentry *qe)
 {
-	struct xferk_sched_item *it = &op->qitem;
+	struct xferk_sched_item *it = &qe->item;
 	ktime_t now = xferk_queue_now();
 
 	spin_lock(&xferk_queue_lock);
 	/* A cancel may have dropped every chunk since the op was published. */
 	if (it->undispatched_chunks)
-		set_next(op);
-	xferk_sched_start(&op->qdev->sched, it, now);
-	queue_kick_locked(op->qdev, now);
+		set_next(qe);
+	xferk_sched_start(&qe->qdev->sched, it, now);
+	queue_kick_locked(qe->qdev, now);
 }
 
 /*
  * Takes the op's item off the queue. Its undispatched chunks, from @from
  * on, are now the caller's to complete (complete_dropped()).
  */
-static u32 queue_cancel_locked(struct xferk_op *op, u32 *from)
+static u32 queue_cancel_locked(struct xferk_qentry *qe, u32 *from)
 {
 	u32 dropped;
 
 	lockdep_assert_held(&xferk_queue_lock);
-	dropped = xferk_sched_cancel(&op->qdev->sched, &op->qitem);
-	*from = op->dispatch_next;
-	op->dispatch_next += dropped;
+	dropped = xferk_sched_cancel(&qe->qdev->sched, &qe->item);
+	*from = qe->next;
+	qe->next += dropped;
 	return dropped;
 }
 
 /* Completes dropped chunks unposted; without the queue lock. */
-static void complete_dropped(struct xferk_op *op, u32 from, u32 dropped)
+static void complete_dropped(struct xferk_qentry *qe, u32 from, u32 dropped)
 {
 	u32 i;
 
 	for (i = from; i < from + dropped; i++)
-		xferk_chunk_complete(&op->chunks[i], -ECANCELED);
+		xferk_chunk_complete(&qe->chunks[i], -ECANCELED);
 }
 
 /**
  * xferk_queue_drop() - take an op off its queue
- * @op: the op (the caller holds a reference)
+ * @qe: the op's entry (the caller holds a reference to the op)
  *
  * The op's chunks that were not dispatched yet are completed unposted
  * with -ECANCELED; the device never sees them. Safe to call repeatedly.
  */
-void xferk_queue_drop(struct xferk_op *op)
+void xferk_queue_drop(struct xferk_qentry *qe)
 {
 	u32 from, dropped;
 	bool shared;
 
-	if (!op->qdev)
+	if (!qe->qdev)
 		return;
 	spin_lock(&xferk_queue_lock);
-	dropped = queue_cancel_locked(op, &from);
-	shared = dropped && op->qitem.next_qp &&
-		 sqp_shared(op->qitem.next_qp);
+	dropped = queue_cancel_locked(qe, &from);
+	shared = dropped && qe->item.next_qp && sqp_shared(qe->item.next_qp);
 	spin_unlock(&xferk_queue_lock);
 	/*
 	 * An item that leaves lets the first one blocked on its QP come back
 	 * (sched.c): that queue may dispatch now.
 	 */
 	if (dropped)
-		queue_kick_async(op->qdev);
+		queue_kick_async(qe->qdev);
 	if (shared)
-		queue_kick_others(op->qdev);
-	complete_dropped(op, from, dropped);
+		queue_kick_others(qe->qdev);
+	complete_dropped(qe, from, dropped);
 }
 
 /*
@@ -458,12 +461,14 @@ void xferk_queue_drop(struct xferk_op *op)
  */
 static bool queue_chunk_done_locked(struct xferk_chunk *ch, ktime_t now)
 {
+	struct xferk_qentry *qe = xferk_chunk_qentry(ch);
+
 	lockdep_assert_held(&xferk_queue_lock);
 	if (ch->parked) {
 		ch->parked = false;
-		xferk_sched_unpark(&ch->op->qdev->sched, ch->wr.len);
+		xferk_sched_unpark(&qe->qdev->sched, ch->wr.len);
 	}
-	xferk_sched_complete(&ch->op->qdev->sched, &ch->op->qitem, ch->wr.len,
+	xferk_sched_complete(&qe->qdev->sched, &qe->item, ch->wr.len,
 			     ch->sqp, ktime_sub(now, ch->dispatched_at));
 	return sqp_shared(ch->sqp);
 }
@@ -481,7 +486,7 @@ static bool queue_chunk_done_locked(struct xferk_chunk *ch, ktime_t now)
  */
 void xferk_queue_chunk_park(struct xferk_chunk *ch)
 {
-	struct xferk_qdev *q = ch->op->qdev;
+	struct xferk_qdev *q = xferk_chunk_qentry(ch)->qdev;
 
 	if (!ch->dispatched || ch->parked)
 		return;
@@ -504,7 +509,7 @@ void xferk_queue_chunk_unpark(struct xferk_chunk *ch)
 		return;
 	spin_lock(&xferk_queue_lock);
 	ch->parked = false;
-	xferk_sched_unpark(&ch->op->qdev->sched, ch->wr.len);
+	xferk_sched_unpark(&xferk_chunk_qentry(ch)->qdev->sched, ch->wr.len);
 	spin_unlock(&xferk_queue_lock);
 }
 
@@ -520,8 +525,8 @@ void xferk_queue_chunk_unpark(struct xferk_chunk *ch)
  */
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 {
-	struct xferk_op *op = ch->op;
-	struct xferk_qdev *q = op->qdev;
+	struct xferk_qentry *qe = xferk_chunk_qentry(ch);
+	struct xferk_qdev *q = qe->qdev;
 	ktime_t now = xferk_queue_now();
 	u32 from = 0, dropped = 0;
 	bool others;
@@ -529,11 +534,11 @@ void xferk_queue_chunk_done(struct xferk_chunk *ch, int error)
 	spin_lock(&xferk_queue_lock);
 	others = queue_chunk_done_locked(ch, now);
 	if (error)
-		dropped = queue_cancel_locked(op, &from);
+		dropped = queue_cancel_locked(qe, &from);
 	queue_kick_locked(q, now);
 	if (others)
 		queue_kick_others(q);
-	complete_dropped(op, from, dropped);
+	complete_dropped(qe, from, dropped);
 }
 
 /**
@@ -559,12 +564,12 @@ void xferk_queue_chunks_succeeded(struct xferk_chunk **chs, u32 n)
 			i++;
 			continue;
 		}
-		q = chs[i]->op->qdev;
+		q = xferk_chunk_qentry(chs[i])->qdev;
 		now = xferk_queue_now();
 		others = false;
 		spin_lock(&xferk_queue_lock);
-		for (; i < n && (!chs[i]->dispatched || chs[i]->op->qdev == q);
-		     i++)
+		for (; i < n && (!chs[i]->dispatched ||
+				 xferk_chunk_qentry(chs[i])->qdev == q); i++)
 			if (chs[i]->dispatched)
 				others |= queue_chunk_done_locked(chs[i], now);
 		queue_kick_locked(q, now);

@@ -18,7 +18,6 @@
 #include "sched.h"
 
 struct xferk_chunk;
-struct xferk_op;
 struct xferk_remote;
 
 /**
@@ -63,6 +62,27 @@ struct xferk_qacct {
 	atomic64_t last_escalation;
 };
 
+/**
+ * struct xferk_qentry - an op's place in its device's admission queue
+ * @item: its entry in @qdev's scheduler (xferk_queue_lock)
+ * @qdev: the queue it was admitted to (ref), NULL when bypassed
+ * @chunks: the op's chunks, dispatched in order; set before the op is
+ *	published (a cancel may drop them from then on), NULL once they are
+ *	freed
+ * @next: index of the next chunk to dispatch (xferk_queue_lock)
+ * @id: the op's handle, its name in traces; set before it is published
+ *
+ * Embedded in the op (requests layer); a chunk finds its op's entry
+ * through xferk_chunk_qentry().
+ */
+struct xferk_qentry {
+	struct xferk_sched_item item;
+	struct xferk_qdev *qdev;
+	struct xferk_chunk *chunks;
+	u32 next;
+	u64 id;
+};
+
 extern spinlock_t xferk_queue_lock;
 extern struct list_head xferk_qdevs;
 extern struct xferk_sched_limits xferk_queue_limits;
@@ -75,12 +95,13 @@ void xferk_qdev_get(struct xferk_qdev *q);
 void xferk_qdev_put(struct xferk_qdev *q);
 struct xferk_qacct *xferk_qacct_create(void);
 void xferk_qacct_put(struct xferk_qacct *a);
-int xferk_queue_admit(struct xferk_op *op, struct xferk_qacct *acct,
+int xferk_queue_admit(struct xferk_qentry *qe, u64 bytes, u32 nr_chunks,
+		      struct xferk_qacct *acct,
 		      const struct xferk_ioc_submit *a,
 		      struct xferk_remote *const *remotes);
-void xferk_queue_unadmit(struct xferk_op *op);
-void xferk_queue_start(struct xferk_op *op);
-void xferk_queue_drop(struct xferk_op *op);
+void xferk_queue_unadmit(struct xferk_qentry *qe);
+void xferk_queue_start(struct xferk_qentry *qe);
+void xferk_queue_drop(struct xferk_qentry *qe);
 void xferk_queue_chunk_done(struct xferk_chunk *ch, int error);
 void xferk_queue_chunk_park(struct xferk_chunk *ch);
 void xferk_queue_chunk_unpark(struct xferk_chunk *ch);

@@ -61,7 +61,7 @@
  *   chunk.h      an op's work requests, as the sessions handle them
  *   fence.h      a session's part in the rails fence
  *   revoke.h     the revoke protocol's state and entry points
- *   queue.h      admission queues, per-file accounts
+ *   queue.h      admission queues, an op's entry, per-file accounts
  *
  * 4. Transport: RDMA and the null peer
  *   rdma.c       the RDMA transport: connecting, the listener, module init
