@@ -8,6 +8,7 @@
 #ifndef XFERK_CHUNK_H
 #define XFERK_CHUNK_H
 
+#include <linux/container_of.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/types.h>
@@ -130,6 +131,12 @@ static inline bool xferk_chunk_holds(const struct xferk_chunk *ch,
 				     const struct xferk_conn *c)
 {
 	return xferk_chunk_cb->holds(ch, c);
+}
+
+/* The chunk whose work request @wr is (the transport hands back only those). */
+static inline struct xferk_chunk *xferk_wr_chunk(struct xferk_wr *wr)
+{
+	return container_of(wr, struct xferk_chunk, wr);
 }
 
 static inline struct xferk_qentry *

@@ -136,8 +136,8 @@ static int conn_chunk_refused(struct xferk_chunk *ch)
  */
 void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
-	struct xferk_chunk *batch[XFERK_POST_BATCH], *ch;
 	struct xferk_wr *wrs[XFERK_POST_BATCH];
+	struct xferk_chunk *ch;
 	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->nr_qps);
 	u64 fence_path = xferk_fence_path_locked(c);	/* the path is c->lock's */
 	u32 n, i, posted;
@@ -159,13 +159,12 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 			}
 			/* Its rail is chosen: the key is that rail's. */
 			ch->wr.rkey = xferk_chunk_remote(ch)->rkey;
-			wrs[n] = &ch->wr;
-			batch[n++] = ch;
+			wrs[n++] = &ch->wr;
 		}
 		posted = n ? c->transport->post(c, wrs, n, &error) : 0;
 		now = ktime_get();
 		for (i = 0; i < posted; i++) {
-			ch = batch[i];
+			ch = xferk_wr_chunk(wrs[i]);
 			xferk_queue_chunk_unpark(ch);
 			ch->posted = true;
 			ch->posted_at = now;
@@ -178,12 +177,12 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 		if (posted == n)
 			continue;
 		if (error) {
-			batch[posted]->error = error;
-			list_add_tail(&batch[posted]->node, failed);
-			posted++;
+			ch = xferk_wr_chunk(wrs[posted++]);
+			ch->error = error;
+			list_add_tail(&ch->node, failed);
 		}
 		for (i = n; i-- > posted; )
-			list_add(&batch[i]->node, &c->pending);
+			list_add(&xferk_wr_chunk(wrs[i])->node, &c->pending);
 		if (!error && !posted)
 			break;
 	}
@@ -462,7 +461,7 @@ void xferk_conn_chunks_succeeded(struct xferk_conn *c, struct xferk_wr **wrs,
 	while (n) {
 		batch = min_t(u32, n, ARRAY_SIZE(chs));
 		for (i = 0; i < batch; i++)
-			chs[i] = container_of(wrs[i], struct xferk_chunk, wr);
+			chs[i] = xferk_wr_chunk(wrs[i]);
 		conn_chunks_succeeded(c, chs, batch);
 		wrs += batch;
 		n -= batch;
@@ -484,8 +483,7 @@ struct xferk_wr *xferk_conn_next_posted(struct xferk_conn *c,
 
 	lockdep_assert_held(&c->lock);
 	if (wr)
-		ch = list_next_entry(container_of(wr, struct xferk_chunk, wr),
-				     node);
+		ch = list_next_entry(xferk_wr_chunk(wr), node);
 	else
 		ch = list_first_entry(&c->posted, struct xferk_chunk, node);
 	return list_entry_is_head(ch, &c->posted, node) ? NULL : &ch->wr;
@@ -541,7 +539,7 @@ bool conn_post_overdue_locked(struct xferk_conn *c)
 void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_wr *wr,
 			   int error)
 {
-	struct xferk_chunk *ch = container_of(wr, struct xferk_chunk, wr);
+	struct xferk_chunk *ch = xferk_wr_chunk(wr);
 	LIST_HEAD(failed);
 	LIST_HEAD(moving);
 	bool reposted = false;
