@@ -94,16 +94,23 @@ static void op_count_outcome(struct xferk_op *op, u32 state)
 	}
 }
 
+/* Drops what each of the op's filled chunks holds: its region and remote. */
+void op_put_chunks(struct xferk_op *op)
+{
+	u32 i;
+
+	for (i = 0; i < op->nr_chunks; i++) {
+		xferk_region_put(op->chunks[i].wr.region);
+		xferk_remote_put(op->chunks[i].remote);
+	}
+}
+
 /* Drops what the chunks hold, and the chunks: the op is physical. */
 static void op_free_chunks(struct xferk_op *op)
 {
 	struct xferk_chunk *chunks = op->chunks;
-	u32 i;
 
-	for (i = 0; i < op->nr_chunks; i++) {
-		xferk_region_put(chunks[i].wr.region);
-		xferk_remote_put(chunks[i].remote);
-	}
+	op_put_chunks(op);
 	WRITE_ONCE(op->chunks, NULL);
 	op->q.chunks = NULL;
 	kvfree(chunks);

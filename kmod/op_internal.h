@@ -12,8 +12,13 @@
 #include <linux/hrtimer.h>
 #include <linux/workqueue.h>
 
+struct xferk_op;
+
 /* op.c: runs the ops' drain steps and deadline work (module init/exit) */
 extern struct workqueue_struct *xferk_op_wq;
+
+/* op.c: the references of an op's filled chunks dropped */
+void op_put_chunks(struct xferk_op *op);
 
 /* op_cancel.c: an op's timers and work items, set up by xferk_op_submit() */
 void op_drain_work(struct work_struct *work);

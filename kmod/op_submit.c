@@ -456,10 +456,7 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 	goto out_free;
 
 out_unfill:
-	for (i = 0; i < nr_chunks; i++) {
-		xferk_region_put(op->chunks[i].wr.region);
-		xferk_remote_put(op->chunks[i].remote);
-	}
+	op_put_chunks(op);
 out_unadmit:
 	xferk_queue_unadmit(&op->q);
 out_uncharge:
