@@ -47,7 +47,7 @@ DKMS_FILES := Kbuild Makefile dkms.conf kmod/Kbuild uapi/xferk.h \
 	$(filter-out %.mod.c,$(wildcard kmod/*.[ch]))
 
 .PHONY: all module lib tools tests examples install install-man dkms-src dkms-install \
-	check demo bench fuzz lint clean help nixl
+	check demo bench fuzz repro lint clean help nixl
 
 all: module lib tools tests examples
 
@@ -56,6 +56,7 @@ help:
 	@echo 'make demo       two VMs on Debian 6.1: decode exports, prefill writes, next to ib_write_bw'
 	@echo 'make bench      the benchmarks in qemu (stock kernel): ctrl, qos, bw vs perftest, nixlbench'
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
+	@echo 'make repro      reproductions of kernel bugs xferk works around (debug kernel, KASAN)'
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
 	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule, Python package'
@@ -206,6 +207,9 @@ bench:
 fuzz:
 	tests/vm/run fuzz stock
 	tests/vm/run fuzz debug
+
+repro:
+	tests/vm/run repro debug
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kernel coding style: checkpatch.pl --strict (from linux-source-6.1) over
-# the module, the uAPI header and the KUnit suites. Any error, warning or
-# check fails.
+# the module, the uAPI header, the KUnit suites and the reproductions
+# (tests/repro/). Any error, warning or check fails.
 source "$(dirname "$0")/vm/lib.sh"
 prepare_checkpatch
 cd "$XFERK_SRC"
@@ -13,7 +13,7 @@ checkpatch() {
 
 out=$( {
 	# Table macros take constant command numbers: reuse is harmless.
-	checkpatch --ignore MACRO_ARG_REUSE -f $(ls kmod/*.[ch] tests/kunit/*.[ch] |
+	checkpatch --ignore MACRO_ARG_REUSE -f $(ls kmod/*.[ch] tests/kunit/*.[ch] tests/repro/*.c |
 		grep -v -e '\.mod\.c$' -e '^kmod/trace\.h$')
 	# TRACE_EVENT()'s layout, as in the kernel's own trace headers.
 	checkpatch --ignore OPEN_ENDED_LINE,PARENTHESIS_ALIGNMENT -f kmod/trace.h

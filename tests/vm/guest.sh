@@ -184,6 +184,8 @@ main() {
 			bench
 		elif [ "$XFERK_MODE" = fuzz ]; then
 			fuzz
+		elif [ "$XFERK_MODE" = repro ]; then
+			run_test repro/rxe_cq_tasklet insmod "$XFERK_MODDIR/repro/rxe_cq_tasklet.ko"
 		else
 			[ -e "$XFERK_MODDIR/tests/kunit/xferk_test.ko" ] && run_kunit
 			run_integration
