@@ -164,8 +164,8 @@ static void conn_release(struct kref *ref)
 	if (c->qdev)
 		xferk_qdev_put(c->qdev);
 	put_net(c->net);
-	kvfree(c->sends);
-	kfree(c->msgs);
+	kvfree(c->path.sends);
+	kfree(c->path.msgs);
 	kvfree(c->revoked);
 	kfree(c);
 }
@@ -205,7 +205,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	atomic_set(&c->users, active);
 	atomic64_set(&c->idle_since, ktime_get_ns());
 	c->state = XFERK_CONN_CONNECTING;
-	c->path = XFERK_PATH_LIVE;	/* the first path is the connection attempt */
+	c->path_state = XFERK_PATH_LIVE;	/* the first path is the connection attempt */
 	init_waitqueue_head(&c->state_wq);
 	mutex_init(&c->lock);
 	INIT_LIST_HEAD(&c->pending);
@@ -221,25 +221,25 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_WORK(&c->down_work, conn_down_work);
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);
 	INIT_DELAYED_WORK(&c->keepalive_work, conn_keepalive);
-	spin_lock_init(&c->cm_lock);
+	spin_lock_init(&c->path.cm_lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++) {
-		c->lanes[i].conn = c;
-		c->lanes[i].index = i;
-		INIT_LIST_HEAD(&c->lanes[i].sends);
-		init_completion(&c->lanes[i].cm_ready);
+		c->path.lanes[i].conn = c;
+		c->path.lanes[i].index = i;
+		INIT_LIST_HEAD(&c->path.lanes[i].sends);
+		init_completion(&c->path.lanes[i].cm_ready);
 		/* The first's creator completes it; the others', once made. */
 		if (i)
-			complete_all(&c->lanes[i].cm_ready);
+			complete_all(&c->path.lanes[i].cm_ready);
 	}
-	c->nr_qps = 1;
+	c->path.nr_qps = 1;
 	xferk_sched_qp_init(&c->sqp);
 	xferk_fence_init(c);
-	init_completion(&c->reg_done);
-	INIT_LIST_HEAD(&c->attach.node);
-	INIT_LIST_HEAD(&c->free_sends);
+	init_completion(&c->path.reg_done);
+	INIT_LIST_HEAD(&c->path.attach.node);
+	INIT_LIST_HEAD(&c->path.free_sends);
 	c->credits = XFERK_QP_CTXS;
-	c->max_chunk_pages = XFERK_MAX_SGE;
-	c->max_chunk_bytes = XFERK_CHUNK_MAX_BYTES;
+	c->path.max_chunk_pages = XFERK_MAX_SGE;
+	c->path.max_chunk_bytes = XFERK_CHUNK_MAX_BYTES;
 }
 
 /* A local object uses the connection: it is never reaped as unused. */
@@ -280,7 +280,7 @@ struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 	set_bit(XFERK_CONN_F_KEYED, &c->flags);
 	xferk_conn_claim(c);
 	xferk_conn_get(c);
-	c->lanes[0].live = true;	/* its one "QP", for the tables */
+	c->path.lanes[0].live = true;	/* its one "QP", for the tables */
 	xferk_conn_set_up(c);
 	return c;
 }
@@ -315,7 +315,7 @@ static bool conn_path_change(struct xferk_conn *c, int from, int to)
 		return false;
 	if (to != XFERK_PATH_DEAD)
 		lockdep_assert_held(&c->lock);
-	return cmpxchg(&c->path, from, to) == from;
+	return cmpxchg(&c->path_state, from, to) == from;
 }
 
 /*
@@ -518,8 +518,8 @@ void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l)
 	mutex_lock(&c->lock);
 	if (xferk_conn_qp_live(c) && l->qp) {
 		l->live = true;
-		for (i = 0, all = true; i < c->nr_qps; i++)
-			all &= c->lanes[i].live;
+		for (i = 0, all = true; i < c->path.nr_qps; i++)
+			all &= c->path.lanes[i].live;
 	}
 	mutex_unlock(&c->lock);
 	if (all)
@@ -666,7 +666,7 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 
 	mutex_lock(&c->lock);
 	if (c->state != XFERK_CONN_RECONNECTING ||
-	    READ_ONCE(c->path) != XFERK_PATH_NONE) {
+	    READ_ONCE(c->path_state) != XFERK_PATH_NONE) {
 		mutex_unlock(&c->lock);
 		return;
 	}
@@ -676,7 +676,7 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 		return;
 	}
 	conn_path_change(c, XFERK_PATH_NONE, XFERK_PATH_LIVE);
-	reinit_completion(&c->lanes[0].cm_ready);
+	reinit_completion(&c->path.lanes[0].cm_ready);
 	c->next_attempt = ktime_add_ms(now, reconnect_backoff_ms(c->attempts++));
 	deadline = ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
 	c->attempt_deadline = deadline;
@@ -710,7 +710,7 @@ bool xferk_conn_path_attach(struct xferk_conn *c, u64 seq)
 	     conn_path_change(c, XFERK_PATH_NONE, XFERK_PATH_LIVE);
 	if (ok) {
 		c->fence.path_seq = seq;
-		reinit_completion(&c->lanes[0].cm_ready);
+		reinit_completion(&c->path.lanes[0].cm_ready);
 		c->attempt_deadline =
 			ktime_add_ms(now, READ_ONCE(xferk_handshake_timeout_ms));
 		conn_recover_at(c, c->attempt_deadline, now);
@@ -738,7 +738,7 @@ static void conn_recover(struct work_struct *work)
 	state = c->state;
 	if (state == XFERK_CONN_RECONNECTING && now >= c->attempt_deadline)
 		conn_path_change(c, XFERK_PATH_LIVE, XFERK_PATH_DEAD);
-	path = READ_ONCE(c->path);
+	path = READ_ONCE(c->path_state);
 	/* DOWN goes CLOSED once: this run alone tears the session down. */
 	if (state == XFERK_CONN_DOWN)
 		closing = conn_change_state(c, XFERK_CONN_CLOSED);
@@ -804,7 +804,7 @@ static int conn_errno(int error)
 /* Its RDMA device is going: the session attached by @l goes down. */
 static void conn_dev_gone(struct xferk_dev_link *l)
 {
-	xferk_conn_down(container_of(l, struct xferk_conn, attach), -ENODEV);
+	xferk_conn_down(container_of(l, struct xferk_conn, path.attach), -ENODEV);
 }
 
 static const struct xferk_dev_user conn_dev_user = {

@@ -33,7 +33,6 @@
 
 struct net;
 struct xferk_chunk;
-struct xferk_msgs;
 struct xferk_op;
 struct xferk_qacct;
 struct xferk_qdev;
@@ -78,7 +77,7 @@ struct xferk_send;
  * @flags: XFERK_CONN_F_* bits
  * @qp_error: the error the QP event handler recorded for @down_work
  * @qp_cause: and its enum xferk_path_cause
- * @path: enum xferk_path_state, changed only by conn_path_change()
+ * @path_state: enum xferk_path_state, changed only by conn_path_change()
  *	(atomically: LIVE -> DEAD from any context, the others under @lock);
  *	read with READ_ONCE() or through xferk_conn_path_dead()
  * @path_gen: paths the session has had (@lock)
@@ -106,14 +105,12 @@ struct xferk_send;
  * @creator: the account of the file whose CONNECT started this end (ref),
  *	until it leaves CONNECTING
  * @lock: protects posting state: @state, @pending, @posted, @credits,
- *	the send slots
+ *	the send slots (@path)
  * @pending: chunks waiting for a send slot
  * @posted: chunks posted and without completion
  * @credits: free send slots
  * @outstanding: number of chunks on @posted
  * @idle: woken when @outstanding drops to 0
- * @max_chunk_pages: most pages one work request covers (>= 1)
- * @max_chunk_bytes: most bytes one work request carries
  * @remotes: imports of tokens this end's peer exported with an id
  *	(struct xferk_remote.conn_node), for the revokes it sends (@lock)
  * @revokes: revokes this end sent (@lock)
@@ -124,7 +121,6 @@ struct xferk_send;
  *	ESTALE (@lock)
  * @nr_revoked: entries in @revoked (@lock)
  * @revoked_next: where the next goes (@lock)
- * @msgs: the transport's message buffers (RDMA)
  * @next_export_id: id of this end's next export (@exports_lock)
  * @notify_queue: notifications to send, in sequence order (@lock)
  * @notify_posted: notifications sent on the current path whose send has
@@ -144,42 +140,12 @@ struct xferk_send;
  * @timer_work: handshake deadline; idle reaping of a passive end
  * @keepalive_work: posts a keepalive probe every keepalive_ms while the
  *	connection is up (RDMA); re-arms itself only under @lock in state UP
- * @keepalive_cqe: the probe's completion (XFERK_CONN_F_PROBING while posted)
- * @cm_lock: guards each lane's cm_id against the QP event handler
- *	(irq-safe)
- * @nr_qps: QPs each path has (@lanes), 1 to XFERK_MAX_QPS: agreed in the
- *	session's first handshake, before it is keyed; 1 for the null peer
- * @lanes: the path's QPs (RDMA); lanes[0] is the handshake's
- * @next_lane: where the search for the least busy lane starts (@lock)
- * @attach: its RDMA device (ref), none until attached
- * @pd: protection domain of this connection alone (RDMA)
- * @cq: completion queue of all of the path's QPs, one of its device's
- *	pool (RDMA)
- * @cq_entries: the entries of @cq the path claimed
- * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
- *	on @free_sends
- * @free_sends: send slots not in use (@lock)
- * @reg_cqe: completion of an export's registration work request
- * @reg_done: completed by it, or by teardown once the QP is gone
- * @reg_status: its result (0 or -EIO); the three are @exports_lock's
  * @qdev: the admission queue of the connection's device (ref); NULL
  *	until the device is known
  * @sqp: the session's dispatch window in that queue, one QP window per
  *	lane (xferk_queue_lock)
- * @null_delay_ns: delay before a chunk completes (null peer)
- * @null_work: completes due chunks (null peer)
  * @fence: its part in the rails fence (fence.c)
- * @null_completing: @null_work is in its loop and looks at @posted again
- *	before it leaves it, so a post need not queue it (null peer; @lock)
- *
- * Fencing: the rdma_cm handler runs only until teardown destroys @cm_id
- * (rdma_destroy_id() waits for a running one, and teardown first waits
- * for the creator's own call into rdma_cm, each lane's cm_ready); teardown
- * destroys every lane's cm_id first and frees no verbs
- * resource before that, and the handler creates none for a connection
- * that is down. The QP event handler reads a lane's cm_id under @cm_lock and
- * sets bits; it runs until the QP is destroyed, before @down_work is
- * flushed.
+ * @path: the transport's part: its current path (transport.h)
  */
 struct xferk_conn {
 	struct kref ref;
@@ -199,7 +165,7 @@ struct xferk_conn {
 	unsigned long flags;
 	int qp_error;
 	int qp_cause;
-	int path;
+	int path_state;
 	u32 path_gen;
 	u32 attempts;
 	ktime_t next_attempt;
@@ -221,8 +187,6 @@ struct xferk_conn {
 	u32 credits;
 	u32 outstanding;
 	wait_queue_head_t idle;
-	u32 max_chunk_pages;
-	u64 max_chunk_bytes;
 	struct list_head remotes;
 	struct xferk_revoke revokes[XFERK_REVOKES_MAX];
 	struct xferk_revoke acks_due[XFERK_REVOKES_MAX];
@@ -230,7 +194,6 @@ struct xferk_conn {
 	u64 *revoked;
 	u32 nr_revoked;
 	u32 revoked_next;
-	struct xferk_msgs *msgs;
 	u64 next_export_id;
 	struct list_head notify_queue;
 	struct list_head notify_posted;
@@ -245,29 +208,12 @@ struct xferk_conn {
 	struct work_struct down_work;
 	struct delayed_work timer_work;
 	struct delayed_work keepalive_work;
-	struct ib_cqe keepalive_cqe;
-
-	spinlock_t cm_lock;	/* lanes' cm_ids vs the QP event handler */
-	u32 nr_qps;
-	struct xferk_lane lanes[XFERK_MAX_QPS];
-	u32 next_lane;
-	struct xferk_dev_link attach;
-	struct ib_pd *pd;
-	struct ib_cq *cq;
-	u32 cq_entries;
-	struct xferk_send *sends;
-	struct list_head free_sends;
-	struct ib_cqe reg_cqe;
-	struct completion reg_done;
-	int reg_status;
 
 	struct xferk_qdev *qdev;
 	struct xferk_sched_qp sqp;
 	struct xferk_fence fence;
 
-	u64 null_delay_ns;
-	struct delayed_work null_work;
-	bool null_completing;
+	struct xferk_path path;
 };
 
 /**
@@ -316,7 +262,7 @@ bool xferk_conn_path_attach(struct xferk_conn *c, u64 seq);
 /* The path cannot take work: not LIVE (QP in error, being torn, none). */
 static inline bool xferk_conn_path_dead(const struct xferk_conn *c)
 {
-	return READ_ONCE(c->path) != XFERK_PATH_LIVE;
+	return READ_ONCE(c->path_state) != XFERK_PATH_LIVE;
 }
 
 /* conn_timer.c: its deadline and keepalive */

@@ -100,7 +100,7 @@ bool xferk_conn_postable(struct xferk_conn *c)
 bool xferk_conn_qp_live(struct xferk_conn *c)
 {
 	lockdep_assert_held(&c->lock);
-	return c->lanes[0].qp && !xferk_conn_state_over(c->state) &&
+	return c->path.lanes[0].qp && !xferk_conn_state_over(c->state) &&
 	       !xferk_conn_path_dead(c);
 }
 
@@ -138,7 +138,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 {
 	struct xferk_wr *wrs[XFERK_POST_BATCH];
 	struct xferk_chunk *ch;
-	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->nr_qps);
+	u32 chain = DIV_ROUND_UP(XFERK_POST_BATCH, c->path.nr_qps);
 	u64 fence_path = xferk_fence_path_locked(c);	/* the path is c->lock's */
 	u32 n, i, posted;
 	int error = 0;

@@ -39,7 +39,7 @@ int xferk_ioctl_conn_query(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		.reconnects = c->reconnects,
 		.reposted = c->reposted,
 		.initiator = c->active,
-		.nr_qps = c->nr_qps,
+		.nr_qps = c->path.nr_qps,
 	};
 	mutex_unlock(&c->lock);
 	mutex_unlock(&xf->lock);

@@ -123,8 +123,8 @@ static u32 lanes_live(struct xferk_conn *c)
 {
 	u32 i, n = 0;
 
-	for (i = 0; i < c->nr_qps; i++)
-		n += c->lanes[i].live;
+	for (i = 0; i < c->path.nr_qps; i++)
+		n += c->path.lanes[i].live;
 	return n;
 }
 
@@ -141,19 +141,19 @@ static int peers_show(struct seq_file *m, void *unused)
 			   c->id, c->transport->name,
 			   c->active ? "active" : "passive",
 			   xferk_conn_state_name(c->state), &c->peer,
-			   READ_ONCE(c->lanes[0].qp_num),
+			   READ_ONCE(c->path.lanes[0].qp_num),
 			   c->outstanding, c->error,
 			   xferk_conn_path_dead(c),
 			   test_bit(XFERK_CONN_F_CLAIMED, &c->flags),
 			   c->path_gen,
-			   xferk_path_state_name(READ_ONCE(c->path)),
+			   xferk_path_state_name(READ_ONCE(c->path_state)),
 			   c->attempts,
 			   c->reconnects, c->reposted, c->peer_caps,
-			   revokes_unanswered(c), c->nr_acks_due, c->nr_qps,
+			   revokes_unanswered(c), c->nr_acks_due, c->path.nr_qps,
 			   lanes_live(c));
-		for (i = 0; i < c->nr_qps; i++)
+		for (i = 0; i < c->path.nr_qps; i++)
 			seq_printf(m, "%s%llu", i ? "," : "",
-				   c->lanes[i].posts);
+				   c->path.lanes[i].posts);
 		seq_putc(m, '\n');
 		mutex_unlock(&c->lock);
 	}

@@ -274,7 +274,7 @@ static void fence_asked(struct xferk_conn *via, struct xferk_conn *c, u64 path,
 	bool now;
 
 	mutex_lock(&c->lock);
-	now = READ_ONCE(c->path) == XFERK_PATH_NONE ||
+	now = READ_ONCE(c->path_state) == XFERK_PATH_NONE ||
 	      fence_path_seq(c) > path || c->fence.torn > path;
 	/* Under the lock: the path killed is the one that was asked for. */
 	if (!now && fence_owe_locked(c, via, path, peer_conn_id))

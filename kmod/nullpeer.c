@@ -19,14 +19,14 @@ static struct workqueue_struct *xferk_null_wq;
  * hands them over. The clock is read again only when a chunk seems not
  * due yet. Only this work completes the null peer's chunks; they stay on
  * c->posted until xferk_conn_chunks_succeeded() takes them off. While it
- * loops (c->null_completing) it finds what is posted meanwhile itself;
+ * loops (c->path.null_completing) it finds what is posted meanwhile itself;
  * it leaves only with nothing due, queued again for the first chunk still
  * posted if there is one.
  */
 static void null_complete_due(struct work_struct *work)
 {
 	struct xferk_conn *c = container_of(to_delayed_work(work),
-					    struct xferk_conn, null_work);
+					    struct xferk_conn, path.null_work);
 	struct xferk_wr *due[XFERK_POST_BATCH], *wr;
 	ktime_t now = ktime_get(), wait;
 	u32 n;
@@ -35,7 +35,7 @@ static void null_complete_due(struct work_struct *work)
 		n = 0;
 		wr = NULL;
 		mutex_lock(&c->lock);
-		c->null_completing = true;
+		c->path.null_completing = true;
 		while ((wr = xferk_conn_next_posted(c, wr))) {
 			if (n == ARRAY_SIZE(due))
 				break;
@@ -45,14 +45,14 @@ static void null_complete_due(struct work_struct *work)
 				wait = ktime_sub(wr->due, now);
 				if (!n)
 					queue_delayed_work(xferk_null_wq,
-							   &c->null_work,
+							   &c->path.null_work,
 							   nsecs_to_jiffies(wait) + 1);
 				break;
 			}
 			due[n++] = wr;
 		}
 		if (!n)
-			c->null_completing = false;
+			c->path.null_completing = false;
 		mutex_unlock(&c->lock);
 		if (n)
 			xferk_conn_chunks_succeeded(c, due, n);
@@ -66,15 +66,15 @@ static void null_complete_due(struct work_struct *work)
 static u32 null_post(struct xferk_conn *c, struct xferk_wr **wrs, u32 n,
 		     int *error)
 {
-	ktime_t due = c->null_delay_ns ?
-		      ktime_add_ns(ktime_get(), c->null_delay_ns) : 0;
+	ktime_t due = c->path.null_delay_ns ?
+		      ktime_add_ns(ktime_get(), c->path.null_delay_ns) : 0;
 	u32 i;
 
 	for (i = 0; i < n; i++)
 		wrs[i]->due = due;
-	if (list_empty(&c->posted) && !c->null_completing)
-		mod_delayed_work(xferk_null_wq, &c->null_work,
-				 nsecs_to_jiffies(c->null_delay_ns));
+	if (list_empty(&c->posted) && !c->path.null_completing)
+		mod_delayed_work(xferk_null_wq, &c->path.null_work,
+				 nsecs_to_jiffies(c->path.null_delay_ns));
 	return n;
 }
 
@@ -99,7 +99,7 @@ static void null_disconnect(struct xferk_conn *c)
 
 static void null_quiesce(struct xferk_conn *c)
 {
-	cancel_delayed_work_sync(&c->null_work);
+	cancel_delayed_work_sync(&c->path.null_work);
 }
 
 static void null_destroy(struct xferk_conn *c)
@@ -120,8 +120,8 @@ const struct xferk_transport xferk_null_transport = {
 /* Makes @c a null peer's session: each chunk completes @delay_ns later. */
 void xferk_null_init_conn(struct xferk_conn *c, u64 delay_ns)
 {
-	INIT_DELAYED_WORK(&c->null_work, null_complete_due);
-	c->null_delay_ns = delay_ns;
+	INIT_DELAYED_WORK(&c->path.null_work, null_complete_due);
+	c->path.null_delay_ns = delay_ns;
 }
 
 int xferk_null_module_init(void)

@@ -147,11 +147,11 @@ void xferk_remote_limits(struct xferk_remote *rm, u32 *pages, u64 *bytes)
 {
 	u32 i, nr = rails_nr(rm);
 
-	*pages = rm->conn->max_chunk_pages;
-	*bytes = rm->conn->max_chunk_bytes;
+	*pages = rm->conn->path.max_chunk_pages;
+	*bytes = rm->conn->path.max_chunk_bytes;
 	for (i = 1; i < nr; i++) {
-		*pages = min(*pages, rm->rails->rail[i]->conn->max_chunk_pages);
-		*bytes = min(*bytes, rm->rails->rail[i]->conn->max_chunk_bytes);
+		*pages = min(*pages, rm->rails->rail[i]->conn->path.max_chunk_pages);
+		*bytes = min(*bytes, rm->rails->rail[i]->conn->path.max_chunk_bytes);
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_remote_limits);
@@ -197,9 +197,9 @@ static bool chunk_fits(const struct xferk_chunk *ch, const struct xferk_conn *c)
 {
 	u64 start = ch->wr.region->addr + ch->wr.offset;
 
-	return ch->wr.len <= c->max_chunk_bytes &&
+	return ch->wr.len <= c->path.max_chunk_bytes &&
 	       DIV_ROUND_UP(offset_in_page(start) + ch->wr.len, PAGE_SIZE) <=
-	       c->max_chunk_pages;
+	       c->path.max_chunk_pages;
 }
 
 /*

@@ -64,7 +64,7 @@ static struct xferk_conn *conn_start(struct net *net,
 	xferk_conn_set_creator(c, acct);
 	c->peer = *peer;
 	get_random_bytes(conn_key_half(c), 16);
-	id = rdma_create_id(net, xferk_cm_handler, &c->lanes[0], RDMA_PS_TCP,
+	id = rdma_create_id(net, xferk_cm_handler, &c->path.lanes[0], RDMA_PS_TCP,
 			    IB_QPT_RC);
 	if (IS_ERR(id)) {
 		xferk_conn_put(c);
@@ -77,13 +77,13 @@ static struct xferk_conn *conn_start(struct net *net,
 		xferk_conn_put(c);
 		return other;
 	}
-	c->lanes[0].cm_id = id;
+	c->path.lanes[0].cm_id = id;
 	*created = true;
 	xferk_conn_get(c);	/* the caller's */
 	xferk_conn_arm_timer(c, timeout_ms);
 	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)peer, timeout_ms);
 	/* The handler's alone with @id now; teardown may destroy it. */
-	complete_all(&c->lanes[0].cm_ready);
+	complete_all(&c->path.lanes[0].cm_ready);
 	if (ret)
 		xferk_conn_down(c, ret);
 	return c;
@@ -99,18 +99,18 @@ int conn_rdma_reconnect(struct xferk_conn *c)
 	struct rdma_cm_id *id;
 	int ret;
 
-	id = rdma_create_id(c->net, xferk_cm_handler, &c->lanes[0],
+	id = rdma_create_id(c->net, xferk_cm_handler, &c->path.lanes[0],
 			    RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id)) {
-		complete_all(&c->lanes[0].cm_ready);
+		complete_all(&c->path.lanes[0].cm_ready);
 		return -ENOMEM;
 	}
-	spin_lock_irq(&c->cm_lock);
-	c->lanes[0].cm_id = id;
-	spin_unlock_irq(&c->cm_lock);
+	spin_lock_irq(&c->path.cm_lock);
+	c->path.lanes[0].cm_id = id;
+	spin_unlock_irq(&c->path.cm_lock);
 	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&c->peer,
 				XFERK_RESOLVE_MS);
-	complete_all(&c->lanes[0].cm_ready);
+	complete_all(&c->path.lanes[0].cm_ready);
 	return ret;
 }
 

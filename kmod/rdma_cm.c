@@ -4,7 +4,7 @@
  * end we initiated, an end a peer initiated, a QP joining a path) and the
  * requests the listener receives (a new session, a session's new path, a
  * QP joining a path). rdma_cm runs one handler at a time per cm_id.
- * Locking: conn->cm_lock guards a lane's cm_id (the QP event handler
+ * Locking: conn->path.cm_lock guards a lane's cm_id (the QP event handler
  * takes it in atomic context); xferk_conns_lock the peer's id and the token
  * key; conn->lock the QP count and credits.
  *
@@ -241,7 +241,7 @@ static bool conn_resuming(struct xferk_conn *c)
 void conn_set_qps(struct xferk_conn *c, u32 nr)
 {
 	mutex_lock(&c->lock);
-	c->nr_qps = nr;
+	c->path.nr_qps = nr;
 	c->credits = nr * XFERK_QP_CTXS;
 	mutex_unlock(&c->lock);
 	WRITE_ONCE(c->sqp.nr_qps, nr);
@@ -275,9 +275,9 @@ static void lane_start(struct xferk_conn *c, struct xferk_lane *l,
 		xferk_conn_path_down(c, -ENOMEM, XFERK_PATH_QP);
 		return;
 	}
-	spin_lock_irq(&c->cm_lock);
+	spin_lock_irq(&c->path.cm_lock);
 	l->cm_id = id;
-	spin_unlock_irq(&c->cm_lock);
+	spin_unlock_irq(&c->path.cm_lock);
 	ret = rdma_resolve_addr(id, (struct sockaddr *)src,
 				(struct sockaddr *)&c->peer, XFERK_RESOLVE_MS);
 	/* The handler's alone with @id now; teardown may destroy it. */
@@ -296,8 +296,8 @@ static void lanes_start(struct xferk_conn *c, struct rdma_cm_id *first)
 		((struct sockaddr_in *)&src)->sin_port = 0;
 	else
 		((struct sockaddr_in6 *)&src)->sin6_port = 0;
-	for (i = 1; i < c->nr_qps; i++)
-		lane_start(c, &c->lanes[i], &src);
+	for (i = 1; i < c->path.nr_qps; i++)
+		lane_start(c, &c->path.lanes[i], &src);
 }
 
 /*
@@ -443,8 +443,8 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		if (!conn_connecting(c))
 			return;
-		ret = c->attach.dev ? 0 :
-		      xferk_dev_attach(&c->attach, id->device, &c->qdev);
+		ret = c->path.attach.dev ? 0 :
+		      xferk_dev_attach(&c->path.attach, id->device, &c->qdev);
 		if (!ret)
 			ret = rdma_resolve_route(id, XFERK_RESOLVE_MS);
 		if (ret)
@@ -464,7 +464,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 		} else {
 			cm_msg_init(&req, c, xferk_fault_connect_version ?:
 				    XFERK_PROTO_VERSION, conn_key_half(c));
-			req.nr_qps = c->nr_qps;
+			req.nr_qps = c->path.nr_qps;
 		}
 		conn_param_init(&param, id->device, &req, sizeof(req));
 		ret = rdma_connect_locked(id, &param);
@@ -475,15 +475,15 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 		rep = cm_msg_parse(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len);
 		if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION ||
-		    (conn_resuming(c) && !cm_msg_joins(rep, c, &c->lanes[0]))) {
+		    (conn_resuming(c) && !cm_msg_joins(rep, c, &c->path.lanes[0]))) {
 			xferk_conn_path_down(c, -EPROTO, XFERK_PATH_QP);
 			return;
 		}
 		if (!conn_resuming(c)) {
-			conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1, c->nr_qps));
+			conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1, c->path.nr_qps));
 			conn_set_peer(c, rep, conn_key_half(c));
 		}
-		xferk_conn_lane_up(c, &c->lanes[0]);
+		xferk_conn_lane_up(c, &c->path.lanes[0]);
 		lanes_start(c, id);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
@@ -499,7 +499,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 static void conn_passive_event(struct xferk_conn *c, struct rdma_cm_event *ev)
 {
 	if (ev->event == RDMA_CM_EVENT_ESTABLISHED)
-		xferk_conn_lane_up(c, &c->lanes[0]);
+		xferk_conn_lane_up(c, &c->path.lanes[0]);
 	else
 		passive_path_failed(c, ev);
 }
@@ -563,11 +563,11 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		conn_send_reject(id, XFERK_REJ_RETRY);
 		return -EAGAIN;
 	}
-	spin_lock_irq(&c->cm_lock);
-	c->lanes[0].cm_id = id;
-	spin_unlock_irq(&c->cm_lock);
-	id->context = &c->lanes[0];
-	complete_all(&c->lanes[0].cm_ready);	/* the handler owns @id now */
+	spin_lock_irq(&c->path.cm_lock);
+	c->path.lanes[0].cm_id = id;
+	spin_unlock_irq(&c->path.cm_lock);
+	id->context = &c->path.lanes[0];
+	complete_all(&c->path.lanes[0].cm_ready);	/* the handler owns @id now */
 	ret = conn_rdma_setup(c, id);
 	if (ret) {
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
@@ -609,13 +609,13 @@ static int conn_passive_join(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		return -ESTALE;
 	}
 	mutex_lock(&c->lock);
-	if (req->lane < c->nr_qps && cm_msg_seq(req) == c->resume_seq &&
+	if (req->lane < c->path.nr_qps && cm_msg_seq(req) == c->resume_seq &&
 	    xferk_conn_qp_live(c) &&
-	    !c->lanes[req->lane].cm_id) {
-		l = &c->lanes[req->lane];
-		spin_lock_irq(&c->cm_lock);
+	    !c->path.lanes[req->lane].cm_id) {
+		l = &c->path.lanes[req->lane];
+		spin_lock_irq(&c->path.cm_lock);
 		l->cm_id = id;
-		spin_unlock_irq(&c->cm_lock);
+		spin_unlock_irq(&c->path.cm_lock);
 		id->context = l;
 	}
 	mutex_unlock(&c->lock);
@@ -690,12 +690,12 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		conn_send_reject(id, XFERK_REJ_CROSSED);
 		return -EALREADY;
 	}
-	c->lanes[0].cm_id = id;
-	id->context = &c->lanes[0];
-	complete_all(&c->lanes[0].cm_ready);	/* the handler owns @id now */
+	c->path.lanes[0].cm_id = id;
+	id->context = &c->path.lanes[0];
+	complete_all(&c->path.lanes[0].cm_ready);	/* the handler owns @id now */
 	xferk_conn_arm_timer(c, READ_ONCE(xferk_handshake_timeout_ms));
 
-	ret = xferk_dev_attach(&c->attach, id->device, &c->qdev);
+	ret = xferk_dev_attach(&c->path.attach, id->device, &c->qdev);
 	if (!ret)
 		ret = conn_rdma_setup(c, id);
 	if (ret) {

@@ -28,13 +28,13 @@ static u64 export_iova(u64 addr)
 static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_conn *c = container_of(wc->wr_cqe, struct xferk_conn,
-					    reg_cqe);
+					    path.reg_cqe);
 
 	if (wc->status != IB_WC_SUCCESS)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
-	WRITE_ONCE(c->reg_status, wc->status == IB_WC_SUCCESS ? 0 :
+	WRITE_ONCE(c->path.reg_status, wc->status == IB_WC_SUCCESS ? 0 :
 		   wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO);
-	complete(&c->reg_done);
+	complete(&c->path.reg_done);
 }
 
 /*
@@ -48,7 +48,7 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 {
 	struct ib_reg_wr wr = {
 		.wr.opcode = IB_WR_REG_MR,
-		.wr.wr_cqe = &c->reg_cqe,
+		.wr.wr_cqe = &c->path.reg_cqe,
 		.wr.send_flags = IB_SEND_SIGNALED,
 		.mr = mr,
 		.key = mr->rkey,
@@ -57,13 +57,13 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 	int ret;
 
 	lockdep_assert_held(&c->exports_lock);
-	c->reg_cqe.done = conn_reg_done;
-	reinit_completion(&c->reg_done);
+	c->path.reg_cqe.done = conn_reg_done;
+	reinit_completion(&c->path.reg_done);
 	/* What it reads if teardown, not the completion, releases it. */
-	WRITE_ONCE(c->reg_status, -ENOTCONN);
+	WRITE_ONCE(c->path.reg_status, -ENOTCONN);
 	mutex_lock(&c->lock);
 	ret = xferk_conn_postable(c) ?
-	      ib_post_send(c->lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
+	      ib_post_send(c->path.lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
 	mutex_unlock(&c->lock);
 	if (ret == -ENOTCONN)
 		return ret;
@@ -71,11 +71,11 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
-	if (!wait_for_completion_timeout(&c->reg_done, 5 * HZ)) {
+	if (!wait_for_completion_timeout(&c->path.reg_done, 5 * HZ)) {
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
-		wait_for_completion(&c->reg_done);
+		wait_for_completion(&c->path.reg_done);
 	}
-	return READ_ONCE(c->reg_status);
+	return READ_ONCE(c->path.reg_status);
 }
 
 /*
@@ -105,7 +105,7 @@ static int export_frwr(struct xferk_conn *c, struct xferk_reg *reg,
 		       int access, struct page **pages, unsigned long npages,
 		       unsigned int offset)
 {
-	struct ib_device *dev = c->pd->device;
+	struct ib_device *dev = c->path.pd->device;
 	struct ib_mr *mr;
 	int nents, ret;
 
@@ -119,7 +119,7 @@ static int export_frwr(struct xferk_conn *c, struct xferk_reg *reg,
 		ret = -EIO;
 		goto err_free;
 	}
-	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG,
+	mr = ib_alloc_mr(c->path.pd, IB_MR_TYPE_MEM_REG,
 			 frwr_page_list_len(dev, npages));
 	if (IS_ERR(mr)) {
 		ret = PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
@@ -201,7 +201,7 @@ static int export_maps_region(const struct xferk_region *r, u64 addr,
  */
 int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg)
 {
-	const struct ib_device_attr *attrs = &c->pd->device->attrs;
+	const struct ib_device_attr *attrs = &c->path.pd->device->attrs;
 	struct xferk_region *r = reg->region;
 	unsigned long npages = reg->npages;
 	bool frwr = (attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
@@ -230,7 +230,7 @@ int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg)
 		if (ret)
 			return ret;
 	} else {
-		mr = ib_reg_user_mr(c->pd, reg->addr, reg->len,
+		mr = ib_reg_user_mr(c->path.pd, reg->addr, reg->len,
 				    export_iova(reg->addr), access);
 		if (IS_ERR(mr))
 			return PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
@@ -251,7 +251,7 @@ void conn_rdma_unexport(struct xferk_conn *c, struct xferk_reg *reg)
 {
 	xferk_dereg_mr(reg->mr);
 	if (reg->sgt.sgl) {
-		ib_dma_unmap_sg(c->pd->device, reg->sgt.sgl,
+		ib_dma_unmap_sg(c->path.pd->device, reg->sgt.sgl,
 				reg->sgt.orig_nents, DMA_BIDIRECTIONAL);
 		sg_free_table(&reg->sgt);
 	}

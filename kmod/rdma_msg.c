@@ -14,7 +14,7 @@
 
 static u64 msg_dma(const struct xferk_conn *c, int buf)
 {
-	return c->msgs->dma + (u64)buf * XFERK_MSG_SIZE;
+	return c->path.msgs->dma + (u64)buf * XFERK_MSG_SIZE;
 }
 
 static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -25,17 +25,17 @@ static int msg_post_recv(struct xferk_conn *c, int i)
 	struct ib_sge sge = {
 		.addr = msg_dma(c, i),
 		.length = XFERK_MSG_SIZE,
-		.lkey = c->pd->local_dma_lkey,
+		.lkey = c->path.pd->local_dma_lkey,
 	};
 	struct ib_recv_wr wr = {
-		.wr_cqe = &c->msgs->recv_cqe[i],
+		.wr_cqe = &c->path.msgs->recv_cqe[i],
 		.sg_list = &sge,
 		.num_sge = 1,
 	};
 	int ret;
 
-	c->msgs->recv_cqe[i].done = conn_msg_recv_done;
-	ret = ib_post_recv(c->lanes[0].qp, &wr, NULL);
+	c->path.msgs->recv_cqe[i].done = conn_msg_recv_done;
+	ret = ib_post_recv(c->path.lanes[0].qp, &wr, NULL);
 	return ret;
 }
 
@@ -47,7 +47,7 @@ static int msg_post_recv(struct xferk_conn *c, int i)
 static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_conn *c = wc_conn(wc);
-	int i = wc->wr_cqe - c->msgs->recv_cqe;
+	int i = wc->wr_cqe - c->path.msgs->recv_cqe;
 	struct ib_device *dev = cq->device;
 	u8 msg[XFERK_MSG_SIZE];
 	u32 len;
@@ -60,7 +60,7 @@ static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	len = wc->opcode == IB_WC_RECV ? wc->byte_len : 0;
 	ib_dma_sync_single_for_cpu(dev, msg_dma(c, i), XFERK_MSG_SIZE,
 				   DMA_BIDIRECTIONAL);
-	memcpy(msg, c->msgs->buf[i], sizeof(msg));
+	memcpy(msg, c->path.msgs->buf[i], sizeof(msg));
 	ib_dma_sync_single_for_device(dev, msg_dma(c, i), XFERK_MSG_SIZE,
 				      DMA_BIDIRECTIONAL);
 	mutex_lock(&c->lock);
@@ -77,14 +77,14 @@ static void conn_msg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_conn *c = wc_conn(wc);
-	int i = wc->wr_cqe - c->msgs->send_cqe;
+	int i = wc->wr_cqe - c->path.msgs->send_cqe;
 	u64 seq;
 
 	if (wc->status != IB_WC_SUCCESS)
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 	mutex_lock(&c->lock);
-	seq = c->msgs->send_seq[i];
-	__clear_bit(i, c->msgs->send_busy);
+	seq = c->path.msgs->send_seq[i];
+	__clear_bit(i, c->path.msgs->send_busy);
 	mutex_unlock(&c->lock);
 	if (wc->status == IB_WC_SUCCESS)
 		xferk_msg_sent(c, seq);
@@ -96,13 +96,13 @@ static void conn_msg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
 		       u64 seq)
 {
-	struct xferk_msgs *m = c->msgs;
+	struct xferk_msgs *m = c->path.msgs;
 	int i = find_first_zero_bit(m->send_busy, XFERK_MSG_SENDS);
 	int buf = XFERK_MSG_RECVS + i;
 	struct ib_sge sge = {
 		.addr = msg_dma(c, buf),
 		.length = len,
-		.lkey = c->pd->local_dma_lkey,
+		.lkey = c->path.pd->local_dma_lkey,
 	};
 	struct ib_send_wr wr = {
 		.wr_cqe = &m->send_cqe[i],
@@ -116,11 +116,11 @@ int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
 	if (i >= XFERK_MSG_SENDS)
 		return -EAGAIN;
 	memcpy(m->buf[buf], msg, len);
-	ib_dma_sync_single_for_device(c->pd->device, sge.addr, len,
+	ib_dma_sync_single_for_device(c->path.pd->device, sge.addr, len,
 				      DMA_BIDIRECTIONAL);
 	m->send_seq[i] = seq;
 	m->send_cqe[i].done = conn_msg_send_done;
-	if (ib_post_send(c->lanes[0].qp, &wr, NULL)) {
+	if (ib_post_send(c->path.lanes[0].qp, &wr, NULL)) {
 		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
@@ -133,7 +133,7 @@ int msg_path_init(struct xferk_conn *c)
 {
 	int i, ret;
 
-	bitmap_zero(c->msgs->send_busy, XFERK_MSG_SENDS);
+	bitmap_zero(c->path.msgs->send_busy, XFERK_MSG_SENDS);
 	for (i = 0; i < XFERK_MSG_RECVS; i++) {
 		ret = msg_post_recv(c, i);
 		if (ret)

@@ -4,7 +4,7 @@
  * the connection's send slots, posting and unposting chunks, the path's
  * disconnect, quiesce and destroy, the keepalive probe; and the
  * transport's ops table. Locking: send slots, lanes and posts under
- * conn->lock; a lane's cm_id under conn->cm_lock. A path's CQ is one of
+ * conn->lock; a lane's cm_id under conn->path.cm_lock. A path's CQ is one of
  * its device's shared CQs (ib_cq_pool_get(), IB_POLL_WORKQUEUE): its
  * completions run one at a time, in process context, and a path's QPs
  * are drained (ib_drain_qp()) before they go, so none of their
@@ -31,7 +31,7 @@
 /**
  * struct xferk_send - one send slot of a connection: a posted chunk's
  * work request
- * @node: on conn->free_sends while free (conn->lock)
+ * @node: on conn->path.free_sends while free (conn->lock)
  * @cqe: its completion
  * @req: the chunk's work request it carries while posted
  * @lane: the QP it is posted on (while posted)
@@ -129,7 +129,7 @@ static u32 conn_cq_entries(const struct xferk_conn *c)
 {
 	u32 i, n = 0;
 
-	for (i = 0; i < c->nr_qps; i++)
+	for (i = 0; i < c->path.nr_qps; i++)
 		n += lane_send_wrs(i) + lane_recv_wrs(i);
 	return n;
 }
@@ -158,14 +158,14 @@ static int send_map(struct xferk_conn *c, struct xferk_send *s,
 	u64 uaddr = r->addr + wr->offset;
 	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
 	unsigned int off = offset_in_page(uaddr);
-	u32 left = wr->len, lkey = c->pd->local_dma_lkey;
-	struct xferk_dma_map *m = region_dma_map_find(r, c->attach.dev);
-	struct ib_device *dev = c->pd->device;
+	u32 left = wr->len, lkey = c->path.pd->local_dma_lkey;
+	struct xferk_dma_map *m = region_dma_map_find(r, c->path.attach.dev);
+	struct ib_device *dev = c->path.pd->device;
 
 	if (!m) {
 		/* Its submit could not map it: here, under c->lock. */
 		atomic64_inc(&xferk_stats.dma_maps_in_post);
-		m = region_dma_map(r, c->attach.dev);
+		m = region_dma_map(r, c->path.attach.dev);
 	}
 	if (!m)
 		return -ENOMEM;
@@ -206,12 +206,12 @@ static int send_prepare(struct xferk_conn *c, struct xferk_wr *wr)
 	struct xferk_send *s;
 	int ret;
 
-	s = list_first_entry_or_null(&c->free_sends, struct xferk_send, node);
+	s = list_first_entry_or_null(&c->path.free_sends, struct xferk_send, node);
 	/* Credits guarantee a slot; the split, that the pages fit its SGEs. */
 	if (WARN_ON_ONCE(!s) ||
 	    WARN_ON_ONCE(DIV_ROUND_UP(offset_in_page(wr->region->addr +
 						     wr->offset) + wr->len,
-				      PAGE_SIZE) > c->max_chunk_pages))
+				      PAGE_SIZE) > c->path.max_chunk_pages))
 		return -EIO;
 	ret = send_map(c, s, wr);
 	if (ret)
@@ -242,12 +242,12 @@ static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_wr *wr)
 	struct xferk_send *s = wr->send;
 
 	lockdep_assert_held(&c->lock);
-	send_unmap(c->pd->device, s);
+	send_unmap(c->path.pd->device, s);
 	list_del_init(&s->lane_node);
 	s->lane->posted--;
 	s->req = NULL;
 	wr->send = NULL;
-	list_add(&s->node, &c->free_sends);
+	list_add(&s->node, &c->path.free_sends);
 }
 
 /* Posted @wr completed before a work request posted ahead of it. */
@@ -273,14 +273,14 @@ static struct xferk_lane *lane_pick(struct xferk_conn *c)
 	u32 i;
 
 	lockdep_assert_held(&c->lock);
-	for (i = 0; i < c->nr_qps; i++) {
-		l = &c->lanes[(c->next_lane + i) % c->nr_qps];
+	for (i = 0; i < c->path.nr_qps; i++) {
+		l = &c->path.lanes[(c->path.next_lane + i) % c->path.nr_qps];
 		if (l->live && (!best || l->posted < best->posted))
 			best = l;
 	}
 	if (!best || best->posted >= XFERK_QP_CTXS)
 		return NULL;
-	c->next_lane = best->index + 1;
+	c->path.next_lane = best->index + 1;
 	return best;
 }
 
@@ -379,17 +379,17 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 	struct xferk_lane *l;
 
 	/* Every QP's: none joins the path any more (it is marked dead). */
-	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++) {
+	for (l = c->path.lanes; l < c->path.lanes + XFERK_MAX_QPS; l++) {
 		wait_for_completion(&l->cm_ready);
-		spin_lock_irq(&c->cm_lock);
+		spin_lock_irq(&c->path.cm_lock);
 		id = l->cm_id;
 		l->cm_id = NULL;
-		spin_unlock_irq(&c->cm_lock);
+		spin_unlock_irq(&c->path.cm_lock);
 		if (id)
 			rdma_destroy_id(id);
 	}
 	/* Also for a half-connected QP: error state flushes everything. */
-	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++)
+	for (l = c->path.lanes; l < c->path.lanes + XFERK_MAX_QPS; l++)
 		if (l->qp)
 			ib_modify_qp(l->qp, &attr, IB_QP_STATE);
 	/*
@@ -398,7 +398,7 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 	 * sessions and stays; none may find this path's send slots, message
 	 * buffers or session in it once they are gone.
 	 */
-	for (l = c->lanes; l < c->lanes + XFERK_MAX_QPS; l++)
+	for (l = c->path.lanes; l < c->path.lanes + XFERK_MAX_QPS; l++)
 		if (l->qp)
 			ib_drain_qp(l->qp);
 }
@@ -417,31 +417,31 @@ static void conn_rdma_quiesce(struct xferk_conn *c)
 
 	mutex_lock(&c->lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++) {
-		qps[i] = c->lanes[i].qp;
-		c->lanes[i].qp = NULL;
-		c->lanes[i].live = false;
+		qps[i] = c->path.lanes[i].qp;
+		c->path.lanes[i].qp = NULL;
+		c->path.lanes[i].live = false;
 	}
 	mutex_unlock(&c->lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++)
 		if (qps[i])
 			xferk_destroy_qp(qps[i]);
-	if (c->cq)
-		ib_cq_pool_put(c->cq, c->cq_entries);
-	c->cq = NULL;
-	complete(&c->reg_done);
+	if (c->path.cq)
+		ib_cq_pool_put(c->path.cq, c->path.cq_entries);
+	c->path.cq = NULL;
+	complete(&c->path.reg_done);
 }
 
 static void conn_rdma_destroy(struct xferk_conn *c)
 {
-	if (c->msgs->mapped)
-		ib_dma_unmap_single(c->pd->device, c->msgs->dma,
-				    sizeof(c->msgs->buf), DMA_BIDIRECTIONAL);
-	c->msgs->mapped = false;
-	if (c->pd)
-		ib_dealloc_pd(c->pd);
-	c->pd = NULL;
-	INIT_LIST_HEAD(&c->free_sends);
-	xferk_dev_detach(&c->attach);
+	if (c->path.msgs->mapped)
+		ib_dma_unmap_single(c->path.pd->device, c->path.msgs->dma,
+				    sizeof(c->path.msgs->buf), DMA_BIDIRECTIONAL);
+	c->path.msgs->mapped = false;
+	if (c->path.pd)
+		ib_dealloc_pd(c->path.pd);
+	c->path.pd = NULL;
+	INIT_LIST_HEAD(&c->path.free_sends);
+	xferk_dev_detach(&c->path.attach);
 	if (!c->active)
 		atomic_dec(&xferk_passive_conns);
 }
@@ -455,8 +455,8 @@ static void conn_rdma_destroy(struct xferk_conn *c)
 static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_conn *c = container_of(wc->wr_cqe, struct xferk_conn,
-					    keepalive_cqe);
-	struct xferk_lane *l = &c->lanes[0];
+					    path.keepalive_cqe);
+	struct xferk_lane *l = &c->path.lanes[0];
 	struct xferk_send *first;
 	bool lost = false;
 
@@ -485,18 +485,18 @@ static int conn_rdma_probe(struct xferk_conn *c)
 {
 	struct ib_rdma_wr wr = {
 		.wr.opcode = IB_WR_RDMA_WRITE,
-		.wr.wr_cqe = &c->keepalive_cqe,
+		.wr.wr_cqe = &c->path.keepalive_cqe,
 		.wr.send_flags = IB_SEND_SIGNALED,
 	};
-	struct ib_qp *qp = c->lanes[0].qp;
+	struct ib_qp *qp = c->path.lanes[0].qp;
 	enum ib_port_state state;
 
 	lockdep_assert_held(&c->lock);
 	if (ib_get_cached_port_state(qp->device, qp->port, &state) ||
 	    state != IB_PORT_ACTIVE)
 		return -EAGAIN;
-	c->keepalive_cqe.done = conn_probe_done;
-	c->lanes[0].probe_seq = c->lanes[0].posts;
+	c->path.keepalive_cqe.done = conn_probe_done;
+	c->path.lanes[0].probe_seq = c->path.lanes[0].posts;
 	return ib_post_send(qp, &wr.wr, NULL);
 }
 
@@ -515,10 +515,10 @@ static void conn_qp_event(struct ib_event *ev, void *ctx)
 
 	switch (ev->event) {
 	case IB_EVENT_COMM_EST:
-		spin_lock_irqsave(&c->cm_lock, flags);
+		spin_lock_irqsave(&c->path.cm_lock, flags);
 		if (l->cm_id)
 			rdma_notify(l->cm_id, IB_EVENT_COMM_EST);
-		spin_unlock_irqrestore(&c->cm_lock, flags);
+		spin_unlock_irqrestore(&c->path.cm_lock, flags);
 		break;
 	case IB_EVENT_SQ_DRAINED:
 	case IB_EVENT_PATH_MIG:
@@ -547,8 +547,8 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 	struct ib_qp_init_attr init = {
 		.event_handler = conn_qp_event,
 		.qp_context = l,
-		.send_cq = c->cq,
-		.recv_cq = c->cq,
+		.send_cq = c->path.cq,
+		.recv_cq = c->path.cq,
 		.qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.port_num = id->port_num,
@@ -560,9 +560,9 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 	};
 	int ret;
 
-	if (dev != c->pd->device)
+	if (dev != c->path.pd->device)
 		return -ENODEV;
-	ret = rdma_create_qp(id, c->pd, &init);
+	ret = rdma_create_qp(id, c->path.pd, &init);
 	if (ret)
 		return ret;
 	mutex_lock(&c->lock);
@@ -574,10 +574,10 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 	 * read SGEs still gets one page per chunk.
 	 */
 	if (!l->index)
-		c->max_chunk_pages = clamp_t(u32,
-					     min_t(u32, init.cap.max_send_sge,
-						   dev->attrs.max_sge_rd),
-					     1, XFERK_MAX_SGE);
+		c->path.max_chunk_pages =
+			clamp_t(u32, min_t(u32, init.cap.max_send_sge,
+					   dev->attrs.max_sge_rd),
+				1, XFERK_MAX_SGE);
 	return rdma_set_ack_timeout(id, XFERK_ACK_TIMEOUT);
 }
 
@@ -593,36 +593,37 @@ int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
 	struct ib_device *dev = id->device;
 	int i, ret;
 
-	if (c->pd) {
-		if (c->pd->device != dev)
+	if (c->path.pd) {
+		if (c->path.pd->device != dev)
 			return -ENODEV;
 	} else {
-		for (i = 0; i < c->nr_qps * XFERK_QP_CTXS; i++) {
-			INIT_LIST_HEAD(&c->sends[i].lane_node);
-			list_add_tail(&c->sends[i].node, &c->free_sends);
+		for (i = 0; i < c->path.nr_qps * XFERK_QP_CTXS; i++) {
+			INIT_LIST_HEAD(&c->path.sends[i].lane_node);
+			list_add_tail(&c->path.sends[i].node, &c->path.free_sends);
 		}
-		c->pd = ib_alloc_pd(dev, 0);
-		if (IS_ERR(c->pd)) {
-			ret = PTR_ERR(c->pd);
-			c->pd = NULL;
+		c->path.pd = ib_alloc_pd(dev, 0);
+		if (IS_ERR(c->path.pd)) {
+			ret = PTR_ERR(c->path.pd);
+			c->path.pd = NULL;
 			return ret;
 		}
-		c->msgs->dma = ib_dma_map_single(dev, c->msgs->buf,
-						 sizeof(c->msgs->buf),
-						 DMA_BIDIRECTIONAL);
-		if (ib_dma_mapping_error(dev, c->msgs->dma))
+		c->path.msgs->dma =
+			ib_dma_map_single(dev, c->path.msgs->buf,
+					  sizeof(c->path.msgs->buf),
+					  DMA_BIDIRECTIONAL);
+		if (ib_dma_mapping_error(dev, c->path.msgs->dma))
 			return -ENOMEM;
-		c->msgs->mapped = true;
+		c->path.msgs->mapped = true;
 	}
 	/* The handshake may lower nr_qps later: what is taken is given back. */
-	c->cq_entries = conn_cq_entries(c);
-	c->cq = ib_cq_pool_get(dev, c->cq_entries, -1, IB_POLL_WORKQUEUE);
-	if (IS_ERR(c->cq)) {
-		ret = PTR_ERR(c->cq);
-		c->cq = NULL;
+	c->path.cq_entries = conn_cq_entries(c);
+	c->path.cq = ib_cq_pool_get(dev, c->path.cq_entries, -1, IB_POLL_WORKQUEUE);
+	if (IS_ERR(c->path.cq)) {
+		ret = PTR_ERR(c->path.cq);
+		c->path.cq = NULL;
 		return ret;
 	}
-	ret = lane_create_qp(c, &c->lanes[0], id);
+	ret = lane_create_qp(c, &c->path.lanes[0], id);
 	if (ret)
 		return ret;
 	return msg_path_init(c);
@@ -638,12 +639,12 @@ struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 
 	if (!c)
 		return NULL;
-	c->sends = kvcalloc(nr_qps * XFERK_QP_CTXS, sizeof(*c->sends), gfp);
-	c->msgs = kzalloc(sizeof(*c->msgs), gfp);
+	c->path.sends = kvcalloc(nr_qps * XFERK_QP_CTXS, sizeof(*c->path.sends), gfp);
+	c->path.msgs = kzalloc(sizeof(*c->path.msgs), gfp);
 	c->revoked = kvcalloc(XFERK_REVOKED_MAX, sizeof(*c->revoked), gfp);
-	if (!c->sends || !c->msgs || !c->revoked) {
-		kvfree(c->sends);
-		kfree(c->msgs);
+	if (!c->path.sends || !c->path.msgs || !c->revoked) {
+		kvfree(c->path.sends);
+		kfree(c->path.msgs);
 		kvfree(c->revoked);
 		kfree(c);
 		return NULL;
@@ -654,7 +655,7 @@ struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
 /* Maps @r for @c's device now (xferk_dev_map_region()). */
 static void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r)
 {
-	xferk_dev_map_region(&c->attach, r);
+	xferk_dev_map_region(&c->path.attach, r);
 }
 
 const struct xferk_transport xferk_rdma_transport = {

@@ -14,15 +14,18 @@
 #include <linux/list.h>
 #include <linux/scatterlist.h>
 #include <linux/socket.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
+#include <rdma/ib_verbs.h>
+#include "../uapi/xferk.h"
 
-struct ib_qp;
 struct net;
 struct rdma_cm_id;
-struct ib_mr;
 struct page;
 struct xferk_conn;
 struct xferk_dev;
+struct xferk_msgs;
 struct xferk_qacct;
 struct xferk_qdev;
 struct xferk_region;
@@ -110,7 +113,7 @@ struct xferk_reg {
  *	nr_qps - 1 for the QPs that join the path once its first is
  *	established (chunks only)
  * @cm_id: its rdma_cm id, NULL until the path has one for it and once
- *	teardown destroyed it (conn->cm_lock for the QP event handler; on
+ *	teardown destroyed it (conn->path.cm_lock for the QP event handler; on
  *	the accepting end a joining QP's is set under conn->lock, on the
  *	initiating end once @cm_ready was reserved under it)
  * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (its
@@ -142,6 +145,80 @@ struct xferk_lane {
 	u64 posts;
 	struct list_head sends;
 	u64 probe_seq;
+};
+
+/**
+ * struct xferk_dev_link - a session's attachment to its RDMA device
+ * @dev: the device its verbs resources live on (ref), NULL until attached
+ * @node: in the device's list of attached sessions (rdma_dev.c)
+ */
+struct xferk_dev_link {
+	struct xferk_dev *dev;
+	struct list_head node;
+};
+
+/**
+ * struct xferk_path - the transport's part of a session (struct
+ *	xferk_conn.path): its device and its current path's verbs objects
+ * @max_chunk_pages: most pages one work request covers (>= 1)
+ * @max_chunk_bytes: most bytes one work request carries
+ * @nr_qps: QPs each path has (@lanes), 1 to XFERK_MAX_QPS: agreed in the
+ *	session's first handshake, before it is keyed; 1 for the null peer
+ * @lanes: the path's QPs (RDMA); lanes[0] is the handshake's
+ * @next_lane: where the search for the least busy lane starts
+ *	(conn->lock)
+ * @cm_lock: guards each lane's cm_id against the QP event handler
+ *	(irq-safe)
+ * @attach: its RDMA device (ref), none until attached
+ * @pd: protection domain of this session alone (RDMA)
+ * @cq: completion queue of all of the path's QPs, one of its device's
+ *	pool (RDMA)
+ * @cq_entries: the entries of @cq the path claimed
+ * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
+ *	on @free_sends
+ * @free_sends: send slots not in use (conn->lock)
+ * @msgs: the transport's message buffers (RDMA)
+ * @keepalive_cqe: the keepalive probe's completion (XFERK_CONN_F_PROBING
+ *	while posted)
+ * @reg_cqe: completion of an export's registration work request
+ * @reg_done: completed by it, or by teardown once the QP is gone
+ * @reg_status: its result (0 or -EIO); the three are conn->exports_lock's
+ * @null_delay_ns: delay before a chunk completes (null peer)
+ * @null_work: completes due chunks (null peer)
+ * @null_completing: @null_work is in its loop and looks at conn->posted
+ *	again before it leaves it, so a post need not queue it (null peer;
+ *	conn->lock)
+ *
+ * Fencing: the rdma_cm handler runs only until teardown destroys a lane's
+ * cm_id (rdma_destroy_id() waits for a running one, and teardown first
+ * waits for the creator's own call into rdma_cm, each lane's cm_ready);
+ * teardown destroys every lane's cm_id first and frees no verbs resource
+ * before that, and the handler creates none for a session that is down.
+ * The QP event handler reads a lane's cm_id under @cm_lock and sets bits;
+ * it runs until the QP is destroyed, before the session's down work is
+ * flushed.
+ */
+struct xferk_path {
+	u32 max_chunk_pages;
+	u64 max_chunk_bytes;
+	u32 nr_qps;
+	struct xferk_lane lanes[XFERK_MAX_QPS];
+	u32 next_lane;
+	spinlock_t cm_lock;	/* lanes' cm_ids vs the QP event handler */
+	struct xferk_dev_link attach;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	u32 cq_entries;
+	struct xferk_send *sends;
+	struct list_head free_sends;
+	struct xferk_msgs *msgs;
+	struct ib_cqe keepalive_cqe;
+	struct ib_cqe reg_cqe;
+	struct completion reg_done;
+	int reg_status;
+	u64 null_delay_ns;
+	struct delayed_work null_work;
+	bool null_completing;
 };
 
 /**
@@ -203,16 +280,6 @@ struct xferk_transport {
 
 extern const struct xferk_transport xferk_null_transport;
 extern const struct xferk_transport xferk_rdma_transport;
-
-/**
- * struct xferk_dev_link - a session's attachment to its RDMA device
- * @dev: the device its verbs resources live on (ref), NULL until attached
- * @node: in the device's list of attached sessions (rdma_dev.c)
- */
-struct xferk_dev_link {
-	struct xferk_dev *dev;
-	struct list_head node;
-};
 
 /**
  * struct xferk_dev_user - what the sessions layer (conn.c) does with each

@@ -62,7 +62,7 @@ static void conn_init(struct notify_fixture *f, struct xferk_conn *c)
 	c->state = XFERK_CONN_UP;
 	c->peer_caps = XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY;
 	/* A live path: the code only looks whether there is a QP. */
-	c->lanes[0].qp = (struct ib_qp *)f;
+	c->path.lanes[0].qp = (struct ib_qp *)f;
 }
 
 static int notify_init(struct kunit *test)
@@ -202,7 +202,7 @@ static void notify_invalid(struct kunit *test)
 	struct xferk_event ev;
 	u8 m[XFERK_MSG_SIZE];
 
-	f->to.path = XFERK_PATH_DEAD;
+	f->to.path_state = XFERK_PATH_DEAD;
 	send_note(test, 1);
 	memcpy(m, sent[0], sizeof(m));
 	xferk_msg_received(&f->to, m, sizeof(m) - 8);	/* short */

@@ -34,8 +34,8 @@ static int rail_init(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, f);
 	for (i = 0; i < NCONN; i++) {
 		f->c[i].state = XFERK_CONN_UP;
-		f->c[i].max_chunk_pages = 32;
-		f->c[i].max_chunk_bytes = SZ_1M;
+		f->c[i].path.max_chunk_pages = 32;
+		f->c[i].path.max_chunk_bytes = SZ_1M;
 		f->rm[i] = (struct xferk_remote) { .conn = &f->c[i],
 						   .iova = 0x10000 * (i + 1),
 						   .len = 1 << 20, .access = 3 };
@@ -88,8 +88,8 @@ static void rail_limits_smallest(struct kunit *test)
 	u64 bytes;
 	u32 pages;
 
-	f->c[1].max_chunk_pages = 1;
-	f->c[2].max_chunk_bytes = SZ_64K;
+	f->c[1].path.max_chunk_pages = 1;
+	f->c[2].path.max_chunk_bytes = SZ_64K;
 	xferk_remote_limits(&f->rm[0], &pages, &bytes);
 	KUNIT_EXPECT_EQ(test, pages, 32U);	/* no rails yet */
 	KUNIT_EXPECT_EQ(test, xferk_remote_add_rail(&f->rm[0], &f->rm[1]), 0);
@@ -114,10 +114,10 @@ static void rail_pick_rotates_over_up(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, seen[2], 10U);
 	/* Down, dead QP, refused key: skipped. */
 	f->c[1].state = XFERK_CONN_RECONNECTING;
-	f->c[2].path = XFERK_PATH_DEAD;
+	f->c[2].path_state = XFERK_PATH_DEAD;
 	for (i = 0; i < 10; i++)
 		KUNIT_EXPECT_EQ(test, xferk_remote_pick_rail(&f->rm[0]), 0);
-	f->c[2].path = XFERK_PATH_LIVE;
+	f->c[2].path_state = XFERK_PATH_LIVE;
 	f->rm[0].error = -EACCES;
 	for (i = 0; i < 10; i++)
 		KUNIT_EXPECT_EQ(test, xferk_remote_pick_rail(&f->rm[0]), 2);
@@ -144,13 +144,13 @@ static void rail_reroute_targets(struct kunit *test)
 	f->op.nr_conns = NCONN;
 	/* ...whose device takes it in one work request... */
 	f->ch.wr.len = 8192;
-	f->c[1].max_chunk_pages = 1;
+	f->c[1].path.max_chunk_pages = 1;
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
-	f->c[1].max_chunk_pages = 2;
+	f->c[1].path.max_chunk_pages = 2;
 	KUNIT_EXPECT_TRUE(test, xferk_chunk_may_reroute(&f->ch));
-	f->c[1].max_chunk_bytes = 4096;
+	f->c[1].path.max_chunk_bytes = 4096;
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));
-	f->c[1].max_chunk_bytes = SZ_1M;
+	f->c[1].path.max_chunk_bytes = SZ_1M;
 	/* ...and a bounded number of times. */
 	f->ch.reroutes = 2 * XFERK_MAX_RAILS;
 	KUNIT_EXPECT_FALSE(test, xferk_chunk_may_reroute(&f->ch));

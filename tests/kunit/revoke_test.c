@@ -65,7 +65,7 @@ static int revoke_init(struct kunit *test)
 	c->transport = &fake_transport;
 	c->state = XFERK_CONN_UP;
 	/* A live path: the code only looks whether there is a QP. */
-	c->lanes[0].qp = (struct ib_qp *)f;
+	c->path.lanes[0].qp = (struct ib_qp *)f;
 	f->e = (struct xferk_export) { .conn = c, .id = 5, .gen = 77 };
 	nr_sent = 0;
 	test->priv = f;
@@ -242,7 +242,7 @@ static void revoke_invalid_messages(struct kunit *test)
 	u8 m[REVOKE_MSG_SIZE];
 	int i;
 
-	f->c.path = XFERK_PATH_DEAD;
+	f->c.path_state = XFERK_PATH_DEAD;
 	wire(m, 1, 1, 1);
 	xferk_msg_received(&f->c, m, sizeof(m) - 1);
 	xferk_msg_received(&f->c, m, 0);
@@ -269,7 +269,7 @@ static void revoke_invalid_messages(struct kunit *test)
 	list_del(&rm->conn_node);
 
 	/* A new path, not up yet: answers are owed, none can go. */
-	f->c.path = XFERK_PATH_LIVE;
+	f->c.path_state = XFERK_PATH_LIVE;
 	f->c.state = XFERK_CONN_RECONNECTING;
 	for (i = 0; i < XFERK_REVOKES_MAX; i++)
 		receive(&f->c, 1, 1000 + i, 1);
