@@ -221,9 +221,11 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_WORK(&c->down_work, conn_down_work);
 	INIT_DELAYED_WORK(&c->timer_work, conn_timer);
 	INIT_DELAYED_WORK(&c->keepalive_work, conn_keepalive);
+	c->path.events = &xferk_conn_path_events;
+	c->path.lock = &c->lock;
 	spin_lock_init(&c->path.cm_lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++) {
-		c->path.lanes[i].conn = c;
+		c->path.lanes[i].path = &c->path;
 		c->path.lanes[i].index = i;
 		INIT_LIST_HEAD(&c->path.lanes[i].sends);
 		init_completion(&c->path.lanes[i].cm_ready);
@@ -273,7 +275,7 @@ struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 		xferk_conn_put(c);
 		return ERR_PTR(-ENOMEM);
 	}
-	xferk_null_init_conn(c, delay_ns);
+	xferk_null_init_path(&c->path, delay_ns);
 	get_random_bytes(&c->token_key, sizeof(c->token_key));
 	xferk_conn_publish(c, 0);	/* a null peer is published always */
 	c->peer_id = c->local_id;
@@ -551,7 +553,7 @@ static void conn_path_teardown(struct xferk_conn *c)
 	 * and wait for it, bounded. The keepalive (which posts only while
 	 * the connection is up) stops.
 	 */
-	c->transport->disconnect(c);
+	c->transport->disconnect(&c->path);
 	cancel_delayed_work_sync(&c->keepalive_work);
 	if (!wait_event_timeout(c->idle, READ_ONCE(c->outstanding) == 0,
 				msecs_to_jiffies(xferk_flush_timeout_ms)))
@@ -563,7 +565,7 @@ static void conn_path_teardown(struct xferk_conn *c)
 	 * quiesced (QP destroyed, no callback running) it cannot touch
 	 * memory, and only then are those chunks completed or queued again.
 	 */
-	c->transport->quiesce(c);
+	c->transport->quiesce(&c->path);
 	if (cancel_work_sync(&c->down_work))
 		xferk_conn_put(c);	/* its reference; not the last */
 	xferk_conn_flush_posted(c);
@@ -624,7 +626,7 @@ static void conn_teardown(struct xferk_conn *c)
 	/* 3. Revoke exports, drop notifications, free the rest. */
 	conn_exports_down(c);
 	xferk_notify_conn_down(c);
-	c->transport->destroy(c);
+	c->transport->destroy(&c->path);
 
 	mutex_lock(&xferk_conns_lock);
 	conn_bury_locked(c);
@@ -682,7 +684,7 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 	c->attempt_deadline = deadline;
 	mutex_unlock(&c->lock);
 	atomic64_inc(&xferk_stats.reconnect_attempts);
-	ret = c->transport->reconnect(c);
+	ret = c->transport->reconnect(&c->path);
 	if (ret)
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 	else

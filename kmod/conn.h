@@ -259,6 +259,12 @@ void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
 bool xferk_conn_path_attach(struct xferk_conn *c, u64 seq);
 
+/* The session whose transport part @p is. */
+static inline struct xferk_conn *xferk_path_conn(struct xferk_path *p)
+{
+	return container_of(p, struct xferk_conn, path);
+}
+
 /* The path cannot take work: not LIVE (QP in error, being torn, none). */
 static inline bool xferk_conn_path_dead(const struct xferk_conn *c)
 {
@@ -266,7 +272,6 @@ static inline bool xferk_conn_path_dead(const struct xferk_conn *c)
 }
 
 /* conn_timer.c: its deadline and keepalive */
-void xferk_conn_probe_done(struct xferk_conn *c, int error);
 void xferk_conn_arm_timer(struct xferk_conn *c, unsigned int ms);
 
 /* conn_post.c: posting chunks, their completions */
@@ -274,15 +279,8 @@ bool xferk_conn_postable(struct xferk_conn *c);
 bool xferk_conn_qp_live(struct xferk_conn *c);
 void xferk_conn_flush_posted(struct xferk_conn *c);
 void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
-void xferk_conn_chunks_succeeded(struct xferk_conn *c, struct xferk_wr **wrs,
-				 u32 n);
-void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_wr *wr,
-			   int error);
-struct xferk_wr *xferk_conn_next_posted(struct xferk_conn *c,
-					struct xferk_wr *wr);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
-void xferk_conn_completion_lost(struct xferk_conn *c);
 
 /* conn_lookup.c: publishing connections, finding them */
 struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);

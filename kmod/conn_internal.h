@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Sessions layer, private to the files of a connection: conn.c,
- * conn_post.c, conn_timer.c, conn_lookup.c and fence.c (no other file
- * includes it; conn.h is the session layer's API). Which file holds what:
+ * conn_post.c, conn_timer.c, conn_lookup.c, conn_path.c and fence.c (no
+ * other file includes it; conn.h is the session layer's API). Which file holds what:
  *
  *   conn.c         the life of a session: init, references, the state
  *                  machine, a path's death, the recovery work (a path's
@@ -14,6 +14,8 @@
  *   conn_lookup.c  publishing, the indexes and lookups: by peer, by id,
  *                  crossed and stale sessions, the token key, the ends
  *                  a fence message names (and recently torn down ones)
+ *   conn_path.c    what a session's path tells it: the callbacks the
+ *                  transport calls (struct xferk_path_events)
  *   fence.c        the rails fence: its messages and their answers
  *
  * Locking:
@@ -45,9 +47,14 @@
 
 struct work_struct;
 struct xferk_conn;
+struct xferk_path_events;
+struct xferk_wr;
 
 /* conn.c */
 bool conn_resumable(struct xferk_conn *c);
+
+/* conn_path.c */
+extern const struct xferk_path_events xferk_conn_path_events;
 
 /* conn_post.c */
 void conn_reroute_pending(struct xferk_conn *c);
@@ -60,12 +67,21 @@ bool conn_post_overdue_locked(struct xferk_conn *c);
 void conn_hold_unfenced_locked(struct xferk_conn *c);
 void conn_move_fenced(struct xferk_conn *c);
 struct xferk_conn *conn_fence_via_locked(struct xferk_conn *c, bool *waits);
+/* what a path tells its session (conn_path.c calls them) */
+void xferk_conn_chunks_succeeded(struct xferk_conn *c, struct xferk_wr **wrs,
+				 u32 n);
+void xferk_conn_chunk_done(struct xferk_conn *c, struct xferk_wr *wr,
+			   int error);
+struct xferk_wr *xferk_conn_next_posted(struct xferk_conn *c,
+					struct xferk_wr *wr);
+void xferk_conn_completion_lost(struct xferk_conn *c);
 
 /* conn_timer.c */
 void conn_arm_timer_locked(struct xferk_conn *c, unsigned int ms);
 void conn_timer(struct work_struct *work);
 unsigned long keepalive_delay(void);
 void conn_keepalive(struct work_struct *work);
+void xferk_conn_probe_done(struct xferk_conn *c, int error);
 
 /* conn_lookup.c */
 struct xferk_conn *conn_local_sibling(struct xferk_conn *c);

@@ -161,7 +161,7 @@ void conn_kick_locked(struct xferk_conn *c, struct list_head *failed)
 			ch->wr.rkey = xferk_chunk_remote(ch)->rkey;
 			wrs[n++] = &ch->wr;
 		}
-		posted = n ? c->transport->post(c, wrs, n, &error) : 0;
+		posted = n ? c->transport->post(&c->path, wrs, n, &error) : 0;
 		now = ktime_get();
 		for (i = 0; i < posted; i++) {
 			ch = xferk_wr_chunk(wrs[i]);
@@ -397,7 +397,7 @@ static bool conn_chunk_off_path_locked(struct xferk_conn *c,
 		return false;
 	list_del_init(&ch->node);
 	ch->posted = false;
-	c->transport->unpost(c, &ch->wr);
+	c->transport->unpost(&c->path, &ch->wr);
 	c->credits++;
 	if (!--c->outstanding)
 		wake_up_all(&c->idle);
@@ -428,7 +428,7 @@ static void conn_chunks_succeeded(struct xferk_conn *c,
 	mutex_lock(&c->lock);
 	for (i = 0, n = kept, kept = 0; i < n; i++) {
 		if (check && chs[i]->posted &&
-		    c->transport->overtaken(c, &chs[i]->wr))
+		    c->transport->overtaken(&c->path, &chs[i]->wr))
 			lost = true;
 		if (conn_chunk_off_path_locked(c, chs[i]))
 			chs[kept++] = chs[i];

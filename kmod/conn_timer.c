@@ -107,7 +107,7 @@ void conn_keepalive(struct work_struct *work)
 	lost = conn_post_overdue_locked(c);
 	if (READ_ONCE(xferk_keepalive_ms) &&
 	    !test_and_set_bit(XFERK_CONN_F_PROBING, &c->flags)) {
-		ret = c->transport->probe(c);
+		ret = c->transport->probe(&c->path);
 		if (ret)
 			clear_bit(XFERK_CONN_F_PROBING, &c->flags);
 		/* The transport cannot probe now (its link is down). */

@@ -74,7 +74,7 @@ static void export_revoke_locked(struct xferk_export *e)
 		return;
 	if (e->id)
 		xa_erase(&e->conn->export_ids, e->id);
-	e->conn->transport->unexport(e->conn, &e->reg);
+	e->conn->transport->unexport(&e->conn->path, &e->reg);
 	list_del_init(&e->conn_node);
 	e->live = false;
 }
@@ -245,13 +245,13 @@ static int export_register(struct xferk_export *e, u64 *peer_id,
 	} else if (e->reg.window_pages) {
 		return -EOPNOTSUPP;
 	}
-	ret = c->transport->export(c, &e->reg);
+	ret = c->transport->export(&c->path, &e->reg);
 	if (ret || !e->id)
 		return ret;
 	/* Notifications name it by its id. */
 	ret = xa_insert(&c->export_ids, e->id, e, XFERK_GFP_USER);
 	if (ret) {
-		c->transport->unexport(c, &e->reg);
+		c->transport->unexport(&c->path, &e->reg);
 		return -ENOMEM;
 	}
 	return 0;

@@ -161,7 +161,7 @@ void xferk_fence_kick_locked(struct xferk_conn *c)
 	while (fc->nr_msgs && fc->sending < XFERK_FENCES_MAX &&
 	       xferk_conn_postable(c)) {
 		/* No send slot: a message's completion kicks again. */
-		if (c->transport->send_msg(c, &fc->msgs[0], sizeof(fc->msgs[0]),
+		if (c->transport->send_msg(&c->path, &fc->msgs[0], sizeof(fc->msgs[0]),
 					   XFERK_MSG_SEQ_FENCE))
 			break;
 		fc->sending++;

@@ -141,7 +141,7 @@ void xferk_notify_kick_locked(struct xferk_conn *c)
 			.bytes = cpu_to_le64(n->bytes),
 			.seq = cpu_to_le64(n->seq),
 		};
-		if (c->transport->send_msg(c, &m, sizeof(m), n->seq))
+		if (c->transport->send_msg(&c->path, &m, sizeof(m), n->seq))
 			break;
 		list_move_tail(&n->node, &c->notify_posted);
 		c->nr_notify_posted++;

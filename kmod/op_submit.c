@@ -245,7 +245,7 @@ static void op_map_regions(struct xferk_region **regions,
 		for (k = 0; k < xferk_remote_nr_rails(remotes[i]); k++) {
 			c = xferk_remote_rail_conn(remotes[i], k);
 			if (c->transport->map_region)
-				c->transport->map_region(c, regions[i]);
+				c->transport->map_region(&c->path, regions[i]);
 		}
 	}
 }

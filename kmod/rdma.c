@@ -37,6 +37,25 @@ DECLARE_WORK(xferk_listen_work, listen_work_fn);
 /* ---- connecting ---- */
 
 /*
+ * A session for the RDMA transport, zeroed, with its path's send slots and
+ * message buffers (for @nr_qps QPs) and its ring of revoked ids.
+ */
+struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
+{
+	struct xferk_conn *c = kzalloc(sizeof(*c), gfp);
+
+	if (!c)
+		return NULL;
+	c->revoked = kvcalloc(XFERK_REVOKED_MAX, sizeof(*c->revoked), gfp);
+	if (!c->revoked || rdma_path_alloc(&c->path, gfp, nr_qps)) {
+		kvfree(c->revoked);
+		kfree(c);
+		return NULL;
+	}
+	return c;
+}
+
+/*
  * A new connection attempt to @peer asking for @nr_qps QPs per path,
  * counted against @acct's connection attempts (at most @max_connecting)
  * until it leaves CONNECTING; with a reference for the caller.
@@ -94,8 +113,9 @@ static struct xferk_conn *conn_start(struct net *net,
  * work, after it tore the last one down and reinitialized cm_ready): the
  * same steps as the first, to the same peer address, on the same device.
  */
-int conn_rdma_reconnect(struct xferk_conn *c)
+int conn_rdma_reconnect(struct xferk_path *p)
 {
+	struct xferk_conn *c = xferk_path_conn(p);
 	struct rdma_cm_id *id;
 	int ret;
 

@@ -41,6 +41,7 @@ struct xferk_conn;
 struct xferk_dev;
 struct xferk_dev_link;
 struct xferk_lane;
+struct xferk_path;
 struct xferk_qdev;
 struct xferk_reg;
 struct xferk_region;
@@ -123,20 +124,20 @@ void xferk_destroy_qp(struct ib_qp *qp);
 void xferk_dereg_mr(struct ib_mr *mr);
 
 /* rdma_post.c: the path's CQ and QPs, send slots, posting, teardown */
-int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
+int lane_create_qp(struct xferk_path *p, struct xferk_lane *l,
 		   struct rdma_cm_id *id);
-int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id);
-struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps);
-struct xferk_conn *wc_conn(const struct ib_wc *wc);
+int conn_rdma_setup(struct xferk_path *p, struct rdma_cm_id *id);
+int rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps);
+struct xferk_path *wc_path(const struct ib_wc *wc);
 
 /* rdma_msg.c: session messages */
-int msg_path_init(struct xferk_conn *c);
-int conn_rdma_send_msg(struct xferk_conn *c, const void *msg, u32 len,
+int msg_path_init(struct xferk_path *p);
+int conn_rdma_send_msg(struct xferk_path *p, const void *msg, u32 len,
 		       u64 seq);
 
 /* rdma_mr.c: exports */
-int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg);
-void conn_rdma_unexport(struct xferk_conn *c, struct xferk_reg *reg);
+int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg);
+void conn_rdma_unexport(struct xferk_path *p, struct xferk_reg *reg);
 
 /* rdma_cm.c: the handshake */
 extern atomic_t xferk_passive_conns;
@@ -147,6 +148,7 @@ int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 /* rdma.c: connecting, the listener */
 extern struct work_struct xferk_listen_work;
 int listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev);
-int conn_rdma_reconnect(struct xferk_conn *c);
+struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps);
+int conn_rdma_reconnect(struct xferk_path *p);
 
 #endif /* XFERK_RDMA_H */

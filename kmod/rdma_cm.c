@@ -382,7 +382,7 @@ static void passive_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 static void lane_event(struct xferk_lane *l, struct rdma_cm_id *id,
 		       struct rdma_cm_event *ev)
 {
-	struct xferk_conn *c = l->conn;
+	struct xferk_conn *c = xferk_path_conn(l->path);
 	const struct xferk_cm_msg *rep;
 	struct rdma_conn_param param;
 	struct xferk_cm_msg req;
@@ -393,7 +393,7 @@ static void lane_event(struct xferk_lane *l, struct rdma_cm_id *id,
 		ret = rdma_resolve_route(id, XFERK_RESOLVE_MS);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		ret = lane_create_qp(c, l, id);
+		ret = lane_create_qp(&c->path, l, id);
 		if (ret)
 			break;
 		cm_msg_init_resume(&req, c, READ_ONCE(c->resume_seq), l->index);
@@ -453,7 +453,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		if (!conn_connecting(c))
 			return;
-		ret = conn_rdma_setup(c, id);
+		ret = conn_rdma_setup(&c->path, id);
 		if (ret) {
 			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 			return;
@@ -568,7 +568,7 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	spin_unlock_irq(&c->path.cm_lock);
 	id->context = &c->path.lanes[0];
 	complete_all(&c->path.lanes[0].cm_ready);	/* the handler owns @id now */
-	ret = conn_rdma_setup(c, id);
+	ret = conn_rdma_setup(&c->path, id);
 	if (ret) {
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
@@ -624,7 +624,7 @@ static int conn_passive_join(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		conn_send_reject(id, XFERK_REJ_RETRY);
 		return -EAGAIN;
 	}
-	ret = lane_create_qp(c, l, id);
+	ret = lane_create_qp(&c->path, l, id);
 	if (!ret) {
 		cm_msg_init_resume(&rep, c, cm_msg_seq(req), l->index);
 		ret = conn_accept(id, ev, &rep);
@@ -680,6 +680,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	/* Passive ends live in the listener's namespace. */
 	xferk_conn_init(c, &xferk_rdma_transport, &init_net, false);
+	c->path.passive = true;	/* counted until its destroy */
 	conn_set_qps(c, nr_qps);
 	memcpy(&c->peer, &id->route.addr.dst_addr, sizeof(c->peer));
 	if (IS_ERR(xferk_conn_publish(c, be64_to_cpu(req->conn_id)))) {
@@ -697,7 +698,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 	ret = xferk_dev_attach(&c->path.attach, id->device, &c->qdev);
 	if (!ret)
-		ret = conn_rdma_setup(c, id);
+		ret = conn_rdma_setup(&c->path, id);
 	if (ret) {
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
 		xferk_conn_down(c, ret);
@@ -725,9 +726,9 @@ int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return listener_event(id, ev);
 	if (l->index)
 		lane_event(l, id, ev);
-	else if (l->conn->active)
-		conn_active_event(l->conn, id, ev);
+	else if (xferk_path_conn(l->path)->active)
+		conn_active_event(xferk_path_conn(l->path), id, ev);
 	else
-		conn_passive_event(l->conn, ev);
+		conn_passive_event(xferk_path_conn(l->path), ev);
 	return 0;
 }

@@ -2,11 +2,11 @@
 /*
  * Exports on the RDMA transport: the exported range registered in the
  * connection's PD, by fast registration or as user memory, and its
- * deregistration. Locking: registrations are one at a time per connection
- * (conn->exports_lock), each posted under conn->lock.
+ * deregistration. Locking: registrations are one at a time per session
+ * (its exports lock, which the session holds around @export and
+ * @unexport), each posted under its posting lock (path->lock).
  */
 #include <linux/random.h>
-#include "conn.h"
 #include "rdma.h"
 #include "region.h"
 #include "stats.h"
@@ -27,28 +27,28 @@ static u64 export_iova(u64 addr)
  */
 static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct xferk_conn *c = container_of(wc->wr_cqe, struct xferk_conn,
-					    path.reg_cqe);
+	struct xferk_path *p = container_of(wc->wr_cqe, struct xferk_path,
+					    reg_cqe);
 
 	if (wc->status != IB_WC_SUCCESS)
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
-	WRITE_ONCE(c->path.reg_status, wc->status == IB_WC_SUCCESS ? 0 :
+		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
+	WRITE_ONCE(p->reg_status, wc->status == IB_WC_SUCCESS ? 0 :
 		   wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO);
-	complete(&c->path.reg_done);
+	complete(&p->reg_done);
 }
 
 /*
  * Posts the fast registration of @mr and waits for it. One at a time per
- * connection (c->exports_lock), in the send queue's registration slot. A
+ * session (its exports lock), in the send queue's registration slot. A
  * registration that does not complete within 5 s kills the QP: its
  * teardown's drain flushes it (or, lost, teardown completes reg_done once
  * the QP is gone).
  */
-static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
+static int conn_reg_mr(struct xferk_path *p, struct ib_mr *mr, int access)
 {
 	struct ib_reg_wr wr = {
 		.wr.opcode = IB_WR_REG_MR,
-		.wr.wr_cqe = &c->path.reg_cqe,
+		.wr.wr_cqe = &p->reg_cqe,
 		.wr.send_flags = IB_SEND_SIGNALED,
 		.mr = mr,
 		.key = mr->rkey,
@@ -56,26 +56,25 @@ static int conn_reg_mr(struct xferk_conn *c, struct ib_mr *mr, int access)
 	};
 	int ret;
 
-	lockdep_assert_held(&c->exports_lock);
-	c->path.reg_cqe.done = conn_reg_done;
-	reinit_completion(&c->path.reg_done);
+	p->reg_cqe.done = conn_reg_done;
+	reinit_completion(&p->reg_done);
 	/* What it reads if teardown, not the completion, releases it. */
-	WRITE_ONCE(c->path.reg_status, -ENOTCONN);
-	mutex_lock(&c->lock);
-	ret = xferk_conn_postable(c) ?
-	      ib_post_send(c->path.lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
-	mutex_unlock(&c->lock);
+	WRITE_ONCE(p->reg_status, -ENOTCONN);
+	mutex_lock(p->lock);
+	ret = p->events->postable(p) ?
+	      ib_post_send(p->lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
+	mutex_unlock(p->lock);
 	if (ret == -ENOTCONN)
 		return ret;
 	if (ret) {
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
-	if (!wait_for_completion_timeout(&c->path.reg_done, 5 * HZ)) {
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
-		wait_for_completion(&c->path.reg_done);
+	if (!wait_for_completion_timeout(&p->reg_done, 5 * HZ)) {
+		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
+		wait_for_completion(&p->reg_done);
 	}
-	return READ_ONCE(c->path.reg_status);
+	return READ_ONCE(p->reg_status);
 }
 
 /*
@@ -101,11 +100,11 @@ static u32 frwr_page_list_len(struct ib_device *dev, unsigned long npages)
  * @offset in the first: nothing is pinned or charged a second time, nobody
  * walks the page tables again.
  */
-static int export_frwr(struct xferk_conn *c, struct xferk_reg *reg,
+static int export_frwr(struct xferk_path *p, struct xferk_reg *reg,
 		       int access, struct page **pages, unsigned long npages,
 		       unsigned int offset)
 {
-	struct ib_device *dev = c->path.pd->device;
+	struct ib_device *dev = p->pd->device;
 	struct ib_mr *mr;
 	int nents, ret;
 
@@ -119,7 +118,7 @@ static int export_frwr(struct xferk_conn *c, struct xferk_reg *reg,
 		ret = -EIO;
 		goto err_free;
 	}
-	mr = ib_alloc_mr(c->path.pd, IB_MR_TYPE_MEM_REG,
+	mr = ib_alloc_mr(p->pd, IB_MR_TYPE_MEM_REG,
 			 frwr_page_list_len(dev, npages));
 	if (IS_ERR(mr)) {
 		ret = PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
@@ -132,7 +131,7 @@ static int export_frwr(struct xferk_conn *c, struct xferk_reg *reg,
 	/* Never the DMA address (a kernel address on some devices). */
 	mr->iova = export_iova(reg->addr);
 	ib_update_fast_reg_key(mr, get_random_u8());
-	ret = conn_reg_mr(c, mr, access);
+	ret = conn_reg_mr(p, mr, access);
 	if (ret)
 		goto err_mr;
 	reg->mr = mr;
@@ -199,9 +198,9 @@ static int export_maps_region(const struct xferk_region *r, u64 addr,
  * fast-registered: EOPNOTSUPP without fast registration, E2BIG beyond the
  * device's page-list length.
  */
-int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg)
+int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 {
-	const struct ib_device_attr *attrs = &c->path.pd->device->attrs;
+	const struct ib_device_attr *attrs = &p->pd->device->attrs;
 	struct xferk_region *r = reg->region;
 	unsigned long npages = reg->npages;
 	bool frwr = (attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
@@ -219,18 +218,18 @@ int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg)
 		return attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS ?
 		       -E2BIG : -EOPNOTSUPP;
 	if (reg->window_pages) {
-		ret = export_frwr(c, reg, access, reg->window_pages, npages, 0);
+		ret = export_frwr(p, reg, access, reg->window_pages, npages, 0);
 		if (ret)
 			return ret;
 	} else if (frwr) {
-		ret = export_frwr(c, reg, access, r->pages +
+		ret = export_frwr(p, reg, access, r->pages +
 				  ((reg->addr >> PAGE_SHIFT) -
 				   (r->addr >> PAGE_SHIFT)),
 				  npages, offset_in_page(reg->addr));
 		if (ret)
 			return ret;
 	} else {
-		mr = ib_reg_user_mr(c->path.pd, reg->addr, reg->len,
+		mr = ib_reg_user_mr(p->pd, reg->addr, reg->len,
 				    export_iova(reg->addr), access);
 		if (IS_ERR(mr))
 			return PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
@@ -247,11 +246,11 @@ int conn_rdma_export(struct xferk_conn *c, struct xferk_reg *reg)
 	return 0;
 }
 
-void conn_rdma_unexport(struct xferk_conn *c, struct xferk_reg *reg)
+void conn_rdma_unexport(struct xferk_path *p, struct xferk_reg *reg)
 {
 	xferk_dereg_mr(reg->mr);
 	if (reg->sgt.sgl) {
-		ib_dma_unmap_sg(c->path.pd->device, reg->sgt.sgl,
+		ib_dma_unmap_sg(p->pd->device, reg->sgt.sgl,
 				reg->sgt.orig_nents, DMA_BIDIRECTIONAL);
 		sg_free_table(&reg->sgt);
 	}

@@ -4,7 +4,7 @@
  * the connection's send slots, posting and unposting chunks, the path's
  * disconnect, quiesce and destroy, the keepalive probe; and the
  * transport's ops table. Locking: send slots, lanes and posts under
- * conn->lock; a lane's cm_id under conn->path.cm_lock. A path's CQ is one of
+ * path->lock; a lane's cm_id under path->cm_lock. A path's CQ is one of
  * its device's shared CQs (ib_cq_pool_get(), IB_POLL_WORKQUEUE): its
  * completions run one at a time, in process context, and a path's QPs
  * are drained (ib_drain_qp()) before they go, so none of their
@@ -20,7 +20,6 @@
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/rdma_cm.h>
-#include "conn.h"
 #include "fault.h"
 #include "rdma.h"
 #include "region.h"
@@ -31,7 +30,7 @@
 /**
  * struct xferk_send - one send slot of a connection: a posted chunk's
  * work request
- * @node: on conn->path.free_sends while free (conn->lock)
+ * @node: on path->free_sends while free (path->lock)
  * @cqe: its completion
  * @req: the chunk's work request it carries while posted
  * @lane: the QP it is posted on (while posted)
@@ -88,22 +87,22 @@ static int wc_errno(enum ib_wc_status status)
 static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_send *s = container_of(wc->wr_cqe, struct xferk_send, cqe);
-	struct xferk_conn *c = s->lane->conn;
+	struct xferk_path *p = s->lane->path;
 
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
-		pr_debug("xferk: conn %u: chunk failed: %s\n", c->id,
+		pr_debug("xferk: qp %u: chunk failed: %s\n", s->lane->qp_num,
 			 ib_wc_status_msg(wc->status));
-	xferk_conn_chunk_done(c, s->req, wc_errno(wc->status));
+	p->events->chunk_done(p, s->req, wc_errno(wc->status));
 }
 
 /* ---- the path's completion queue ---- */
 
-/* The session of a completion on one of its QPs (a pooled CQ has none). */
-struct xferk_conn *wc_conn(const struct ib_wc *wc)
+/* The path of a completion on one of its QPs (a pooled CQ has none). */
+struct xferk_path *wc_path(const struct ib_wc *wc)
 {
 	struct xferk_lane *l = wc->qp->qp_context;
 
-	return l->conn;
+	return l->path;
 }
 
 /*
@@ -125,11 +124,11 @@ static u32 lane_recv_wrs(u32 index)
  * The CQ entries a path claims in its device's pool: every work request is
  * signaled, so its QPs' queues bound its completions.
  */
-static u32 conn_cq_entries(const struct xferk_conn *c)
+static u32 conn_cq_entries(const struct xferk_path *p)
 {
 	u32 i, n = 0;
 
-	for (i = 0; i < c->path.nr_qps; i++)
+	for (i = 0; i < p->nr_qps; i++)
 		n += lane_send_wrs(i) + lane_recv_wrs(i);
 	return n;
 }
@@ -151,21 +150,21 @@ static void send_unmap(struct ib_device *dev, struct xferk_send *s)
  * pages whose DMA addresses follow each other merged; or, for a per-post
  * map, each page mapped now for the chunk's direction, one SGE each.
  */
-static int send_map(struct xferk_conn *c, struct xferk_send *s,
+static int send_map(struct xferk_path *p, struct xferk_send *s,
 		    const struct xferk_wr *wr)
 {
 	struct xferk_region *r = wr->region;
 	u64 uaddr = r->addr + wr->offset;
 	unsigned long page = (uaddr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
 	unsigned int off = offset_in_page(uaddr);
-	u32 left = wr->len, lkey = c->path.pd->local_dma_lkey;
-	struct xferk_dma_map *m = region_dma_map_find(r, c->path.attach.dev);
-	struct ib_device *dev = c->path.pd->device;
+	u32 left = wr->len, lkey = p->pd->local_dma_lkey;
+	struct xferk_dma_map *m = region_dma_map_find(r, p->attach.dev);
+	struct ib_device *dev = p->pd->device;
 
 	if (!m) {
-		/* Its submit could not map it: here, under c->lock. */
+		/* Its submit could not map it: here, under p->lock. */
 		atomic64_inc(&xferk_stats.dma_maps_in_post);
-		m = region_dma_map(r, c->path.attach.dev);
+		m = region_dma_map(r, p->attach.dev);
 	}
 	if (!m)
 		return -ENOMEM;
@@ -201,19 +200,19 @@ static int send_map(struct xferk_conn *c, struct xferk_send *s,
 }
 
 /* Gives @wr a send slot with its mapped pages and work request. */
-static int send_prepare(struct xferk_conn *c, struct xferk_wr *wr)
+static int send_prepare(struct xferk_path *p, struct xferk_wr *wr)
 {
 	struct xferk_send *s;
 	int ret;
 
-	s = list_first_entry_or_null(&c->path.free_sends, struct xferk_send, node);
+	s = list_first_entry_or_null(&p->free_sends, struct xferk_send, node);
 	/* Credits guarantee a slot; the split, that the pages fit its SGEs. */
 	if (WARN_ON_ONCE(!s) ||
 	    WARN_ON_ONCE(DIV_ROUND_UP(offset_in_page(wr->region->addr +
 						     wr->offset) + wr->len,
-				      PAGE_SIZE) > c->path.max_chunk_pages))
+				      PAGE_SIZE) > p->max_chunk_pages))
 		return -EIO;
-	ret = send_map(c, s, wr);
+	ret = send_map(p, s, wr);
 	if (ret)
 		return ret;
 	list_del(&s->node);
@@ -237,25 +236,25 @@ static int send_prepare(struct xferk_conn *c, struct xferk_wr *wr)
  * Undoes send_prepare(), or a post once its work request is terminal: the
  * pages stay mapped (the region's map) unless they were mapped per post.
  */
-static void conn_rdma_unpost(struct xferk_conn *c, struct xferk_wr *wr)
+static void conn_rdma_unpost(struct xferk_path *p, struct xferk_wr *wr)
 {
 	struct xferk_send *s = wr->send;
 
-	lockdep_assert_held(&c->lock);
-	send_unmap(c->path.pd->device, s);
+	lockdep_assert_held(p->lock);
+	send_unmap(p->pd->device, s);
 	list_del_init(&s->lane_node);
 	s->lane->posted--;
 	s->req = NULL;
 	wr->send = NULL;
-	list_add(&s->node, &c->path.free_sends);
+	list_add(&s->node, &p->free_sends);
 }
 
 /* Posted @wr completed before a work request posted ahead of it. */
-static bool conn_rdma_overtaken(struct xferk_conn *c, struct xferk_wr *wr)
+static bool conn_rdma_overtaken(struct xferk_path *p, struct xferk_wr *wr)
 {
 	struct xferk_send *s = wr->send;
 
-	lockdep_assert_held(&c->lock);
+	lockdep_assert_held(p->lock);
 	if (WARN_ON_ONCE(list_empty(&s->lane_node)))
 		return false;
 	return list_first_entry(&s->lane->sends, struct xferk_send,
@@ -267,20 +266,20 @@ static bool conn_rdma_overtaken(struct xferk_conn *c, struct xferk_wr *wr)
  * a postable path every QP is established). The search starts after the
  * last one picked, so QPs equally busy take turns.
  */
-static struct xferk_lane *lane_pick(struct xferk_conn *c)
+static struct xferk_lane *lane_pick(struct xferk_path *p)
 {
 	struct xferk_lane *best = NULL, *l;
 	u32 i;
 
-	lockdep_assert_held(&c->lock);
-	for (i = 0; i < c->path.nr_qps; i++) {
-		l = &c->path.lanes[(c->path.next_lane + i) % c->path.nr_qps];
+	lockdep_assert_held(p->lock);
+	for (i = 0; i < p->nr_qps; i++) {
+		l = &p->lanes[(p->next_lane + i) % p->nr_qps];
 		if (l->live && (!best || l->posted < best->posted))
 			best = l;
 	}
 	if (!best || best->posted >= XFERK_QP_CTXS)
 		return NULL;
-	c->path.next_lane = best->index + 1;
+	p->next_lane = best->index + 1;
 	return best;
 }
 
@@ -306,10 +305,10 @@ static u32 lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
  * before it, and failed ones always complete; moderation is left until a
  * device's completion rate, not its posting, limits xferk.)
  */
-static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_wr **wrs,
+static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 			  u32 n, int *error)
 {
-	struct xferk_lane *l = lane_pick(c);
+	struct xferk_lane *l = lane_pick(p);
 	const struct ib_send_wr *bad = NULL;
 	struct ib_send_wr *first = NULL, **link = &first;
 	u32 ready, i;
@@ -320,7 +319,7 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_wr **wrs,
 		return 0;
 	n = min_t(u32, n, XFERK_QP_CTXS - l->posted);
 	for (ready = 0; ready < n; ready++) {
-		ret = send_prepare(c, wrs[ready]);
+		ret = send_prepare(p, wrs[ready]);
 		if (ret)
 			break;
 		wrs[ready]->send->lane = l;
@@ -355,12 +354,12 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_wr **wrs,
 	WARN_ON_ONCE(i == ready);
 	n = lane_posted(l, wrs, i);
 	for (; i < ready; i++)
-		conn_rdma_unpost(c, wrs[i]);
+		conn_rdma_unpost(p, wrs[i]);
 	if (ret == -ENOMEM) {
 		*error = -ENOMEM;
 	} else {
 		/* A QP that refuses a valid post is not ready to send. */
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
 		*error = -EIO;
 	}
 	return n;
@@ -372,24 +371,24 @@ static u32 conn_rdma_post(struct xferk_conn *c, struct xferk_wr **wrs,
  * connected id sends the peer a DREQ). Only then is the QP, which the
  * handler may have just created, touched.
  */
-static void conn_rdma_disconnect(struct xferk_conn *c)
+static void conn_rdma_disconnect(struct xferk_path *p)
 {
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 	struct rdma_cm_id *id;
 	struct xferk_lane *l;
 
 	/* Every QP's: none joins the path any more (it is marked dead). */
-	for (l = c->path.lanes; l < c->path.lanes + XFERK_MAX_QPS; l++) {
+	for (l = p->lanes; l < p->lanes + XFERK_MAX_QPS; l++) {
 		wait_for_completion(&l->cm_ready);
-		spin_lock_irq(&c->path.cm_lock);
+		spin_lock_irq(&p->cm_lock);
 		id = l->cm_id;
 		l->cm_id = NULL;
-		spin_unlock_irq(&c->path.cm_lock);
+		spin_unlock_irq(&p->cm_lock);
 		if (id)
 			rdma_destroy_id(id);
 	}
 	/* Also for a half-connected QP: error state flushes everything. */
-	for (l = c->path.lanes; l < c->path.lanes + XFERK_MAX_QPS; l++)
+	for (l = p->lanes; l < p->lanes + XFERK_MAX_QPS; l++)
 		if (l->qp)
 			ib_modify_qp(l->qp, &attr, IB_QP_STATE);
 	/*
@@ -398,7 +397,7 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
 	 * sessions and stays; none may find this path's send slots, message
 	 * buffers or session in it once they are gone.
 	 */
-	for (l = c->path.lanes; l < c->path.lanes + XFERK_MAX_QPS; l++)
+	for (l = p->lanes; l < p->lanes + XFERK_MAX_QPS; l++)
 		if (l->qp)
 			ib_drain_qp(l->qp);
 }
@@ -410,39 +409,39 @@ static void conn_rdma_disconnect(struct xferk_conn *c)
  * completion gets none now: it is released here, as failed (before
  * teardown revokes exports).
  */
-static void conn_rdma_quiesce(struct xferk_conn *c)
+static void conn_rdma_quiesce(struct xferk_path *p)
 {
 	struct ib_qp *qps[XFERK_MAX_QPS];
 	int i;
 
-	mutex_lock(&c->lock);
+	mutex_lock(p->lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++) {
-		qps[i] = c->path.lanes[i].qp;
-		c->path.lanes[i].qp = NULL;
-		c->path.lanes[i].live = false;
+		qps[i] = p->lanes[i].qp;
+		p->lanes[i].qp = NULL;
+		p->lanes[i].live = false;
 	}
-	mutex_unlock(&c->lock);
+	mutex_unlock(p->lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++)
 		if (qps[i])
 			xferk_destroy_qp(qps[i]);
-	if (c->path.cq)
-		ib_cq_pool_put(c->path.cq, c->path.cq_entries);
-	c->path.cq = NULL;
-	complete(&c->path.reg_done);
+	if (p->cq)
+		ib_cq_pool_put(p->cq, p->cq_entries);
+	p->cq = NULL;
+	complete(&p->reg_done);
 }
 
-static void conn_rdma_destroy(struct xferk_conn *c)
+static void conn_rdma_destroy(struct xferk_path *p)
 {
-	if (c->path.msgs->mapped)
-		ib_dma_unmap_single(c->path.pd->device, c->path.msgs->dma,
-				    sizeof(c->path.msgs->buf), DMA_BIDIRECTIONAL);
-	c->path.msgs->mapped = false;
-	if (c->path.pd)
-		ib_dealloc_pd(c->path.pd);
-	c->path.pd = NULL;
-	INIT_LIST_HEAD(&c->path.free_sends);
-	xferk_dev_detach(&c->path.attach);
-	if (!c->active)
+	if (p->msgs->mapped)
+		ib_dma_unmap_single(p->pd->device, p->msgs->dma,
+				    sizeof(p->msgs->buf), DMA_BIDIRECTIONAL);
+	p->msgs->mapped = false;
+	if (p->pd)
+		ib_dealloc_pd(p->pd);
+	p->pd = NULL;
+	INIT_LIST_HEAD(&p->free_sends);
+	xferk_dev_detach(&p->attach);
+	if (p->passive)
 		atomic_dec(&xferk_passive_conns);
 }
 
@@ -450,27 +449,27 @@ static void conn_rdma_destroy(struct xferk_conn *c)
  * A probe that succeeded vouches for every work request posted before it
  * on its send queue: a chunk's still outstanding lost its completion. In
  * the CQ's work (process context), like every completion handler here: it
- * takes c->lock.
+ * takes p->lock.
  */
 static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct xferk_conn *c = container_of(wc->wr_cqe, struct xferk_conn,
-					    path.keepalive_cqe);
-	struct xferk_lane *l = &c->path.lanes[0];
+	struct xferk_path *p = container_of(wc->wr_cqe, struct xferk_path,
+					    keepalive_cqe);
+	struct xferk_lane *l = &p->lanes[0];
 	struct xferk_send *first;
 	bool lost = false;
 
-	if (wc->status == IB_WC_SUCCESS && READ_ONCE(xferk_lost_completion_ms)) {
-		mutex_lock(&c->lock);
+	if (wc->status == IB_WC_SUCCESS) {
+		mutex_lock(p->lock);
 		first = list_first_entry_or_null(&l->sends, struct xferk_send,
 						 lane_node);
 		lost = first && first->seq < l->probe_seq;
-		mutex_unlock(&c->lock);
+		mutex_unlock(p->lock);
 	}
 	if (lost)
-		xferk_conn_completion_lost(c);
-	xferk_conn_probe_done(c, wc->status == IB_WC_WR_FLUSH_ERR ? 0 :
-				 wc_errno(wc->status));
+		p->events->completion_lost(p);
+	p->events->probe_done(p, wc->status == IB_WC_WR_FLUSH_ERR ? 0 :
+			      wc_errno(wc->status));
 }
 
 /*
@@ -481,22 +480,22 @@ static void conn_probe_done(struct ib_cq *cq, struct ib_wc *wc)
  * it does not end the connection by itself; a probe after it comes back
  * tells whether the peer is still there.
  */
-static int conn_rdma_probe(struct xferk_conn *c)
+static int conn_rdma_probe(struct xferk_path *p)
 {
 	struct ib_rdma_wr wr = {
 		.wr.opcode = IB_WR_RDMA_WRITE,
-		.wr.wr_cqe = &c->path.keepalive_cqe,
+		.wr.wr_cqe = &p->keepalive_cqe,
 		.wr.send_flags = IB_SEND_SIGNALED,
 	};
-	struct ib_qp *qp = c->path.lanes[0].qp;
+	struct ib_qp *qp = p->lanes[0].qp;
 	enum ib_port_state state;
 
-	lockdep_assert_held(&c->lock);
+	lockdep_assert_held(p->lock);
 	if (ib_get_cached_port_state(qp->device, qp->port, &state) ||
 	    state != IB_PORT_ACTIVE)
 		return -EAGAIN;
-	c->path.keepalive_cqe.done = conn_probe_done;
-	c->path.lanes[0].probe_seq = c->path.lanes[0].posts;
+	p->keepalive_cqe.done = conn_probe_done;
+	p->lanes[0].probe_seq = p->lanes[0].posts;
 	return ib_post_send(qp, &wr.wr, NULL);
 }
 
@@ -510,24 +509,24 @@ static int conn_rdma_probe(struct xferk_conn *c)
 static void conn_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct xferk_lane *l = ctx;
-	struct xferk_conn *c = l->conn;
+	struct xferk_path *p = l->path;
 	unsigned long flags;
 
 	switch (ev->event) {
 	case IB_EVENT_COMM_EST:
-		spin_lock_irqsave(&c->path.cm_lock, flags);
+		spin_lock_irqsave(&p->cm_lock, flags);
 		if (l->cm_id)
 			rdma_notify(l->cm_id, IB_EVENT_COMM_EST);
-		spin_unlock_irqrestore(&c->path.cm_lock, flags);
+		spin_unlock_irqrestore(&p->cm_lock, flags);
 		break;
 	case IB_EVENT_SQ_DRAINED:
 	case IB_EVENT_PATH_MIG:
 	case IB_EVENT_QP_LAST_WQE_REACHED:
 		break;
 	default:
-		pr_debug("xferk: conn %u: QP event %s\n", c->id,
+		pr_debug("xferk: qp %u: QP event %s\n", l->qp_num,
 			 ib_event_msg(ev->event));
-		xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_QP);
+		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
 		break;
 	}
 }
@@ -537,18 +536,18 @@ static void conn_qp_event(struct ib_event *ev, void *ctx)
  * send queue takes XFERK_QP_CTXS chunks (lane_pick() keeps it so); the
  * first's also a registration, a probe and the messages, and only it
  * receives; each has room for its drain (lane_send_wrs()). Published
- * under c->lock: a joining QP's request checks that the path has its
+ * under p->lock: a joining QP's request checks that the path has its
  * first.
  */
-int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
+int lane_create_qp(struct xferk_path *p, struct xferk_lane *l,
 		   struct rdma_cm_id *id)
 {
 	struct ib_device *dev = id->device;
 	struct ib_qp_init_attr init = {
 		.event_handler = conn_qp_event,
 		.qp_context = l,
-		.send_cq = c->path.cq,
-		.recv_cq = c->path.cq,
+		.send_cq = p->cq,
+		.recv_cq = p->cq,
 		.qp_type = IB_QPT_RC,
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.port_num = id->port_num,
@@ -560,21 +559,21 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
 	};
 	int ret;
 
-	if (dev != c->path.pd->device)
+	if (dev != p->pd->device)
 		return -ENODEV;
-	ret = rdma_create_qp(id, c->path.pd, &init);
+	ret = rdma_create_qp(id, p->pd, &init);
 	if (ret)
 		return ret;
-	mutex_lock(&c->lock);
+	mutex_lock(p->lock);
 	l->qp = id->qp;
-	mutex_unlock(&c->lock);
+	mutex_unlock(p->lock);
 	WRITE_ONCE(l->qp_num, id->qp->qp_num);
 	/*
 	 * The path's QPs have the same capabilities. A device that claims 0
 	 * read SGEs still gets one page per chunk.
 	 */
 	if (!l->index)
-		c->path.max_chunk_pages =
+		p->max_chunk_pages =
 			clamp_t(u32, min_t(u32, init.cap.max_send_sge,
 					   dev->attrs.max_sge_rd),
 				1, XFERK_MAX_SGE);
@@ -588,74 +587,69 @@ int lane_create_qp(struct xferk_conn *c, struct xferk_lane *l,
  * it; a dead path's teardown gives every slot back). A later path must be
  * on the session's device.
  */
-int conn_rdma_setup(struct xferk_conn *c, struct rdma_cm_id *id)
+int conn_rdma_setup(struct xferk_path *p, struct rdma_cm_id *id)
 {
 	struct ib_device *dev = id->device;
 	int i, ret;
 
-	if (c->path.pd) {
-		if (c->path.pd->device != dev)
+	if (p->pd) {
+		if (p->pd->device != dev)
 			return -ENODEV;
 	} else {
-		for (i = 0; i < c->path.nr_qps * XFERK_QP_CTXS; i++) {
-			INIT_LIST_HEAD(&c->path.sends[i].lane_node);
-			list_add_tail(&c->path.sends[i].node, &c->path.free_sends);
+		for (i = 0; i < p->nr_qps * XFERK_QP_CTXS; i++) {
+			INIT_LIST_HEAD(&p->sends[i].lane_node);
+			list_add_tail(&p->sends[i].node, &p->free_sends);
 		}
-		c->path.pd = ib_alloc_pd(dev, 0);
-		if (IS_ERR(c->path.pd)) {
-			ret = PTR_ERR(c->path.pd);
-			c->path.pd = NULL;
+		p->pd = ib_alloc_pd(dev, 0);
+		if (IS_ERR(p->pd)) {
+			ret = PTR_ERR(p->pd);
+			p->pd = NULL;
 			return ret;
 		}
-		c->path.msgs->dma =
-			ib_dma_map_single(dev, c->path.msgs->buf,
-					  sizeof(c->path.msgs->buf),
+		p->msgs->dma =
+			ib_dma_map_single(dev, p->msgs->buf,
+					  sizeof(p->msgs->buf),
 					  DMA_BIDIRECTIONAL);
-		if (ib_dma_mapping_error(dev, c->path.msgs->dma))
+		if (ib_dma_mapping_error(dev, p->msgs->dma))
 			return -ENOMEM;
-		c->path.msgs->mapped = true;
+		p->msgs->mapped = true;
 	}
 	/* The handshake may lower nr_qps later: what is taken is given back. */
-	c->path.cq_entries = conn_cq_entries(c);
-	c->path.cq = ib_cq_pool_get(dev, c->path.cq_entries, -1, IB_POLL_WORKQUEUE);
-	if (IS_ERR(c->path.cq)) {
-		ret = PTR_ERR(c->path.cq);
-		c->path.cq = NULL;
+	p->cq_entries = conn_cq_entries(p);
+	p->cq = ib_cq_pool_get(dev, p->cq_entries, -1, IB_POLL_WORKQUEUE);
+	if (IS_ERR(p->cq)) {
+		ret = PTR_ERR(p->cq);
+		p->cq = NULL;
 		return ret;
 	}
-	ret = lane_create_qp(c, &c->path.lanes[0], id);
+	ret = lane_create_qp(p, &p->lanes[0], id);
 	if (ret)
 		return ret;
-	return msg_path_init(c);
+	return msg_path_init(p);
 }
 
 /*
- * A connection with its send slots (for @nr_qps QPs), message buffers,
- * revoked ids; zeroed.
+ * A path's send slots (for @nr_qps QPs) and message buffers, zeroed; the
+ * session frees them with itself. Return: 0 or -ENOMEM (none allocated).
  */
-struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps)
+int rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps)
 {
-	struct xferk_conn *c = kzalloc(sizeof(*c), gfp);
-
-	if (!c)
-		return NULL;
-	c->path.sends = kvcalloc(nr_qps * XFERK_QP_CTXS, sizeof(*c->path.sends), gfp);
-	c->path.msgs = kzalloc(sizeof(*c->path.msgs), gfp);
-	c->revoked = kvcalloc(XFERK_REVOKED_MAX, sizeof(*c->revoked), gfp);
-	if (!c->path.sends || !c->path.msgs || !c->revoked) {
-		kvfree(c->path.sends);
-		kfree(c->path.msgs);
-		kvfree(c->revoked);
-		kfree(c);
-		return NULL;
+	p->sends = kvcalloc(nr_qps * XFERK_QP_CTXS, sizeof(*p->sends), gfp);
+	p->msgs = kzalloc(sizeof(*p->msgs), gfp);
+	if (!p->sends || !p->msgs) {
+		kvfree(p->sends);
+		kfree(p->msgs);
+		p->sends = NULL;
+		p->msgs = NULL;
+		return -ENOMEM;
 	}
-	return c;
+	return 0;
 }
 
 /* Maps @r for @c's device now (xferk_dev_map_region()). */
-static void conn_rdma_map_region(struct xferk_conn *c, struct xferk_region *r)
+static void conn_rdma_map_region(struct xferk_path *p, struct xferk_region *r)
 {
-	xferk_dev_map_region(&c->path.attach, r);
+	xferk_dev_map_region(&p->attach, r);
 }
 
 const struct xferk_transport xferk_rdma_transport = {

@@ -83,7 +83,7 @@ bool xferk_revoke_ask(struct xferk_conn *c, u64 id, u64 gen, int *slot)
 		if (c->revokes[i].state == XFERK_REVOKE_FREE)
 			break;
 	if (i < XFERK_REVOKES_MAX && xferk_conn_postable(c) &&
-	    !c->transport->send_msg(c, &m, sizeof(m), 0)) {
+	    !c->transport->send_msg(&c->path, &m, sizeof(m), 0)) {
 		r.sent = ktime_get();
 		r.state = XFERK_REVOKE_WAITING;
 		c->revokes[i] = r;
@@ -182,7 +182,7 @@ void xferk_msgs_kick_locked(struct xferk_conn *c)
 		}
 		revoke_msg(&m, XFERK_MSG_REVOKE_ACK, r);
 		/* No send slot: a message's completion kicks again. */
-		if (c->transport->send_msg(c, &m, sizeof(m), 0))
+		if (c->transport->send_msg(&c->path, &m, sizeof(m), 0))
 			break;
 		atomic64_inc(&xferk_stats.revokes_answered);
 		*r = c->acks_due[--c->nr_acks_due];

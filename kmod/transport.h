@@ -12,6 +12,7 @@
 #include <linux/completion.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/scatterlist.h>
 #include <linux/socket.h>
 #include <linux/spinlock.h>
@@ -26,6 +27,7 @@ struct page;
 struct xferk_conn;
 struct xferk_dev;
 struct xferk_msgs;
+struct xferk_path;
 struct xferk_qacct;
 struct xferk_qdev;
 struct xferk_region;
@@ -55,10 +57,10 @@ struct xferk_send;
  * @len: bytes (at most a work request's, far below 4 GiB)
  * @opcode: XFERK_OP_READ or XFERK_OP_WRITE
  * @due: null peer: when to complete
- * @send: RDMA: the connection's send slot while posted (conn->lock)
+ * @send: RDMA: the session's send slot while posted (path->lock)
  *
  * Embedded in its chunk (struct xferk_chunk.wr): the transport sees no
- * more of it, and hands back only this (xferk_conn_chunk_done(), ...).
+ * more of it, and hands back only this (its events->chunk_done(), ...).
  */
 struct xferk_wr {
 	struct xferk_region *region;
@@ -85,9 +87,10 @@ struct xferk_wr {
  *	(@npages of them); NULL for a plain range of @region
  * @iova: address the peer uses (set by the transport's @export)
  * @rkey: remote key (likewise)
- * @mr: the RDMA memory region, NULL once revoked (conn->exports_lock)
+ * @mr: the RDMA memory region, NULL once revoked (the session's exports
+ *	lock)
  * @sgt: fast registration: the pages it maps, DMA-mapped while @mr lives
- *	(conn->exports_lock)
+ *	(the session's exports lock)
  *
  * Embedded in its export (struct xferk_export.reg): the transport sees no
  * more of it.
@@ -107,34 +110,34 @@ struct xferk_reg {
 
 /**
  * struct xferk_lane - one RC QP of a session's path (RDMA)
- * @conn: its session
+ * @path: the transport's part of its session
  * @index: 0 for the QP of the path's handshake, which also carries the
  *	session's messages, registrations and keepalive probes; 1 to
  *	nr_qps - 1 for the QPs that join the path once its first is
  *	established (chunks only)
  * @cm_id: its rdma_cm id, NULL until the path has one for it and once
- *	teardown destroyed it (conn->path.cm_lock for the QP event handler; on
- *	the accepting end a joining QP's is set under conn->lock, on the
+ *	teardown destroyed it (path->cm_lock for the QP event handler; on
+ *	the accepting end a joining QP's is set under path->lock, on the
  *	initiating end once @cm_ready was reserved under it)
  * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (its
  *	creator's rdma_resolve_addr() returned); teardown waits for it
  * @qp: the QP, NULL until the path creates it and once quiesced
  * @qp_num: its number, for tables
- * @live: established on the current path (conn->lock); the path is up
+ * @live: established on the current path (path->lock); the path is up
  *	once all of its QPs are
- * @posted: chunks posted on it and not yet terminal (conn->lock)
- * @posts: chunks posted on it over the session's life (conn->lock); a
+ * @posted: chunks posted on it and not yet terminal (path->lock)
+ * @posts: chunks posted on it over the session's life (path->lock); a
  *	post's sequence number on the QP
  * @sends: the send slots of those chunks, in posting order (RDMA;
- *	conn->lock): its RC send queue completes them in that order
+ *	path->lock): its RC send queue completes them in that order
  * @probe_seq: a keepalive probe in flight follows the chunks numbered
- *	below it (conn->lock)
+ *	below it (path->lock)
  *
  * A path's QPs live and die together: any of them failing is the path
  * dying (one recovery, one next path with every QP again).
  */
 struct xferk_lane {
-	struct xferk_conn *conn;
+	struct xferk_path *path;
 	u32 index;
 	struct rdma_cm_id *cm_id;
 	struct completion cm_ready;
@@ -158,15 +161,62 @@ struct xferk_dev_link {
 };
 
 /**
+ * struct xferk_path_events - what a path tells its session: the sessions
+ *	layer's callbacks, which xferk_conn_init() gives each session's path
+ *	(struct xferk_path.events). The transport reaches its session only
+ *	through them.
+ * @chunk_done: a chunk's work request is terminal, @error 0 or a negative
+ *	errno (-ECONNRESET: flushed); without @lock
+ * @chunks_succeeded: @n work requests completed successfully, in posting
+ *	order (null peer); without @lock
+ * @next_posted: the work request posted after @wr (NULL: the first
+ *	posted), NULL after the last; with @lock
+ * @completion_lost: a work request's completion was lost: the path is
+ *	replaced; without @lock
+ * @probe_done: the keepalive probe completed: 0 (also flushed) or why it
+ *	failed; without @lock
+ * @qp_dead: a QP of the path failed, or a post on it: the path dies with
+ *	@error and @cause (enum xferk_path_cause); any context
+ * @qp_live: whether the path's QPs exist and their teardown has not begun;
+ *	with @lock
+ * @postable: whether a work request may be posted on the path now; with
+ *	@lock
+ * @msg_received: a session message of @len bytes arrived (a copy; 0: not
+ *	a SEND); without @lock
+ * @msg_sent: a message's send completed and its buffer is free again:
+ *	@sent, it went out with sequence number @seq; without @lock
+ */
+struct xferk_path_events {
+	void (*chunk_done)(struct xferk_path *p, struct xferk_wr *wr,
+			   int error);
+	void (*chunks_succeeded)(struct xferk_path *p, struct xferk_wr **wrs,
+				 u32 n);
+	struct xferk_wr *(*next_posted)(struct xferk_path *p,
+					struct xferk_wr *wr);
+	void (*completion_lost)(struct xferk_path *p);
+	void (*probe_done)(struct xferk_path *p, int error);
+	void (*qp_dead)(struct xferk_path *p, int error, int cause);
+	bool (*qp_live)(struct xferk_path *p);
+	bool (*postable)(struct xferk_path *p);
+	void (*msg_received)(struct xferk_path *p, const void *msg, u32 len);
+	void (*msg_sent)(struct xferk_path *p, u64 seq, bool sent);
+};
+
+/**
  * struct xferk_path - the transport's part of a session (struct
  *	xferk_conn.path): its device and its current path's verbs objects
+ * @events: its session's callbacks
+ * @lock: the session's posting lock: held around @post, @unpost,
+ *	@overtaken, @probe and @send_msg; the transport takes it where it
+ *	posts or completes on its own
+ * @passive: an end the peer initiated: it counts in the listener's limit
+ *	until destroyed (RDMA)
  * @max_chunk_pages: most pages one work request covers (>= 1)
  * @max_chunk_bytes: most bytes one work request carries
  * @nr_qps: QPs each path has (@lanes), 1 to XFERK_MAX_QPS: agreed in the
  *	session's first handshake, before it is keyed; 1 for the null peer
  * @lanes: the path's QPs (RDMA); lanes[0] is the handshake's
- * @next_lane: where the search for the least busy lane starts
- *	(conn->lock)
+ * @next_lane: where the search for the least busy lane starts (@lock)
  * @cm_lock: guards each lane's cm_id against the QP event handler
  *	(irq-safe)
  * @attach: its RDMA device (ref), none until attached
@@ -176,18 +226,19 @@ struct xferk_dev_link {
  * @cq_entries: the entries of @cq the path claimed
  * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
  *	on @free_sends
- * @free_sends: send slots not in use (conn->lock)
+ * @free_sends: send slots not in use (@lock)
  * @msgs: the transport's message buffers (RDMA)
  * @keepalive_cqe: the keepalive probe's completion (XFERK_CONN_F_PROBING
  *	while posted)
  * @reg_cqe: completion of an export's registration work request
  * @reg_done: completed by it, or by teardown once the QP is gone
- * @reg_status: its result (0 or -EIO); the three are conn->exports_lock's
+ * @reg_status: its result (0 or -EIO); the three are the session's
+ *	exports lock's (@export is called under it)
  * @null_delay_ns: delay before a chunk completes (null peer)
  * @null_work: completes due chunks (null peer)
- * @null_completing: @null_work is in its loop and looks at conn->posted
+ * @null_completing: @null_work is in its loop and looks at what is posted
  *	again before it leaves it, so a post need not queue it (null peer;
- *	conn->lock)
+ *	@lock)
  *
  * Fencing: the rdma_cm handler runs only until teardown destroys a lane's
  * cm_id (rdma_destroy_id() waits for a running one, and teardown first
@@ -199,6 +250,9 @@ struct xferk_dev_link {
  * flushed.
  */
 struct xferk_path {
+	const struct xferk_path_events *events;
+	struct mutex *lock;	/* the session's, see above */
+	bool passive;
 	u32 max_chunk_pages;
 	u64 max_chunk_bytes;
 	u32 nr_qps;
@@ -225,18 +279,18 @@ struct xferk_path {
  * struct xferk_transport - what differs between the RDMA and null peers
  * @name: for tables
  * @post: hand @n chunks' work requests (at most XFERK_POST_BATCH) to the
- *	device in one call, in order; called with conn->lock held, with a
- *	free send slot for each (conn->credits). Return: how many were
+ *	device in one call, in order; called with p->lock held, with a
+ *	free send slot for each (the session's credits). Return: how many were
  *	posted, always the first ones of @wrs; when fewer than @n, *@error
  *	(-ENOMEM or -EIO) says why the next one was not, and nothing after
  *	it was posted; or 0: the transport has no room now (its QPs' send
  *	queues are full), the rest waits for a completion
  * @unpost: undo what @post set up (DMA mapping, send slot) once the
- *	work request is terminal; called with conn->lock held
+ *	work request is terminal; called with p->lock held
  * @overtaken: whether a work request posted before posted @wr on its QP
  *	is still outstanding now that @wr completed successfully:
  *	on an RC send queue completions come in order, so its completion
- *	was lost (conn->lock held; NULL: the transport cannot tell)
+ *	was lost (p->lock held; NULL: the transport cannot tell)
  * @export: make reg->addr..+len of the calling process remotely
  *	accessible on this connection: set reg->rkey and reg->iova
  * @unexport: revoke what @export made
@@ -245,11 +299,11 @@ struct xferk_path {
  * @quiesce: stop the device: afterwards no posted work request can touch
  *	memory and no completion or QP event callback runs; the path is gone
  * @destroy: free what is left (after exports were revoked)
- * @probe: post a keepalive probe (c->lock held)
+ * @probe: post a keepalive probe (p->lock held)
  * @send_msg: post a session message of @len <= XFERK_MSG_SIZE bytes
- *	(c->lock held, the connection postable); @seq: a notification's
- *	sequence number, 0 for other messages (its successful completion
- *	calls xferk_msg_sent() with it); 0, -EAGAIN (no send slot
+ *	(p->lock held, the connection postable); @seq: a notification's
+ *	sequence number, 0 for other messages (its completion hands it to
+ *	events->msg_sent); 0, -EAGAIN (no send slot
  *	free) or -EIO (the path dies); NULL: the transport carries none, and
  *	the peer announces no capability
  * @map_region: make @r's DMA map for the connection's device now, from
@@ -263,19 +317,19 @@ struct xferk_path {
  */
 struct xferk_transport {
 	const char *name;
-	u32 (*post)(struct xferk_conn *c, struct xferk_wr **wrs, u32 n,
+	u32 (*post)(struct xferk_path *p, struct xferk_wr **wrs, u32 n,
 		    int *error);
-	void (*unpost)(struct xferk_conn *c, struct xferk_wr *wr);
-	bool (*overtaken)(struct xferk_conn *c, struct xferk_wr *wr);
-	int (*export)(struct xferk_conn *c, struct xferk_reg *reg);
-	void (*unexport)(struct xferk_conn *c, struct xferk_reg *reg);
-	void (*disconnect)(struct xferk_conn *c);
-	void (*quiesce)(struct xferk_conn *c);
-	void (*destroy)(struct xferk_conn *c);
-	int (*probe)(struct xferk_conn *c);	/* -EAGAIN: not now */
-	int (*send_msg)(struct xferk_conn *c, const void *msg, u32 len, u64 seq);
-	void (*map_region)(struct xferk_conn *c, struct xferk_region *r);
-	int (*reconnect)(struct xferk_conn *c);
+	void (*unpost)(struct xferk_path *p, struct xferk_wr *wr);
+	bool (*overtaken)(struct xferk_path *p, struct xferk_wr *wr);
+	int (*export)(struct xferk_path *p, struct xferk_reg *reg);
+	void (*unexport)(struct xferk_path *p, struct xferk_reg *reg);
+	void (*disconnect)(struct xferk_path *p);
+	void (*quiesce)(struct xferk_path *p);
+	void (*destroy)(struct xferk_path *p);
+	int (*probe)(struct xferk_path *p);	/* -EAGAIN: not now */
+	int (*send_msg)(struct xferk_path *p, const void *msg, u32 len, u64 seq);
+	void (*map_region)(struct xferk_path *p, struct xferk_region *r);
+	int (*reconnect)(struct xferk_path *p);
 };
 
 extern const struct xferk_transport xferk_null_transport;
@@ -314,7 +368,7 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 				      unsigned long max_connecting);
 
 /* nullpeer.c */
-void xferk_null_init_conn(struct xferk_conn *c, u64 delay_ns);
+void xferk_null_init_path(struct xferk_path *p, u64 delay_ns);
 int xferk_null_module_init(void);
 void xferk_null_module_exit(void);
 

@@ -45,6 +45,7 @@
  *   conn_post.c  posting chunks on a connection, their completions
  *   conn_timer.c a connection's deadline and keepalive
  *   conn_lookup.c  publishing connections, finding them by peer and by id
+ *   conn_path.c  what a session's path tells it: the transport's callbacks
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
  *   notify.c     notifications to a peer's process: sending, receiving
  *   rail.c       a remote handle striped over several sessions
@@ -53,8 +54,8 @@
  *   queue.c      the host-wide admission queue per RDMA device
  *   conn.h       connections, the session API
  *   conn_internal.h  private to conn.c, conn_post.c, conn_timer.c,
- *                conn_lookup.c and fence.c: what they share, their
- *                locking rules
+ *                conn_lookup.c, conn_path.c and fence.c: what they share,
+ *                their locking rules
  *   notify.h     notifications on their way
  *   rail.h       rails
  *   remote.h     remote handles, the tokens' MAC
@@ -71,8 +72,10 @@
  *   rdma_mr.c    RDMA exports: memory registration
  *   rdma_cm.c    the rdma_cm handshake: its messages, events, requests
  *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
- *   transport.h  the transport ops table, a path's QPs, posting bounds,
- *                a chunk's work request, an export's registration
+ *   transport.h  the transport ops table, a session's transport part
+ *                (struct xferk_path) and its callbacks, a path's QPs,
+ *                posting bounds, a chunk's work request, an export's
+ *                registration
  *   rdma.h       the RDMA transport's private header (rdma*.c only)
  *
  * 5. Bottom: models and resources

@@ -22,7 +22,7 @@ static u8 sent[MSGS][XFERK_MSG_SIZE];
 static u64 sent_seq[MSGS];
 static unsigned int nr_sent;
 
-static int fake_send_msg(struct xferk_conn *c, const void *msg, u32 len,
+static int fake_send_msg(struct xferk_path *p, const void *msg, u32 len,
 			 u64 seq)
 {
 	if (nr_sent == MSGS)

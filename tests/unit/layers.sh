@@ -26,7 +26,7 @@ front      conn_query.c group_ioctl.c notify_ioctl.c export_ioctl.c
 front      front.h limits.h uring.h uring_compat.h
 requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
 requests   op.h op_internal.h export.h evq.h
-sessions   conn.c conn_post.c conn_timer.c conn_lookup.c
+sessions   conn.c conn_post.c conn_timer.c conn_lookup.c conn_path.c
 sessions   revoke.c notify.c rail.c remote.c queue.c fence.c
 sessions   conn.h conn_internal.h notify.h rail.h remote.h queue.h fence.h
 sessions   revoke.h chunk.h
@@ -48,10 +48,6 @@ upward_includes() {
 # transport -> sessions
 rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
 rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
-rdma_mr.c -> conn.h: registration posts on the session and kills its path on failure (xferk_conn_qp_dead())
-rdma_msg.c -> conn.h: received messages go to the revoke protocol (xferk_msg_received())
-rdma_post.c -> conn.h: completions are handed to the session (xferk_conn_chunk_done(), ...)
-nullpeer.c -> conn.h: completes its sessions' chunks (xferk_conn_chunks_succeeded())
 EOF
 }
 
