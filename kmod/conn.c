@@ -380,7 +380,7 @@ void xferk_conn_down(struct xferk_conn *c, int error)
 /* The session outlives its path: its transport makes new ones. */
 bool conn_resumable(struct xferk_conn *c)
 {
-	return c->transport->reconnect && READ_ONCE(xferk_reconnect_ms);
+	return c->transport->connect && READ_ONCE(xferk_reconnect_ms);
 }
 
 /**
@@ -684,7 +684,8 @@ static void conn_path_attempt(struct xferk_conn *c, ktime_t now)
 	c->attempt_deadline = deadline;
 	mutex_unlock(&c->lock);
 	atomic64_inc(&xferk_stats.reconnect_attempts);
-	ret = c->transport->reconnect(&c->path);
+	ret = c->transport->connect(&c->path, c->net, &c->peer,
+				    XFERK_RESOLVE_MS);
 	if (ret)
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 	else
@@ -809,22 +810,8 @@ static void conn_dev_gone(struct xferk_dev_link *l)
 	xferk_conn_down(container_of(l, struct xferk_conn, path.attach), -ENODEV);
 }
 
-static const struct xferk_dev_user conn_dev_user = {
-	.create_queue = xferk_qdev_create,
-	.get_queue = xferk_qdev_get,
-	.put_queue = xferk_qdev_put,
-	.gone = conn_dev_gone,
-};
-
-int xferk_conn_module_init(void)
-{
-	xferk_rdma_set_dev_user(&conn_dev_user);
-	xferk_conn_wq = alloc_workqueue("xferk_conn", WQ_MEM_RECLAIM, 0);
-	return xferk_conn_wq ? 0 : -ENOMEM;
-}
-
 /* Every connection down and torn down; nothing pinned by a WR survives. */
-void xferk_conn_shutdown_all(void)
+static void conn_shutdown_all(void)
 {
 	struct xferk_conn *c;
 
@@ -834,6 +821,21 @@ void xferk_conn_shutdown_all(void)
 	mutex_unlock(&xferk_conns_lock);
 	flush_workqueue(xferk_conn_wq);
 	WARN_ON(!list_empty(&xferk_conns));
+}
+
+static const struct xferk_dev_user conn_dev_user = {
+	.create_queue = xferk_qdev_create,
+	.get_queue = xferk_qdev_get,
+	.put_queue = xferk_qdev_put,
+	.gone = conn_dev_gone,
+	.shutdown_all = conn_shutdown_all,
+};
+
+int xferk_conn_module_init(void)
+{
+	xferk_rdma_set_dev_user(&conn_dev_user);
+	xferk_conn_wq = alloc_workqueue("xferk_conn", WQ_MEM_RECLAIM, 0);
+	return xferk_conn_wq ? 0 : -ENOMEM;
 }
 
 void xferk_conn_module_exit(void)

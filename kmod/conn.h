@@ -237,7 +237,6 @@ extern unsigned int xferk_session_idle_ms;
 
 /* conn.c: a session's life, its state machine, recovery and teardown */
 int xferk_conn_module_init(void);
-void xferk_conn_shutdown_all(void);
 void xferk_conn_module_exit(void);
 void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 		     struct net *net, bool active);
@@ -281,6 +280,16 @@ void xferk_conn_flush_posted(struct xferk_conn *c);
 void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
+
+/* conn_connect.c: making a session over RDMA, CONNECT */
+struct xferk_conn *xferk_conn_alloc_rdma(gfp_t gfp, u32 nr_qps);
+void xferk_conn_set_qps(struct xferk_conn *c, u32 nr);
+u8 *xferk_conn_key_half(struct xferk_conn *c);
+struct xferk_conn *xferk_conn_connect(struct net *net,
+				      const struct sockaddr_storage *peer,
+				      unsigned int timeout_ms, u32 nr_qps,
+				      struct xferk_qacct *acct,
+				      unsigned long max_connecting);
 
 /* conn_lookup.c: publishing connections, finding them */
 struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);

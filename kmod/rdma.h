@@ -19,8 +19,9 @@
  *   rdma_mr.c    exports: fast registration, user memory, unexport
  *   rdma_cm.c    the rdma_cm handshake: its private data, every cm_id's
  *                events, the requests the listener receives
- *   rdma.c       connecting to a peer (a session's first path and its
- *                next), the listener, module init and exit
+ *   rdma.c       starting a path to a peer (a session's first and its
+ *                next: its cm_id, address resolution), the listener,
+ *                module init and exit
  */
 #ifndef XFERK_RDMA_H
 #define XFERK_RDMA_H
@@ -35,6 +36,7 @@
 #include <rdma/ib_verbs.h>
 #include "wire.h"
 
+struct net;
 struct rdma_cm_event;
 struct rdma_cm_id;
 struct xferk_conn;
@@ -42,6 +44,7 @@ struct xferk_dev;
 struct xferk_dev_link;
 struct xferk_lane;
 struct xferk_path;
+struct sockaddr_storage;
 struct xferk_qdev;
 struct xferk_reg;
 struct xferk_region;
@@ -50,7 +53,6 @@ struct xferk_region;
 #define XFERK_ACK_TIMEOUT	17	/* 4.096 us * 2^17 = 0.54 s per try */
 #define XFERK_RETRY_COUNT	6
 #define XFERK_RNR_RETRY		6	/* 7 would mean forever */
-#define XFERK_RESOLVE_MS	5000
 
 /**
  * struct xferk_dma_map - a region's pages DMA-mapped for one device
@@ -121,13 +123,13 @@ int xferk_dev_attach(struct xferk_dev_link *l, struct ib_device *ibdev,
 		     struct xferk_qdev **qdev);
 void xferk_dev_detach(struct xferk_dev_link *l);
 void xferk_destroy_qp(struct ib_qp *qp);
+void xferk_dev_sessions_shutdown(void);
 void xferk_dereg_mr(struct ib_mr *mr);
 
 /* rdma_post.c: the path's CQ and QPs, send slots, posting, teardown */
 int lane_create_qp(struct xferk_path *p, struct xferk_lane *l,
 		   struct rdma_cm_id *id);
 int conn_rdma_setup(struct xferk_path *p, struct rdma_cm_id *id);
-int rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps);
 struct xferk_path *wc_path(const struct ib_wc *wc);
 
 /* rdma_msg.c: session messages */
@@ -141,14 +143,13 @@ void conn_rdma_unexport(struct xferk_path *p, struct xferk_reg *reg);
 
 /* rdma_cm.c: the handshake */
 extern atomic_t xferk_passive_conns;
-u8 *conn_key_half(struct xferk_conn *c);
-void conn_set_qps(struct xferk_conn *c, u32 nr);
 int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
-/* rdma.c: connecting, the listener */
+/* rdma.c: starting a path, the listener */
 extern struct work_struct xferk_listen_work;
 int listener_event(struct rdma_cm_id *id, struct rdma_cm_event *ev);
-struct xferk_conn *conn_rdma_alloc(gfp_t gfp, u32 nr_qps);
-int conn_rdma_reconnect(struct xferk_path *p);
+int conn_rdma_connect(struct xferk_path *p, struct net *net,
+		      const struct sockaddr_storage *peer,
+		      unsigned int timeout_ms);
 
 #endif /* XFERK_RDMA_H */

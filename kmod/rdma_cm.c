@@ -6,7 +6,7 @@
  * QP joining a path). rdma_cm runs one handler at a time per cm_id.
  * Locking: conn->path.cm_lock guards a lane's cm_id (the QP event handler
  * takes it in atomic context); xferk_conns_lock the peer's id and the token
- * key; conn->lock the QP count and credits.
+ * key.
  *
  * Handshake (protocol version 2): the connect request carries struct
  * xferk_cm_msg with the initiator's local connection id and half of a
@@ -209,13 +209,6 @@ static int conn_reject_errno(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 }
 
-/* The key half this end sends; kept in the connection until it is up. */
-u8 *conn_key_half(struct xferk_conn *c)
-{
-	BUILD_BUG_ON(sizeof(c->token_key) != 16);
-	return (u8 *)&c->token_key;
-}
-
 /* A path is being made: the first, or a session's next. */
 static bool conn_connecting(struct xferk_conn *c)
 {
@@ -229,22 +222,6 @@ static bool conn_connecting(struct xferk_conn *c)
 static bool conn_resuming(struct xferk_conn *c)
 {
 	return test_bit(XFERK_CONN_F_KEYED, &c->flags);
-}
-
-/*
- * The session's QPs per path: @nr of them (what the initiator asks, what
- * the acceptor grants), XFERK_QP_CTXS send slots and one QP window each in
- * the admission queue. Set before the session is keyed, so before
- * anything is dispatched to it or posted; the initiator's send slots were
- * allocated for what it asked, at least what it is granted.
- */
-void conn_set_qps(struct xferk_conn *c, u32 nr)
-{
-	mutex_lock(&c->lock);
-	c->path.nr_qps = nr;
-	c->credits = nr * XFERK_QP_CTXS;
-	mutex_unlock(&c->lock);
-	WRITE_ONCE(c->sqp.nr_qps, nr);
 }
 
 /*
@@ -463,7 +440,7 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 			WRITE_ONCE(c->resume_seq, c->resume_seq + 1);
 		} else {
 			cm_msg_init(&req, c, xferk_fault_connect_version ?:
-				    XFERK_PROTO_VERSION, conn_key_half(c));
+				    XFERK_PROTO_VERSION, xferk_conn_key_half(c));
 			req.nr_qps = c->path.nr_qps;
 		}
 		conn_param_init(&param, id->device, &req, sizeof(req));
@@ -480,8 +457,8 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 			return;
 		}
 		if (!conn_resuming(c)) {
-			conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1, c->path.nr_qps));
-			conn_set_peer(c, rep, conn_key_half(c));
+			xferk_conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1, c->path.nr_qps));
+			conn_set_peer(c, rep, xferk_conn_key_half(c));
 		}
 		xferk_conn_lane_up(c, &c->path.lanes[0]);
 		lanes_start(c, id);
@@ -672,7 +649,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return -EBUSY;
 	}
 	nr_qps = clamp_t(u32, req->nr_qps, 1, READ_ONCE(xferk_max_peer_qps));
-	c = conn_rdma_alloc(GFP_KERNEL, nr_qps);
+	c = xferk_conn_alloc_rdma(GFP_KERNEL, nr_qps);
 	if (!c) {
 		atomic_dec(&xferk_passive_conns);
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
@@ -681,7 +658,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	/* Passive ends live in the listener's namespace. */
 	xferk_conn_init(c, &xferk_rdma_transport, &init_net, false);
 	c->path.passive = true;	/* counted until its destroy */
-	conn_set_qps(c, nr_qps);
+	xferk_conn_set_qps(c, nr_qps);
 	memcpy(&c->peer, &id->route.addr.dst_addr, sizeof(c->peer));
 	if (IS_ERR(xferk_conn_publish(c, be64_to_cpu(req->conn_id)))) {
 		/* It crosses a session we initiated to that host, which wins. */
@@ -705,8 +682,8 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return 0;
 	}
 	/* Keyed, hence importable, only once its QP's limits are final. */
-	get_random_bytes(conn_key_half(c), 16);
-	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, conn_key_half(c));
+	get_random_bytes(xferk_conn_key_half(c), 16);
+	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, xferk_conn_key_half(c));
 	rep.nr_qps = nr_qps;
 	conn_set_peer(c, req, rep.key_half);
 	ret = conn_accept(id, ev, &rep);

@@ -64,6 +64,12 @@ void xferk_rdma_set_dev_user(const struct xferk_dev_user *user)
 	dev_user = user;
 }
 
+/* Module exit, the listener gone: every session down and torn down. */
+void xferk_dev_sessions_shutdown(void)
+{
+	dev_user->shutdown_all();
+}
+
 /* ---- DMA maps of regions ---- */
 
 static void dma_map_undo(struct xferk_dma_map *m, struct ib_device *ibdev,

@@ -632,7 +632,7 @@ int conn_rdma_setup(struct xferk_path *p, struct rdma_cm_id *id)
  * A path's send slots (for @nr_qps QPs) and message buffers, zeroed; the
  * session frees them with itself. Return: 0 or -ENOMEM (none allocated).
  */
-int rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps)
+int xferk_rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps)
 {
 	p->sends = kvcalloc(nr_qps * XFERK_QP_CTXS, sizeof(*p->sends), gfp);
 	p->msgs = kzalloc(sizeof(*p->msgs), gfp);
@@ -665,5 +665,5 @@ const struct xferk_transport xferk_rdma_transport = {
 	.probe = conn_rdma_probe,
 	.send_msg = conn_rdma_send_msg,
 	.map_region = conn_rdma_map_region,
-	.reconnect = conn_rdma_reconnect,
+	.connect = conn_rdma_connect,
 };

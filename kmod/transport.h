@@ -44,6 +44,9 @@ struct xferk_send;
  */
 #define XFERK_POST_BATCH	16
 
+/* Bound of a next path's address and route resolution. */
+#define XFERK_RESOLVE_MS	5000
+
 /* Most scatter/gather entries, hence pages, one work request carries. */
 #define XFERK_MAX_SGE	32
 
@@ -310,10 +313,14 @@ struct xferk_path {
  *	process context without any connection's lock, so that @post finds
  *	it (NULL: the transport maps nothing ahead; @post maps what it
  *	lacks)
- * @reconnect: start a new path for a RECONNECTING session of an end
- *	this host initiated (NULL: paths are not replaced, their death ends
- *	the session); its outcome arrives as xferk_conn_lane_up() of each
- *	of the path's QPs (then xferk_conn_set_up()) or xferk_conn_path_down()
+ * @connect: start a path to @peer in @net, its address and route resolved
+ *	within @timeout_ms: an end's first path (CONNECT), or the next one
+ *	of a RECONNECTING session of an end this host initiated; the first
+ *	lane's cm_ready is completed once it returns. 0, or why it failed
+ *	at once; later its outcome arrives as xferk_conn_lane_up() of each of
+ *	the path's QPs (then xferk_conn_set_up()) or xferk_conn_path_down().
+ *	NULL: the transport makes no paths, and a session's does not die
+ *	but with the session (the null peer)
  */
 struct xferk_transport {
 	const char *name;
@@ -329,7 +336,9 @@ struct xferk_transport {
 	int (*probe)(struct xferk_path *p);	/* -EAGAIN: not now */
 	int (*send_msg)(struct xferk_path *p, const void *msg, u32 len, u64 seq);
 	void (*map_region)(struct xferk_path *p, struct xferk_region *r);
-	int (*reconnect)(struct xferk_path *p);
+	int (*connect)(struct xferk_path *p, struct net *net,
+		       const struct sockaddr_storage *peer,
+		       unsigned int timeout_ms);
 };
 
 extern const struct xferk_transport xferk_null_transport;
@@ -344,12 +353,15 @@ extern const struct xferk_transport xferk_rdma_transport;
  * @put_queue: drops one
  * @gone: the device is going: take down the session attached by @l
  *	(called with rdma_dev.c's lock held; must not wait for it)
+ * @shutdown_all: take every session down and wait until each is torn
+ *	down (module exit, once the listener is gone, before the devices)
  */
 struct xferk_dev_user {
 	struct xferk_qdev *(*create_queue)(const char *name);
 	void (*get_queue)(struct xferk_qdev *q);
 	void (*put_queue)(struct xferk_qdev *q);
 	void (*gone)(struct xferk_dev_link *l);
+	void (*shutdown_all)(void);
 };
 
 /* rdma.c: devices, rdma_cm, QPs, the listener */
@@ -361,11 +373,7 @@ extern unsigned int xferk_handshake_timeout_ms;
 int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
 void xferk_rdma_set_dev_user(const struct xferk_dev_user *user);
-struct xferk_conn *xferk_conn_connect(struct net *net,
-				      const struct sockaddr_storage *peer,
-				      unsigned int timeout_ms, u32 nr_qps,
-				      struct xferk_qacct *acct,
-				      unsigned long max_connecting);
+int xferk_rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps);
 
 /* nullpeer.c */
 void xferk_null_init_path(struct xferk_path *p, u64 delay_ns);

@@ -46,6 +46,7 @@
  *   conn_timer.c a connection's deadline and keepalive
  *   conn_lookup.c  publishing connections, finding them by peer and by id
  *   conn_path.c  what a session's path tells it: the transport's callbacks
+ *   conn_connect.c  making a session over RDMA; CONNECT: find or start one
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
  *   notify.c     notifications to a peer's process: sending, receiving
  *   rail.c       a remote handle striped over several sessions
@@ -65,7 +66,7 @@
  *   queue.h      admission queues, an op's entry, per-file accounts
  *
  * 4. Transport: RDMA and the null peer
- *   rdma.c       the RDMA transport: connecting, the listener, module init
+ *   rdma.c       the RDMA transport: starting a path, the listener, init
  *   rdma_dev.c   RDMA devices, connections attaching, DMA maps of regions
  *   rdma_post.c  RDMA paths: PD, CQ, QPs, send slots, posting, teardown
  *   rdma_msg.c   RDMA session messages: the receive ring, sending

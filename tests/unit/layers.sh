@@ -27,6 +27,7 @@ front      front.h limits.h uring.h uring_compat.h
 requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
 requests   op.h op_internal.h export.h evq.h
 sessions   conn.c conn_post.c conn_timer.c conn_lookup.c conn_path.c
+sessions   conn_connect.c
 sessions   revoke.c notify.c rail.c remote.c queue.c fence.c
 sessions   conn.h conn_internal.h notify.h rail.h remote.h queue.h fence.h
 sessions   revoke.h chunk.h
@@ -46,7 +47,6 @@ EOF
 upward_includes() {
 	cat <<'EOF'
 # transport -> sessions
-rdma.c -> conn.h: connecting creates, publishes and takes down sessions (xferk_conn_init(), ...)
 rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
 EOF
 }
