@@ -305,11 +305,11 @@ void xferk_conn_unuse(struct xferk_conn *c)
 }
 
 /*
- * The one function that changes @path: from @from to @to, if the path's
- * state machine allows it (conn_state.h) and the path is in @from. A path
- * dies (LIVE -> DEAD) from any context, without c->lock, so the change is
- * one atomic exchange; the others are made with c->lock. Return: whether
- * it changed.
+ * The one function that changes @path_state: from @from to @to, if the
+ * path's state machine allows it (conn_state.h) and the path is in @from.
+ * A path dies (LIVE -> DEAD) from any context, without c->lock, so the
+ * change is one atomic exchange; the others are made with c->lock.
+ * Return: whether it changed.
  */
 static bool conn_path_change(struct xferk_conn *c, int from, int to)
 {

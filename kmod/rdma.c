@@ -36,8 +36,8 @@ DECLARE_WORK(xferk_listen_work, listen_work_fn);
 /*
  * A path to @peer in @net for @p's session: the first, or the next one of
  * a RECONNECTING session we initiated (the recovery work, after it tore
- * the last one down and reinitialized cm_ready). Its address and route are
- * resolved within @timeout_ms; rdma_cm's events take it from there.
+ * the last one down and reinitialized cm_ready). Its address is resolved
+ * within @timeout_ms; rdma_cm's events take it from there.
  */
 int conn_rdma_connect(struct xferk_path *p, struct net *net,
 		      const struct sockaddr_storage *peer,

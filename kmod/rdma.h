@@ -2,7 +2,8 @@
 /*
  * Private to the RDMA transport: included only by kmod/rdma*.c. The rest
  * of the module reaches the transport through transport.h alone
- * (xferk_rdma_transport, xferk_conn_connect(), its module init and exit);
+ * (xferk_rdma_transport, xferk_rdma_path_alloc(), its module init and
+ * exit);
  * regions reach it through the function it gives them at init
  * (xferk_region_set_unmap()).
  *
@@ -91,10 +92,10 @@ struct xferk_dma_map {
  *	DMA-mapped as one while the connection has its PD (@dma)
  * @recv_cqe: the completion of each receive buffer's work request
  * @send_cqe: of each send buffer's
- * @send_busy: send buffers posted and not yet completed (conn->lock);
+ * @send_busy: send buffers posted and not yet completed (path->lock);
  *	cleared for each new path
  * @send_seq: the notification sequence number each send buffer carries,
- *	0 for other messages (conn->lock)
+ *	0 for other messages (path->lock)
  * @dma: the mapping of @buf, while @mapped
  * @mapped: @buf is DMA-mapped on the connection's device
  *

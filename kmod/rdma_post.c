@@ -646,7 +646,7 @@ int xferk_rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps)
 	return 0;
 }
 
-/* Maps @r for @c's device now (xferk_dev_map_region()). */
+/* Maps @r for @p's device now (xferk_dev_map_region()). */
 static void conn_rdma_map_region(struct xferk_path *p, struct xferk_region *r)
 {
 	xferk_dev_map_region(&p->attach, r);

@@ -44,7 +44,7 @@ struct xferk_send;
  */
 #define XFERK_POST_BATCH	16
 
-/* Bound of a next path's address and route resolution. */
+/* Bound of a route's resolution, and of a next path's address's. */
 #define XFERK_RESOLVE_MS	5000
 
 /* Most scatter/gather entries, hence pages, one work request carries. */
@@ -313,14 +313,15 @@ struct xferk_path {
  *	process context without any connection's lock, so that @post finds
  *	it (NULL: the transport maps nothing ahead; @post maps what it
  *	lacks)
- * @connect: start a path to @peer in @net, its address and route resolved
- *	within @timeout_ms: an end's first path (CONNECT), or the next one
- *	of a RECONNECTING session of an end this host initiated; the first
- *	lane's cm_ready is completed once it returns. 0, or why it failed
+ * @connect: start a path to @peer in @net, its address resolved within
+ *	@timeout_ms (its route within XFERK_RESOLVE_MS): an end's first path
+ *	(CONNECT), or the next one of a RECONNECTING session of an end this
+ *	host initiated; the first lane's cm_ready is completed once it
+ *	returns. 0, or why it failed
  *	at once; later its outcome arrives as xferk_conn_lane_up() of each of
  *	the path's QPs (then xferk_conn_set_up()) or xferk_conn_path_down().
- *	NULL: the transport makes no paths, and a session's does not die
- *	but with the session (the null peer)
+ *	NULL: paths are not replaced, their death ends the session (the
+ *	null peer)
  */
 struct xferk_transport {
 	const char *name;
@@ -364,7 +365,7 @@ struct xferk_dev_user {
 	void (*shutdown_all)(void);
 };
 
-/* rdma.c: devices, rdma_cm, QPs, the listener */
+/* the RDMA transport: devices, rdma_cm, paths, the listener */
 extern unsigned short xferk_listen_port;
 extern struct sockaddr_storage xferk_listen_sockaddr;
 extern unsigned int xferk_max_passive_conns;
