@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The rdma_cm handshake: its private data, the events of every cm_id (an
- * end we initiated, an end a peer initiated, a QP joining a path) and the
- * requests the listener receives (a new session, a session's new path, a
- * QP joining a path). rdma_cm runs one handler at a time per cm_id.
+ * The rdma_cm handshake: the events of every cm_id (an end we initiated,
+ * an end a peer initiated, a QP joining a path) and the requests the
+ * listener receives (a new session, a session's new path, a QP joining a
+ * path). rdma_cm runs one handler at a time per cm_id. The private data,
+ * and what a reply or reject means to the session, are the session's
+ * (conn_handshake.c): this file never reads a session's ids or key.
  * Locking: conn->path.cm_lock guards a lane's cm_id (the QP event handler
- * takes it in atomic context); xferk_conns_lock the peer's id and the token
- * key.
+ * takes it in atomic context).
  *
  * Handshake (protocol version 2): the connect request carries struct
  * xferk_cm_msg with the initiator's local connection id and half of a
@@ -17,9 +18,9 @@
  * a sequence number, with a MAC under the session's token key; the
  * acceptor takes it only from the session's peer host and only if the
  * number is newer than every one it took (a replay is refused), attaches
- * the new QP to that session and answers likewise. It rejects a resume of a session
- * it does not know (a new instance, or a forgery) as stale, and one
- * whose old path it is still tearing down as "retry". Two hosts that open a
+ * the new QP to that session and answers likewise. It rejects a resume of
+ * a session it does not know (a new instance, or a forgery) as stale, and
+ * one whose old path it is still tearing down as "retry". Two hosts that open a
  * session to each other at the same moment keep one (xferk_conn_publish()):
  * a request that crosses a session we initiated, connecting or up, whose
  * end has the greater id is refused ("crossed"), and the refused
@@ -43,9 +44,6 @@
  * The handshake announces capabilities (XFERK_CAP_*); an end uses one only
  * if its peer announced it.
  */
-#include <asm/unaligned.h>
-#include <linux/inet.h>
-#include <linux/random.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_cm.h>
 #include <rdma/rdma_cm.h>
@@ -68,103 +66,7 @@ atomic_t xferk_fault_ignore_disconnects = ATOMIC_INIT(0);
 /* Passive ends, bounded by max_passive_conns. */
 atomic_t xferk_passive_conns = ATOMIC_INIT(0);
 
-/* Fault injection: announce no capability, use none (an old peer). */
-bool xferk_fault_no_caps;
-
 /* ---- handshake ---- */
-
-static void cm_msg_init(struct xferk_cm_msg *m, const struct xferk_conn *c,
-			u16 version, const u8 key_half[16])
-{
-	*m = (struct xferk_cm_msg) {
-		.magic = cpu_to_be32(XFERK_CM_MAGIC),
-		.version = cpu_to_be16(version),
-		.caps = cpu_to_be64(xferk_fault_no_caps ? 0 : XFERK_PROTO_CAPS),
-		.conn_id = cpu_to_be64(c->local_id),
-	};
-	memcpy(m->key_half, key_half, sizeof(m->key_half));
-}
-
-static u64 cm_msg_mac(const struct xferk_cm_msg *m, const struct xferk_conn *c)
-{
-	return siphash(m, offsetof(struct xferk_cm_msg, mac), &c->token_key);
-}
-
-/*
- * A message of a session's new path, or of a QP joining its path (@lane
- * its index, 0 for the path's first): both ids and the path's sequence
- * number (in the key half's first bytes), under the session's key.
- */
-static void cm_msg_init_resume(struct xferk_cm_msg *m,
-			       const struct xferk_conn *c, u64 seq, u32 lane)
-{
-	static const u8 no_key[16];
-
-	cm_msg_init(m, c, xferk_fault_connect_version ?: XFERK_PROTO_VERSION,
-		    no_key);
-	m->lane = lane;
-	put_unaligned_be64(seq, m->key_half);
-	m->resume_id = cpu_to_be64(c->peer_id);
-	m->mac = cpu_to_be64(cm_msg_mac(m, c));
-}
-
-static u64 cm_msg_seq(const struct xferk_cm_msg *m)
-{
-	return get_unaligned_be64(m->key_half);
-}
-
-/* Does @m resume session @c, coming from its peer end? */
-static bool cm_msg_resumes(const struct xferk_cm_msg *m,
-			   const struct xferk_conn *c)
-{
-	return test_bit(XFERK_CONN_F_KEYED, &c->flags) &&
-	       be64_to_cpu(m->conn_id) == c->peer_id &&
-	       be64_to_cpu(m->resume_id) == c->local_id &&
-	       be64_to_cpu(m->mac) == cm_msg_mac(m, c);
-}
-
-/* Does @m accept lane @l into session @c's path, from its peer end? */
-static bool cm_msg_joins(const struct xferk_cm_msg *m,
-			 const struct xferk_conn *c, const struct xferk_lane *l)
-{
-	return cm_msg_resumes(m, c) && m->lane == l->index &&
-	       cm_msg_seq(m) == READ_ONCE(c->resume_seq);
-}
-
-/* The peer's private data as one of our messages, or NULL. */
-static const struct xferk_cm_msg *cm_msg_parse(const void *priv, u8 len)
-{
-	const struct xferk_cm_msg *m = priv;
-
-	if (!m || len < sizeof(*m) || be32_to_cpu(m->magic) != XFERK_CM_MAGIC)
-		return NULL;
-	return m;
-}
-
-/*
- * Both ends are known: record the peer's id and the token key. Under
- * xferk_conns_lock, which lookups by id hold, and before the end can be
- * used for tokens.
- */
-static void conn_set_peer(struct xferk_conn *c, const struct xferk_cm_msg *m,
-			  const u8 key_half[16])
-{
-	u8 key[16];
-	int i;
-
-	for (i = 0; i < sizeof(key); i++)
-		key[i] = key_half[i] ^ m->key_half[i];
-	mutex_lock(&xferk_conns_lock);
-	c->peer_id = be64_to_cpu(m->conn_id);
-	c->peer_caps = xferk_fault_no_caps ? 0 :
-		       be64_to_cpu(m->caps) & XFERK_PROTO_CAPS;
-	/* The same words on both ends, whatever their byte order. */
-	c->token_key.key[0] = get_unaligned_le64(key);
-	c->token_key.key[1] = get_unaligned_le64(key + 8);
-	set_bit(XFERK_CONN_F_KEYED, &c->flags);
-	mutex_unlock(&xferk_conns_lock);
-	memzero_explicit(key, sizeof(key));
-}
 
 static void conn_param_init(struct rdma_conn_param *p, struct ib_device *dev,
 			    const void *priv, u8 priv_len)
@@ -207,21 +109,6 @@ static int conn_reject_errno(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	default:
 		return -ECONNREFUSED;
 	}
-}
-
-/* A path is being made: the first, or a session's next. */
-static bool conn_connecting(struct xferk_conn *c)
-{
-	int state = READ_ONCE(c->state);
-
-	return state == XFERK_CONN_CONNECTING ||
-	       state == XFERK_CONN_RECONNECTING;
-}
-
-/* A session's next path: the peer knows us already. */
-static bool conn_resuming(struct xferk_conn *c)
-{
-	return test_bit(XFERK_CONN_F_KEYED, &c->flags);
 }
 
 /*
@@ -310,26 +197,6 @@ static void active_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 	}
 }
 
-/*
- * A request of an end we initiated was refused: a new session's, a new
- * path's or a joining QP's (the two last name a session the peer knows).
- */
-static void active_rejected(struct xferk_conn *c, struct rdma_cm_id *id,
-			    struct rdma_cm_event *ev)
-{
-	int ret = conn_reject_errno(id, ev);
-
-	/* "Crossed" answers a new session only: a new path got none. */
-	if (ret == -EALREADY && conn_resuming(c))
-		ret = -EPROTO;
-	if (ret == -ESTALE && conn_resuming(c)) {
-		atomic64_inc(&xferk_stats.sessions_stale);
-		xferk_conn_down(c, ret);
-		return;
-	}
-	xferk_conn_path_down(c, ret, XFERK_PATH_QP);
-}
-
 /* The events that end a path (or session) of an end a peer initiated. */
 static void passive_path_failed(struct xferk_conn *c, struct rdma_cm_event *ev)
 {
@@ -360,7 +227,6 @@ static void lane_event(struct xferk_lane *l, struct rdma_cm_id *id,
 		       struct rdma_cm_event *ev)
 {
 	struct xferk_conn *c = xferk_path_conn(l->path);
-	const struct xferk_cm_msg *rep;
 	struct rdma_conn_param param;
 	struct xferk_cm_msg req;
 	int ret;
@@ -373,22 +239,25 @@ static void lane_event(struct xferk_lane *l, struct rdma_cm_id *id,
 		ret = lane_create_qp(&c->path, l, id);
 		if (ret)
 			break;
-		cm_msg_init_resume(&req, c, READ_ONCE(c->resume_seq), l->index);
+		xferk_handshake_request(c, l->index, &req);
 		conn_param_init(&param, id->device, &req, sizeof(req));
 		ret = rdma_connect_locked(id, &param);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		rep = cm_msg_parse(ev->param.conn.private_data,
-				   ev->param.conn.private_data_len);
-		if (c->active && (!rep || !cm_msg_joins(rep, c, l))) {
-			ret = -EPROTO;
-			break;
+		if (c->active) {	/* the acceptor's reply, checked */
+			const struct rdma_conn_param *cp = &ev->param.conn;
+
+			ret = xferk_handshake_replied(c, l->index,
+						      cp->private_data,
+						      cp->private_data_len);
+			if (ret)
+				break;
 		}
 		xferk_conn_lane_up(c, l);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
 		if (c->active) {
-			active_rejected(c, id, ev);
+			xferk_handshake_rejected(c, conn_reject_errno(id, ev));
 			return;
 		}
 		fallthrough;
@@ -413,12 +282,11 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 {
 	struct rdma_conn_param param;
 	struct xferk_cm_msg req;
-	const struct xferk_cm_msg *rep;
 	int ret;
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (!conn_connecting(c))
+		if (!xferk_handshake_connecting(c))
 			return;
 		ret = c->path.attach.dev ? 0 :
 		      xferk_dev_attach(&c->path.attach, id->device, &c->qdev);
@@ -428,43 +296,31 @@ static void conn_active_event(struct xferk_conn *c, struct rdma_cm_id *id,
 			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 		return;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		if (!conn_connecting(c))
+		if (!xferk_handshake_connecting(c))
 			return;
 		ret = conn_rdma_setup(&c->path, id);
 		if (ret) {
 			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 			return;
 		}
-		if (conn_resuming(c)) {
-			cm_msg_init_resume(&req, c, c->resume_seq + 1, 0);
-			WRITE_ONCE(c->resume_seq, c->resume_seq + 1);
-		} else {
-			cm_msg_init(&req, c, xferk_fault_connect_version ?:
-				    XFERK_PROTO_VERSION, xferk_conn_key_half(c));
-			req.nr_qps = c->path.nr_qps;
-		}
+		xferk_handshake_request(c, 0, &req);
 		conn_param_init(&param, id->device, &req, sizeof(req));
 		ret = rdma_connect_locked(id, &param);
 		if (ret)
 			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 		return;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		rep = cm_msg_parse(ev->param.conn.private_data,
-				   ev->param.conn.private_data_len);
-		if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION ||
-		    (conn_resuming(c) && !cm_msg_joins(rep, c, &c->path.lanes[0]))) {
-			xferk_conn_path_down(c, -EPROTO, XFERK_PATH_QP);
+		ret = xferk_handshake_replied(c, 0, ev->param.conn.private_data,
+					      ev->param.conn.private_data_len);
+		if (ret) {
+			xferk_conn_path_down(c, ret, XFERK_PATH_QP);
 			return;
-		}
-		if (!conn_resuming(c)) {
-			xferk_conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1, c->path.nr_qps));
-			conn_set_peer(c, rep, xferk_conn_key_half(c));
 		}
 		xferk_conn_lane_up(c, &c->path.lanes[0]);
 		lanes_start(c, id);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
-		active_rejected(c, id, ev);
+		xferk_handshake_rejected(c, conn_reject_errno(id, ev));
 		return;
 	default:
 		active_path_failed(c, ev);
@@ -521,18 +377,12 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	struct xferk_conn *c;
 	int ret;
 
-	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id),
-				    &id->route.addr.dst_addr);
-	if (c && (!cm_msg_resumes(req, c) ||
-		  !xferk_conn_resume_fresh(c, cm_msg_seq(req)))) {
-		xferk_conn_put(c);
-		c = NULL;
-	}
+	c = xferk_handshake_find(req, &id->route.addr.dst_addr, true);
 	if (!c) {
 		conn_send_reject(id, XFERK_REJ_STALE);
 		return -ESTALE;
 	}
-	if (!xferk_conn_path_attach(c, cm_msg_seq(req))) {
+	if (!xferk_conn_path_attach(c, xferk_handshake_seq(req))) {
 		/* Its peer made a new path: the one we think up is dead. */
 		if (READ_ONCE(c->state) == XFERK_CONN_UP)
 			xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_PEER);
@@ -552,7 +402,7 @@ static int conn_passive_resume(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		xferk_conn_put(c);
 		return 0;
 	}
-	cm_msg_init_resume(&rep, c, cm_msg_seq(req), 0);
+	xferk_handshake_reply_resume(c, req, &rep);
 	ret = conn_accept(id, ev, &rep);
 	if (ret)
 		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
@@ -575,19 +425,13 @@ static int conn_passive_join(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	struct xferk_conn *c;
 	int ret;
 
-	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id),
-				    &id->route.addr.dst_addr);
-	if (c && !cm_msg_resumes(req, c)) {
-		xferk_conn_put(c);
-		c = NULL;
-	}
+	c = xferk_handshake_find(req, &id->route.addr.dst_addr, false);
 	if (!c) {
 		conn_send_reject(id, XFERK_REJ_STALE);
 		return -ESTALE;
 	}
 	mutex_lock(&c->lock);
-	if (req->lane < c->path.nr_qps && cm_msg_seq(req) == c->resume_seq &&
-	    xferk_conn_qp_live(c) &&
+	if (xferk_handshake_joins_locked(c, req) && xferk_conn_qp_live(c) &&
 	    !c->path.lanes[req->lane].cm_id) {
 		l = &c->path.lanes[req->lane];
 		spin_lock_irq(&c->path.cm_lock);
@@ -603,7 +447,7 @@ static int conn_passive_join(struct rdma_cm_id *id, struct rdma_cm_event *ev,
 	}
 	ret = lane_create_qp(&c->path, l, id);
 	if (!ret) {
-		cm_msg_init_resume(&rep, c, cm_msg_seq(req), l->index);
+		xferk_handshake_reply_resume(c, req, &rep);
 		ret = conn_accept(id, ev, &rep);
 	} else {
 		conn_send_reject(id, XFERK_REJ_RESOURCES);
@@ -628,8 +472,8 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	u32 nr_qps;
 	int ret;
 
-	req = cm_msg_parse(ev->param.conn.private_data,
-			   ev->param.conn.private_data_len);
+	req = xferk_handshake_parse(ev->param.conn.private_data,
+				    ev->param.conn.private_data_len);
 	if (!req) {
 		conn_send_reject(id, XFERK_REJ_MALFORMED);
 		return -EPROTO;
@@ -682,10 +526,7 @@ static int conn_passive_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return 0;
 	}
 	/* Keyed, hence importable, only once its QP's limits are final. */
-	get_random_bytes(xferk_conn_key_half(c), 16);
-	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, xferk_conn_key_half(c));
-	rep.nr_qps = nr_qps;
-	conn_set_peer(c, req, rep.key_half);
+	xferk_handshake_reply_new(c, req, &rep);
 	ret = conn_accept(id, ev, &rep);
 	if (ret)
 		xferk_conn_down(c, ret);

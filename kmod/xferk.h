@@ -47,6 +47,9 @@
  *   conn_lookup.c  publishing connections, finding them by peer and by id
  *   conn_path.c  what a session's path tells it: the transport's callbacks
  *   conn_connect.c  making a session over RDMA; CONNECT: find or start one
+ *   conn_handshake.c  the session's side of the rdma_cm handshake: its
+ *                private data, what a reply or reject means, which
+ *                session a resume names
  *   revoke.c     the revoke protocol: CLOSE, REVOKE, REVOKE_ACK  (verbs-free)
  *   notify.c     notifications to a peer's process: sending, receiving
  *   rail.c       a remote handle striped over several sessions

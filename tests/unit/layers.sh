@@ -27,7 +27,7 @@ front      front.h limits.h uring.h uring_compat.h
 requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
 requests   op.h op_internal.h export.h evq.h
 sessions   conn.c conn_post.c conn_timer.c conn_lookup.c conn_path.c
-sessions   conn_connect.c
+sessions   conn_connect.c conn_handshake.c
 sessions   revoke.c notify.c rail.c remote.c queue.c fence.c
 sessions   conn.h conn_internal.h notify.h rail.h remote.h queue.h fence.h
 sessions   revoke.h chunk.h

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The session's side of the rdma_cm handshake (rdma_cm.c runs it): the
+ * private data a path's requests and replies carry, what a reply or a
+ * reject means to the session, which session a resume or a join names.
+ * The transport never reads or writes a session's ids, key or path
+ * sequence numbers; for the handshake, this file does. Locking:
+ * xferk_conns_lock for the peer's id and the token key; c->lock for the
+ * path's sequence number on the accepting end.
+ *
+ * A new session's request and reply carry the sender's local id and half
+ * of a key; each end keeps the other's id and the XOR of both halves as
+ * the token key. A new path's (or a joining QP's) carry both ids, the
+ * path's sequence number (in the key half's first bytes) and the QP's
+ * index, under a MAC with the session's token key.
+ */
+#include <asm/unaligned.h>
+#include <linux/random.h>
+#include <linux/siphash.h>
+#include "conn.h"
+#include "conn_state.h"
+#include "fault.h"
+#include "stats.h"
+#include "wire.h"
+
+/* Fault injection: announce no capability, use none (an old peer). */
+bool xferk_fault_no_caps;
+
+static void cm_msg_init(struct xferk_cm_msg *m, const struct xferk_conn *c,
+			u16 version, const u8 key_half[16])
+{
+	*m = (struct xferk_cm_msg) {
+		.magic = cpu_to_be32(XFERK_CM_MAGIC),
+		.version = cpu_to_be16(version),
+		.caps = cpu_to_be64(xferk_fault_no_caps ? 0 : XFERK_PROTO_CAPS),
+		.conn_id = cpu_to_be64(c->local_id),
+	};
+	memcpy(m->key_half, key_half, sizeof(m->key_half));
+}
+
+static u64 cm_msg_mac(const struct xferk_cm_msg *m, const struct xferk_conn *c)
+{
+	return siphash(m, offsetof(struct xferk_cm_msg, mac), &c->token_key);
+}
+
+/*
+ * A message of a session's new path, or of a QP joining its path (@lane
+ * its index, 0 for the path's first): both ids and the path's sequence
+ * number (in the key half's first bytes), under the session's key.
+ */
+static void cm_msg_init_resume(struct xferk_cm_msg *m,
+			       const struct xferk_conn *c, u64 seq, u32 lane)
+{
+	static const u8 no_key[16];
+
+	cm_msg_init(m, c, xferk_fault_connect_version ?: XFERK_PROTO_VERSION,
+		    no_key);
+	m->lane = lane;
+	put_unaligned_be64(seq, m->key_half);
+	m->resume_id = cpu_to_be64(c->peer_id);
+	m->mac = cpu_to_be64(cm_msg_mac(m, c));
+}
+
+/* A new path's or a joining QP's sequence number. */
+static u64 cm_msg_seq(const struct xferk_cm_msg *m)
+{
+	return get_unaligned_be64(m->key_half);
+}
+
+/* Does @m resume session @c, coming from its peer end? */
+static bool cm_msg_resumes(const struct xferk_cm_msg *m,
+			   const struct xferk_conn *c)
+{
+	return test_bit(XFERK_CONN_F_KEYED, &c->flags) &&
+	       be64_to_cpu(m->conn_id) == c->peer_id &&
+	       be64_to_cpu(m->resume_id) == c->local_id &&
+	       be64_to_cpu(m->mac) == cm_msg_mac(m, c);
+}
+
+/* Does @m accept lane @lane into session @c's path, from its peer end? */
+static bool cm_msg_joins(const struct xferk_cm_msg *m,
+			 const struct xferk_conn *c, u32 lane)
+{
+	return cm_msg_resumes(m, c) && m->lane == lane &&
+	       cm_msg_seq(m) == READ_ONCE(c->resume_seq);
+}
+
+/*
+ * Both ends are known: record the peer's id and the token key. Under
+ * xferk_conns_lock, which lookups by id hold, and before the end can be
+ * used for tokens.
+ */
+static void conn_set_peer(struct xferk_conn *c, const struct xferk_cm_msg *m,
+			  const u8 key_half[16])
+{
+	u8 key[16];
+	int i;
+
+	for (i = 0; i < sizeof(key); i++)
+		key[i] = key_half[i] ^ m->key_half[i];
+	mutex_lock(&xferk_conns_lock);
+	c->peer_id = be64_to_cpu(m->conn_id);
+	c->peer_caps = xferk_fault_no_caps ? 0 :
+		       be64_to_cpu(m->caps) & XFERK_PROTO_CAPS;
+	/* The same words on both ends, whatever their byte order. */
+	c->token_key.key[0] = get_unaligned_le64(key);
+	c->token_key.key[1] = get_unaligned_le64(key + 8);
+	set_bit(XFERK_CONN_F_KEYED, &c->flags);
+	mutex_unlock(&xferk_conns_lock);
+	memzero_explicit(key, sizeof(key));
+}
+
+/* A session's next path: the peer knows us already. */
+static bool conn_resuming(struct xferk_conn *c)
+{
+	return test_bit(XFERK_CONN_F_KEYED, &c->flags);
+}
+
+/* The peer's private data as one of our messages, or NULL. */
+const struct xferk_cm_msg *xferk_handshake_parse(const void *priv, u8 len)
+{
+	const struct xferk_cm_msg *m = priv;
+
+	if (!m || len < sizeof(*m) || be32_to_cpu(m->magic) != XFERK_CM_MAGIC)
+		return NULL;
+	return m;
+}
+
+/* A path is being made: the first, or a session's next. */
+bool xferk_handshake_connecting(struct xferk_conn *c)
+{
+	int state = READ_ONCE(c->state);
+
+	return state == XFERK_CONN_CONNECTING ||
+	       state == XFERK_CONN_RECONNECTING;
+}
+
+/**
+ * xferk_handshake_request() - the request an initiating end's QP sends
+ * @c: the session
+ * @lane: the QP's index in the path
+ * @req: out: the request
+ *
+ * A new session's first QP offers its id, key half and QP count; a new
+ * path's first QP resumes the session with the next sequence number; the
+ * other QPs join the path the first made. In the first QP's cm handler,
+ * the only writer of c->resume_seq on this end.
+ */
+void xferk_handshake_request(struct xferk_conn *c, u32 lane,
+			     struct xferk_cm_msg *req)
+{
+	if (lane) {
+		cm_msg_init_resume(req, c, READ_ONCE(c->resume_seq), lane);
+	} else if (conn_resuming(c)) {
+		cm_msg_init_resume(req, c, c->resume_seq + 1, 0);
+		WRITE_ONCE(c->resume_seq, c->resume_seq + 1);
+	} else {
+		cm_msg_init(req, c, xferk_fault_connect_version ?:
+			    XFERK_PROTO_VERSION, xferk_conn_key_half(c));
+		req->nr_qps = c->path.nr_qps;
+	}
+}
+
+/**
+ * xferk_handshake_replied() - an initiating end's QP was accepted
+ * @c: the session
+ * @lane: the QP's index in the path
+ * @priv: the accept's private data
+ * @len: its length
+ *
+ * The reply must come from the session's peer end, for this path and QP;
+ * a new session's first reply makes the session keyed (the peer's id,
+ * the token key, the QP count it granted).
+ *
+ * Return: 0, or -EPROTO: it does not.
+ */
+int xferk_handshake_replied(struct xferk_conn *c, u32 lane, const void *priv,
+			    u8 len)
+{
+	const struct xferk_cm_msg *rep = xferk_handshake_parse(priv, len);
+
+	if (lane)
+		return rep && cm_msg_joins(rep, c, lane) ? 0 : -EPROTO;
+	if (!rep || be16_to_cpu(rep->version) != XFERK_PROTO_VERSION ||
+	    (conn_resuming(c) && !cm_msg_joins(rep, c, 0)))
+		return -EPROTO;
+	if (!conn_resuming(c)) {
+		xferk_conn_set_qps(c, clamp_t(u32, rep->nr_qps, 1,
+					      c->path.nr_qps));
+		conn_set_peer(c, rep, xferk_conn_key_half(c));
+	}
+	return 0;
+}
+
+/**
+ * xferk_handshake_rejected() - an initiating end's request was refused
+ * @c: the session
+ * @error: the reject as an errno (rdma_cm.c maps every reject to one)
+ *
+ * A new session's, a new path's or a joining QP's: the two last name a
+ * session the peer knows. "Crossed" answers a new session only; "stale"
+ * means the peer does not know the session any more, which ends it.
+ */
+void xferk_handshake_rejected(struct xferk_conn *c, int error)
+{
+	if (error == -EALREADY && conn_resuming(c))
+		error = -EPROTO;
+	if (error == -ESTALE && conn_resuming(c)) {
+		atomic64_inc(&xferk_stats.sessions_stale);
+		xferk_conn_down(c, error);
+		return;
+	}
+	xferk_conn_path_down(c, error, XFERK_PATH_QP);
+}
+
+/**
+ * xferk_handshake_find() - the session a new path's or a QP's request names
+ * @req: the request (resume_id set)
+ * @from: the address it came from
+ * @fresh: a new path's: its sequence number must be newer than every one
+ *	the session took (a replay is refused)
+ *
+ * Return: the session, with a reference, if the request comes from its
+ * peer end (both ids, under its key) and host; NULL if not.
+ */
+struct xferk_conn *xferk_handshake_find(const struct xferk_cm_msg *req,
+					const struct sockaddr_storage *from,
+					bool fresh)
+{
+	struct xferk_conn *c;
+
+	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id), from);
+	if (c && (!cm_msg_resumes(req, c) ||
+		  (fresh && !xferk_conn_resume_fresh(c, cm_msg_seq(req))))) {
+		xferk_conn_put(c);
+		c = NULL;
+	}
+	return c;
+}
+
+/* The path number a new path's request carries. */
+u64 xferk_handshake_seq(const struct xferk_cm_msg *req)
+{
+	return cm_msg_seq(req);
+}
+
+/*
+ * Does a joining QP's request (of session @c, xferk_handshake_find()) name
+ * the path @c has now and one of its QPs? With c->lock.
+ */
+bool xferk_handshake_joins_locked(struct xferk_conn *c,
+				  const struct xferk_cm_msg *req)
+{
+	lockdep_assert_held(&c->lock);
+	return req->lane < c->path.nr_qps && cm_msg_seq(req) == c->resume_seq;
+}
+
+/* The accepting end's reply to a new path's or a joining QP's request. */
+void xferk_handshake_reply_resume(struct xferk_conn *c,
+				  const struct xferk_cm_msg *req,
+				  struct xferk_cm_msg *rep)
+{
+	cm_msg_init_resume(rep, c, cm_msg_seq(req), req->lane);
+}
+
+/**
+ * xferk_handshake_reply_new() - the accepting end's reply to a new session
+ * @c: the session made for the request (its QPs' limits final)
+ * @req: the request
+ * @rep: out: the reply: our id, our key half, the QP count granted
+ *
+ * Makes the session keyed, hence importable.
+ */
+void xferk_handshake_reply_new(struct xferk_conn *c,
+			       const struct xferk_cm_msg *req,
+			       struct xferk_cm_msg *rep)
+{
+	get_random_bytes(xferk_conn_key_half(c), 16);
+	cm_msg_init(rep, c, XFERK_PROTO_VERSION, xferk_conn_key_half(c));
+	rep->nr_qps = c->path.nr_qps;
+	conn_set_peer(c, req, rep->key_half);
+}
