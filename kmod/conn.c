@@ -223,6 +223,7 @@ void xferk_conn_init(struct xferk_conn *c, const struct xferk_transport *t,
 	INIT_DELAYED_WORK(&c->keepalive_work, conn_keepalive);
 	c->path.events = &xferk_conn_path_events;
 	c->path.lock = &c->lock;
+	c->path.qdev = &c->qdev;
 	spin_lock_init(&c->path.cm_lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++) {
 		c->path.lanes[i].path = &c->path;
@@ -627,6 +628,8 @@ static void conn_teardown(struct xferk_conn *c)
 	conn_exports_down(c);
 	xferk_notify_conn_down(c);
 	c->transport->destroy(&c->path);
+	if (c->path.passive)
+		atomic_dec(&xferk_passive_conns);
 
 	mutex_lock(&xferk_conns_lock);
 	conn_bury_locked(c);
@@ -829,6 +832,7 @@ static const struct xferk_dev_user conn_dev_user = {
 	.put_queue = xferk_qdev_put,
 	.gone = conn_dev_gone,
 	.shutdown_all = conn_shutdown_all,
+	.request = xferk_handshake_received,
 };
 
 int xferk_conn_module_init(void)

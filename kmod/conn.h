@@ -234,6 +234,9 @@ extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_reconnect_ms;
 extern unsigned int xferk_keepalive_ms;
 extern unsigned int xferk_session_idle_ms;
+extern unsigned int xferk_max_passive_conns;
+extern unsigned int xferk_max_peer_qps;
+extern unsigned int xferk_handshake_timeout_ms;
 
 /* conn.c: a session's life, its state machine, recovery and teardown */
 int xferk_conn_module_init(void);
@@ -290,27 +293,6 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 				      unsigned int timeout_ms, u32 nr_qps,
 				      struct xferk_qacct *acct,
 				      unsigned long max_connecting);
-
-/* conn_handshake.c: the session's side of the rdma_cm handshake */
-const struct xferk_cm_msg *xferk_handshake_parse(const void *priv, u8 len);
-bool xferk_handshake_connecting(struct xferk_conn *c);
-void xferk_handshake_request(struct xferk_conn *c, u32 lane,
-			     struct xferk_cm_msg *req);
-int xferk_handshake_replied(struct xferk_conn *c, u32 lane, const void *priv,
-			    u8 len);
-void xferk_handshake_rejected(struct xferk_conn *c, int error);
-struct xferk_conn *xferk_handshake_find(const struct xferk_cm_msg *req,
-					const struct sockaddr_storage *from,
-					bool fresh);
-u64 xferk_handshake_seq(const struct xferk_cm_msg *req);
-bool xferk_handshake_joins_locked(struct xferk_conn *c,
-				  const struct xferk_cm_msg *req);
-void xferk_handshake_reply_resume(struct xferk_conn *c,
-				  const struct xferk_cm_msg *req,
-				  struct xferk_cm_msg *rep);
-void xferk_handshake_reply_new(struct xferk_conn *c,
-			       const struct xferk_cm_msg *req,
-			       struct xferk_cm_msg *rep);
 
 /* conn_lookup.c: publishing connections, finding them */
 struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);

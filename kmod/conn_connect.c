@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Making a session over RDMA: allocating one, its QPs per path and its
- * key half (also for the handshake's passive end, rdma_cm.c), and
+ * key half (also for the handshake's passive end, conn_handshake.c), and
  * CONNECT: finding a session to the peer or starting one, and waiting
  * until it is up or down. The transport makes its paths
  * (xferk_rdma_transport.connect). Locking: xferk_conns_lock for the

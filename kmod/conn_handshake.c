@@ -17,11 +17,22 @@
 #include <asm/unaligned.h>
 #include <linux/random.h>
 #include <linux/siphash.h>
+#include <net/net_namespace.h>
 #include "conn.h"
+#include "conn_internal.h"
 #include "conn_state.h"
 #include "fault.h"
 #include "stats.h"
+#include "transport.h"
 #include "wire.h"
+
+/* Registered as parameters by limits.c. */
+unsigned int xferk_max_passive_conns = 256;
+unsigned int xferk_max_peer_qps = 4;
+unsigned int xferk_handshake_timeout_ms = 10000;
+
+/* Ends the peer initiated, bounded by max_passive_conns. */
+atomic_t xferk_passive_conns = ATOMIC_INIT(0);
 
 /* Fault injection: announce no capability, use none (an old peer). */
 bool xferk_fault_no_caps;
@@ -117,7 +128,7 @@ static bool conn_resuming(struct xferk_conn *c)
 }
 
 /* The peer's private data as one of our messages, or NULL. */
-const struct xferk_cm_msg *xferk_handshake_parse(const void *priv, u8 len)
+static const struct xferk_cm_msg *handshake_parse(const void *priv, u8 len)
 {
 	const struct xferk_cm_msg *m = priv;
 
@@ -177,7 +188,7 @@ void xferk_handshake_request(struct xferk_conn *c, u32 lane,
 int xferk_handshake_replied(struct xferk_conn *c, u32 lane, const void *priv,
 			    u8 len)
 {
-	const struct xferk_cm_msg *rep = xferk_handshake_parse(priv, len);
+	const struct xferk_cm_msg *rep = handshake_parse(priv, len);
 
 	if (lane)
 		return rep && cm_msg_joins(rep, c, lane) ? 0 : -EPROTO;
@@ -213,70 +224,191 @@ void xferk_handshake_rejected(struct xferk_conn *c, int error)
 	xferk_conn_path_down(c, error, XFERK_PATH_QP);
 }
 
-/**
- * xferk_handshake_find() - the session a new path's or a QP's request names
- * @req: the request (resume_id set)
- * @from: the address it came from
- * @fresh: a new path's: its sequence number must be newer than every one
- *	the session took (a replay is refused)
- *
- * Return: the session, with a reference, if the request comes from its
- * peer end (both ids, under its key) and host; NULL if not.
+/*
+ * The session a new path's or a QP's request names, with a reference, if
+ * the request comes from its peer end (both ids, under its key) and host;
+ * @fresh: a new path's, whose sequence number must be newer than every
+ * one the session took (a replay is refused). NULL if not, with the
+ * request rejected as stale (a new instance of the peer, or a forgery).
  */
-struct xferk_conn *xferk_handshake_find(const struct xferk_cm_msg *req,
-					const struct sockaddr_storage *from,
-					bool fresh)
+static struct xferk_conn *handshake_find(struct xferk_cm_req *r,
+					 const struct xferk_cm_msg *req,
+					 bool fresh)
 {
 	struct xferk_conn *c;
 
-	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id), from);
+	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id),
+				    xferk_cm_req_peer(r));
 	if (c && (!cm_msg_resumes(req, c) ||
 		  (fresh && !xferk_conn_resume_fresh(c, cm_msg_seq(req))))) {
 		xferk_conn_put(c);
 		c = NULL;
 	}
+	if (!c)
+		xferk_cm_req_reject(r, XFERK_REJ_STALE);
 	return c;
 }
 
-/* The path number a new path's request carries. */
-u64 xferk_handshake_seq(const struct xferk_cm_msg *req)
+/*
+ * A new path of one of our sessions: the peer end it names (by our id and
+ * its own, under the session's key) must be the one we know, and the
+ * session must be waiting for a path; a session whose old path we still
+ * think up learns here that it died. Like a new connection, the request's
+ * cm_id belongs to the session once taken, and a failure goes through its
+ * recovery.
+ */
+static int handshake_resume(struct xferk_cm_req *r,
+			    const struct xferk_cm_msg *req)
 {
-	return cm_msg_seq(req);
+	struct xferk_cm_msg rep;
+	struct xferk_conn *c;
+	int ret;
+
+	c = handshake_find(r, req, true);
+	if (!c)
+		return -ESTALE;
+	if (!xferk_conn_path_attach(c, cm_msg_seq(req))) {
+		/* Its peer made a new path: the one we think up is dead. */
+		if (READ_ONCE(c->state) == XFERK_CONN_UP)
+			xferk_conn_qp_dead(c, -ECONNRESET, XFERK_PATH_PEER);
+		xferk_conn_put(c);
+		xferk_cm_req_reject(r, XFERK_REJ_RETRY);
+		return -EAGAIN;
+	}
+	xferk_cm_req_take(r, &c->path, &c->path.lanes[0]);
+	ret = xferk_cm_req_path(r, &c->path);
+	if (ret) {
+		xferk_cm_req_reject(r, XFERK_REJ_RESOURCES);
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+		xferk_conn_put(c);
+		return 0;
+	}
+	cm_msg_init_resume(&rep, c, cm_msg_seq(req), 0);
+	ret = xferk_cm_req_accept(r, &rep);
+	if (ret)
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+	xferk_conn_put(c);
+	return 0;
 }
 
 /*
- * Does a joining QP's request (of session @c, xferk_handshake_find()) name
- * the path @c has now and one of its QPs? With c->lock.
+ * A QP joining the path a session of ours has now: named like a new path
+ * (both ids, under the session's key), with that path's sequence number
+ * and an index below the session's QP count that has no QP yet, once the
+ * path's first QP exists. It goes on the session's PD and CQ; the
+ * request's cm_id belongs to the session once taken, and a failure is the
+ * path's.
  */
-bool xferk_handshake_joins_locked(struct xferk_conn *c,
-				  const struct xferk_cm_msg *req)
+static int handshake_join(struct xferk_cm_req *r,
+			  const struct xferk_cm_msg *req)
 {
-	lockdep_assert_held(&c->lock);
-	return req->lane < c->path.nr_qps && cm_msg_seq(req) == c->resume_seq;
-}
+	struct xferk_lane *l = NULL;
+	struct xferk_cm_msg rep;
+	struct xferk_conn *c;
+	int ret;
 
-/* The accepting end's reply to a new path's or a joining QP's request. */
-void xferk_handshake_reply_resume(struct xferk_conn *c,
-				  const struct xferk_cm_msg *req,
-				  struct xferk_cm_msg *rep)
-{
-	cm_msg_init_resume(rep, c, cm_msg_seq(req), req->lane);
+	c = handshake_find(r, req, false);
+	if (!c)
+		return -ESTALE;
+	mutex_lock(&c->lock);
+	if (req->lane < c->path.nr_qps && cm_msg_seq(req) == c->resume_seq &&
+	    xferk_conn_qp_live(c) && !c->path.lanes[req->lane].cm_id) {
+		l = &c->path.lanes[req->lane];
+		xferk_cm_req_take(r, &c->path, l);
+	}
+	mutex_unlock(&c->lock);
+	if (!l) {
+		xferk_conn_put(c);
+		xferk_cm_req_reject(r, XFERK_REJ_RETRY);
+		return -EAGAIN;
+	}
+	ret = xferk_cm_req_lane(r, &c->path, l);
+	if (!ret) {
+		cm_msg_init_resume(&rep, c, cm_msg_seq(req), l->index);
+		ret = xferk_cm_req_accept(r, &rep);
+	} else {
+		xferk_cm_req_reject(r, XFERK_REJ_RESOURCES);
+	}
+	if (ret)
+		xferk_conn_path_down(c, ret, XFERK_PATH_QP);
+	xferk_conn_put(c);
+	return 0;
 }
 
 /**
- * xferk_handshake_reply_new() - the accepting end's reply to a new session
- * @c: the session made for the request (its QPs' limits final)
- * @req: the request
- * @rep: out: the reply: our id, our key half, the QP count granted
+ * xferk_handshake_received() - a peer's connect request to our listener
+ * @r: the request (the transport's)
+ * @priv: its private data
+ * @len: its length
  *
- * Makes the session keyed, hence importable.
+ * A new session, a session's new path, or a QP joining a path. A request
+ * refused outright is rejected, and its cm_id destroyed by rdma_cm
+ * (non-zero return). Once a new session is published it owns the cm_id,
+ * and any later failure goes through its teardown like every other.
+ *
+ * Return: 0, or why the request was refused.
  */
-void xferk_handshake_reply_new(struct xferk_conn *c,
-			       const struct xferk_cm_msg *req,
-			       struct xferk_cm_msg *rep)
+int xferk_handshake_received(struct xferk_cm_req *r, const void *priv, u8 len)
 {
+	const struct xferk_cm_msg *req = handshake_parse(priv, len);
+	struct xferk_cm_msg rep;
+	struct xferk_conn *c;
+	u32 nr_qps;
+	int ret;
+
+	if (!req) {
+		xferk_cm_req_reject(r, XFERK_REJ_MALFORMED);
+		return -EPROTO;
+	}
+	if (be16_to_cpu(req->version) != XFERK_PROTO_VERSION) {
+		xferk_cm_req_reject(r, XFERK_REJ_VERSION);
+		return -EPROTONOSUPPORT;
+	}
+	if (req->resume_id && req->lane)
+		return handshake_join(r, req);
+	if (req->resume_id)
+		return handshake_resume(r, req);
+	if (atomic_inc_return(&xferk_passive_conns) >
+	    READ_ONCE(xferk_max_passive_conns)) {
+		atomic_dec(&xferk_passive_conns);
+		xferk_cm_req_reject(r, XFERK_REJ_BUSY);
+		return -EBUSY;
+	}
+	nr_qps = clamp_t(u32, req->nr_qps, 1, READ_ONCE(xferk_max_peer_qps));
+	c = xferk_conn_alloc_rdma(GFP_KERNEL, nr_qps);
+	if (!c) {
+		atomic_dec(&xferk_passive_conns);
+		xferk_cm_req_reject(r, XFERK_REJ_RESOURCES);
+		return -ENOMEM;
+	}
+	/* Passive ends live in the listener's namespace. */
+	xferk_conn_init(c, &xferk_rdma_transport, &init_net, false);
+	c->path.passive = true;	/* counted until its teardown */
+	xferk_conn_set_qps(c, nr_qps);
+	memcpy(&c->peer, xferk_cm_req_peer(r), sizeof(c->peer));
+	if (IS_ERR(xferk_conn_publish(c, be64_to_cpu(req->conn_id)))) {
+		/* It crosses a session we initiated to that host, which wins. */
+		xferk_conn_put(c);
+		atomic_dec(&xferk_passive_conns);
+		atomic64_inc(&xferk_stats.conns_crossed);
+		xferk_cm_req_reject(r, XFERK_REJ_CROSSED);
+		return -EALREADY;
+	}
+	xferk_cm_req_take(r, &c->path, &c->path.lanes[0]);
+	xferk_conn_arm_timer(c, READ_ONCE(xferk_handshake_timeout_ms));
+	ret = xferk_cm_req_path(r, &c->path);
+	if (ret) {
+		xferk_cm_req_reject(r, XFERK_REJ_RESOURCES);
+		xferk_conn_down(c, ret);
+		return 0;
+	}
+	/* Keyed, hence importable, only once its QP's limits are final. */
 	get_random_bytes(xferk_conn_key_half(c), 16);
-	cm_msg_init(rep, c, XFERK_PROTO_VERSION, xferk_conn_key_half(c));
-	rep->nr_qps = c->path.nr_qps;
-	conn_set_peer(c, req, rep->key_half);
+	cm_msg_init(&rep, c, XFERK_PROTO_VERSION, xferk_conn_key_half(c));
+	rep.nr_qps = nr_qps;
+	conn_set_peer(c, req, rep.key_half);
+	ret = xferk_cm_req_accept(r, &rep);
+	if (ret)
+		xferk_conn_down(c, ret);
+	return 0;
 }

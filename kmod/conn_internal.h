@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Sessions layer, private to the files of a connection: conn.c,
- * conn_post.c, conn_timer.c, conn_lookup.c, conn_path.c and fence.c (no
- * other file includes it; conn.h is the session layer's API). Which file holds what:
+ * conn_post.c, conn_timer.c, conn_lookup.c, conn_path.c, conn_handshake.c
+ * and fence.c (no other file includes it; conn.h is the session layer's
+ * API). Which file holds what:
  *
  *   conn.c         the life of a session: init, references, the state
  *                  machine, a path's death, the recovery work (a path's
@@ -16,6 +17,9 @@
  *                  a fence message names (and recently torn down ones)
  *   conn_path.c    what a session's path tells it: the callbacks the
  *                  transport calls (struct xferk_path_events)
+ *   conn_handshake.c  the session's side of the rdma_cm handshake: the
+ *                  private data, replies, rejects, the listener's
+ *                  requests (a new session, a new path, a joining QP)
  *   fence.c        the rails fence: its messages and their answers
  *
  * Locking:
@@ -42,10 +46,13 @@
 #ifndef XFERK_CONN_INTERNAL_H
 #define XFERK_CONN_INTERNAL_H
 
+#include <linux/atomic.h>
 #include <linux/siphash.h>
 #include <linux/types.h>
 
 struct work_struct;
+struct xferk_cm_msg;
+struct xferk_cm_req;
 struct xferk_conn;
 struct xferk_path_events;
 struct xferk_wr;
@@ -55,6 +62,16 @@ bool conn_resumable(struct xferk_conn *c);
 
 /* conn_path.c */
 extern const struct xferk_path_events xferk_conn_path_events;
+
+/* conn_handshake.c */
+extern atomic_t xferk_passive_conns;
+bool xferk_handshake_connecting(struct xferk_conn *c);
+void xferk_handshake_request(struct xferk_conn *c, u32 lane,
+			     struct xferk_cm_msg *req);
+int xferk_handshake_replied(struct xferk_conn *c, u32 lane, const void *priv,
+			    u8 len);
+void xferk_handshake_rejected(struct xferk_conn *c, int error);
+int xferk_handshake_received(struct xferk_cm_req *r, const void *priv, u8 len);
 
 /* conn_post.c */
 void conn_reroute_pending(struct xferk_conn *c);

@@ -73,6 +73,43 @@ static void path_msg_sent(struct xferk_path *p, u64 seq, bool sent)
 	mutex_unlock(&c->lock);
 }
 
+static bool path_connecting(struct xferk_path *p)
+{
+	return xferk_handshake_connecting(xferk_path_conn(p));
+}
+
+static void path_request(struct xferk_path *p, u32 lane,
+			 struct xferk_cm_msg *req)
+{
+	xferk_handshake_request(xferk_path_conn(p), lane, req);
+}
+
+static int path_replied(struct xferk_path *p, u32 lane, const void *priv,
+			u8 len)
+{
+	return xferk_handshake_replied(xferk_path_conn(p), lane, priv, len);
+}
+
+static void path_rejected(struct xferk_path *p, int error)
+{
+	xferk_handshake_rejected(xferk_path_conn(p), error);
+}
+
+static void path_lane_up(struct xferk_path *p, struct xferk_lane *l)
+{
+	xferk_conn_lane_up(xferk_path_conn(p), l);
+}
+
+static void path_path_down(struct xferk_path *p, int error, int cause)
+{
+	xferk_conn_path_down(xferk_path_conn(p), error, cause);
+}
+
+static void path_down(struct xferk_path *p, int error)
+{
+	xferk_conn_down(xferk_path_conn(p), error);
+}
+
 const struct xferk_path_events xferk_conn_path_events = {
 	.chunk_done = path_chunk_done,
 	.chunks_succeeded = path_chunks_succeeded,
@@ -84,4 +121,11 @@ const struct xferk_path_events xferk_conn_path_events = {
 	.postable = path_postable,
 	.msg_received = path_msg_received,
 	.msg_sent = path_msg_sent,
+	.connecting = path_connecting,
+	.request = path_request,
+	.replied = path_replied,
+	.rejected = path_rejected,
+	.lane_up = path_lane_up,
+	.path_down = path_path_down,
+	.down = path_down,
 };

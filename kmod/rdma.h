@@ -2,9 +2,8 @@
 /*
  * Private to the RDMA transport: included only by kmod/rdma*.c. The rest
  * of the module reaches the transport through transport.h alone
- * (xferk_rdma_transport, xferk_rdma_path_alloc(), its module init and
- * exit);
- * regions reach it through the function it gives them at init
+ * (xferk_rdma_transport, xferk_rdma_path_alloc(), xferk_cm_req_*(), its
+ * module init and exit); regions reach it through the function it gives them at init
  * (xferk_region_set_unmap()).
  *
  * The RDMA transport: per-device state, in-kernel rdma_cm (active and
@@ -18,8 +17,9 @@
  *                probe, the transport's ops table
  *   rdma_msg.c   session messages: the receive ring, sending
  *   rdma_mr.c    exports: fast registration, user memory, unexport
- *   rdma_cm.c    the rdma_cm handshake: its private data, every cm_id's
- *                events, the requests the listener receives
+ *   rdma_cm.c    the rdma_cm handshake: every cm_id's events, and the
+ *                requests the listener receives, which the sessions
+ *                layer answers (its private data is theirs)
  *   rdma.c       starting a path to a peer (a session's first and its
  *                next: its cm_id, address resolution), the listener,
  *                module init and exit
@@ -43,6 +43,7 @@ struct rdma_cm_id;
 struct xferk_conn;
 struct xferk_dev;
 struct xferk_dev_link;
+struct xferk_cm_req;
 struct xferk_lane;
 struct xferk_path;
 struct sockaddr_storage;
@@ -125,6 +126,7 @@ int xferk_dev_attach(struct xferk_dev_link *l, struct ib_device *ibdev,
 void xferk_dev_detach(struct xferk_dev_link *l);
 void xferk_destroy_qp(struct ib_qp *qp);
 void xferk_dev_sessions_shutdown(void);
+int xferk_dev_request(struct xferk_cm_req *r, const void *priv, u8 len);
 void xferk_dereg_mr(struct ib_mr *mr);
 
 /* rdma_post.c: the path's CQ and QPs, send slots, posting, teardown */
@@ -143,7 +145,6 @@ int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg);
 void conn_rdma_unexport(struct xferk_path *p, struct xferk_reg *reg);
 
 /* rdma_cm.c: the handshake */
-extern atomic_t xferk_passive_conns;
 int xferk_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* rdma.c: starting a path, the listener */

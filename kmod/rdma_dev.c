@@ -70,6 +70,12 @@ void xferk_dev_sessions_shutdown(void)
 	dev_user->shutdown_all();
 }
 
+/* A connect request the listener received, for the sessions to answer. */
+int xferk_dev_request(struct xferk_cm_req *r, const void *priv, u8 len)
+{
+	return dev_user->request(r, priv, len);
+}
+
 /* ---- DMA maps of regions ---- */
 
 static void dma_map_undo(struct xferk_dma_map *m, struct ib_device *ibdev,

@@ -441,8 +441,6 @@ static void conn_rdma_destroy(struct xferk_path *p)
 	p->pd = NULL;
 	INIT_LIST_HEAD(&p->free_sends);
 	xferk_dev_detach(&p->attach);
-	if (p->passive)
-		atomic_dec(&xferk_passive_conns);
 }
 
 /*

@@ -2,9 +2,10 @@
 /*
  * Transport layer: what the sessions layer asks of a transport (struct
  * xferk_transport, the ops table conn.c, conn_post.c and conn_timer.c
- * call through), one QP of a session's path (struct xferk_lane), the
- * bounds of posting, and the entry points of the two transports: RDMA
- * (rdma*.c; rdma.h is its private header) and the null peer (nullpeer.c).
+ * call through, on a session's struct xferk_path: path.h), the bounds of
+ * posting, what it posts of a chunk and registers of an export, and the
+ * entry points of the two transports: RDMA (rdma*.c; rdma.h is its
+ * private header) and the null peer (nullpeer.c).
  */
 #ifndef XFERK_TRANSPORT_H
 #define XFERK_TRANSPORT_H
@@ -20,10 +21,13 @@
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 #include "../uapi/xferk.h"
+#include "path.h"
+#include "wire.h"
 
 struct net;
 struct rdma_cm_id;
 struct page;
+struct xferk_cm_req;
 struct xferk_conn;
 struct xferk_dev;
 struct xferk_msgs;
@@ -112,173 +116,6 @@ struct xferk_reg {
 };
 
 /**
- * struct xferk_lane - one RC QP of a session's path (RDMA)
- * @path: the transport's part of its session
- * @index: 0 for the QP of the path's handshake, which also carries the
- *	session's messages, registrations and keepalive probes; 1 to
- *	nr_qps - 1 for the QPs that join the path once its first is
- *	established (chunks only)
- * @cm_id: its rdma_cm id, NULL until the path has one for it and once
- *	teardown destroyed it (path->cm_lock for the QP event handler; on
- *	the accepting end a joining QP's is set under path->lock, on the
- *	initiating end once @cm_ready was reserved under it)
- * @cm_ready: completed once only the handler calls rdma_cm on @cm_id (its
- *	creator's rdma_resolve_addr() returned); teardown waits for it
- * @qp: the QP, NULL until the path creates it and once quiesced
- * @qp_num: its number, for tables
- * @live: established on the current path (path->lock); the path is up
- *	once all of its QPs are
- * @posted: chunks posted on it and not yet terminal (path->lock)
- * @posts: chunks posted on it over the session's life (path->lock); a
- *	post's sequence number on the QP
- * @sends: the send slots of those chunks, in posting order (RDMA;
- *	path->lock): its RC send queue completes them in that order
- * @probe_seq: a keepalive probe in flight follows the chunks numbered
- *	below it (path->lock)
- *
- * A path's QPs live and die together: any of them failing is the path
- * dying (one recovery, one next path with every QP again).
- */
-struct xferk_lane {
-	struct xferk_path *path;
-	u32 index;
-	struct rdma_cm_id *cm_id;
-	struct completion cm_ready;
-	struct ib_qp *qp;
-	u32 qp_num;
-	bool live;
-	u32 posted;
-	u64 posts;
-	struct list_head sends;
-	u64 probe_seq;
-};
-
-/**
- * struct xferk_dev_link - a session's attachment to its RDMA device
- * @dev: the device its verbs resources live on (ref), NULL until attached
- * @node: in the device's list of attached sessions (rdma_dev.c)
- */
-struct xferk_dev_link {
-	struct xferk_dev *dev;
-	struct list_head node;
-};
-
-/**
- * struct xferk_path_events - what a path tells its session: the sessions
- *	layer's callbacks, which xferk_conn_init() gives each session's path
- *	(struct xferk_path.events). The transport reaches its session only
- *	through them.
- * @chunk_done: a chunk's work request is terminal, @error 0 or a negative
- *	errno (-ECONNRESET: flushed); without @lock
- * @chunks_succeeded: @n work requests completed successfully, in posting
- *	order (null peer); without @lock
- * @next_posted: the work request posted after @wr (NULL: the first
- *	posted), NULL after the last; with @lock
- * @completion_lost: a work request's completion was lost: the path is
- *	replaced; without @lock
- * @probe_done: the keepalive probe completed: 0 (also flushed) or why it
- *	failed; without @lock
- * @qp_dead: a QP of the path failed, or a post on it: the path dies with
- *	@error and @cause (enum xferk_path_cause); any context
- * @qp_live: whether the path's QPs exist and their teardown has not begun;
- *	with @lock
- * @postable: whether a work request may be posted on the path now; with
- *	@lock
- * @msg_received: a session message of @len bytes arrived (a copy; 0: not
- *	a SEND); without @lock
- * @msg_sent: a message's send completed and its buffer is free again:
- *	@sent, it went out with sequence number @seq; without @lock
- */
-struct xferk_path_events {
-	void (*chunk_done)(struct xferk_path *p, struct xferk_wr *wr,
-			   int error);
-	void (*chunks_succeeded)(struct xferk_path *p, struct xferk_wr **wrs,
-				 u32 n);
-	struct xferk_wr *(*next_posted)(struct xferk_path *p,
-					struct xferk_wr *wr);
-	void (*completion_lost)(struct xferk_path *p);
-	void (*probe_done)(struct xferk_path *p, int error);
-	void (*qp_dead)(struct xferk_path *p, int error, int cause);
-	bool (*qp_live)(struct xferk_path *p);
-	bool (*postable)(struct xferk_path *p);
-	void (*msg_received)(struct xferk_path *p, const void *msg, u32 len);
-	void (*msg_sent)(struct xferk_path *p, u64 seq, bool sent);
-};
-
-/**
- * struct xferk_path - the transport's part of a session (struct
- *	xferk_conn.path): its device and its current path's verbs objects
- * @events: its session's callbacks
- * @lock: the session's posting lock: held around @post, @unpost,
- *	@overtaken, @probe and @send_msg; the transport takes it where it
- *	posts or completes on its own
- * @passive: an end the peer initiated: it counts in the listener's limit
- *	until destroyed (RDMA)
- * @max_chunk_pages: most pages one work request covers (>= 1)
- * @max_chunk_bytes: most bytes one work request carries
- * @nr_qps: QPs each path has (@lanes), 1 to XFERK_MAX_QPS: agreed in the
- *	session's first handshake, before it is keyed; 1 for the null peer
- * @lanes: the path's QPs (RDMA); lanes[0] is the handshake's
- * @next_lane: where the search for the least busy lane starts (@lock)
- * @cm_lock: guards each lane's cm_id against the QP event handler
- *	(irq-safe)
- * @attach: its RDMA device (ref), none until attached
- * @pd: protection domain of this session alone (RDMA)
- * @cq: completion queue of all of the path's QPs, one of its device's
- *	pool (RDMA)
- * @cq_entries: the entries of @cq the path claimed
- * @sends: XFERK_QP_CTXS send slots per QP asked for (RDMA), the free ones
- *	on @free_sends
- * @free_sends: send slots not in use (@lock)
- * @msgs: the transport's message buffers (RDMA)
- * @keepalive_cqe: the keepalive probe's completion (XFERK_CONN_F_PROBING
- *	while posted)
- * @reg_cqe: completion of an export's registration work request
- * @reg_done: completed by it, or by teardown once the QP is gone
- * @reg_status: its result (0 or -EIO); the three are the session's
- *	exports lock's (@export is called under it)
- * @null_delay_ns: delay before a chunk completes (null peer)
- * @null_work: completes due chunks (null peer)
- * @null_completing: @null_work is in its loop and looks at what is posted
- *	again before it leaves it, so a post need not queue it (null peer;
- *	@lock)
- *
- * Fencing: the rdma_cm handler runs only until teardown destroys a lane's
- * cm_id (rdma_destroy_id() waits for a running one, and teardown first
- * waits for the creator's own call into rdma_cm, each lane's cm_ready);
- * teardown destroys every lane's cm_id first and frees no verbs resource
- * before that, and the handler creates none for a session that is down.
- * The QP event handler reads a lane's cm_id under @cm_lock and sets bits;
- * it runs until the QP is destroyed, before the session's down work is
- * flushed.
- */
-struct xferk_path {
-	const struct xferk_path_events *events;
-	struct mutex *lock;	/* the session's, see above */
-	bool passive;
-	u32 max_chunk_pages;
-	u64 max_chunk_bytes;
-	u32 nr_qps;
-	struct xferk_lane lanes[XFERK_MAX_QPS];
-	u32 next_lane;
-	spinlock_t cm_lock;	/* lanes' cm_ids vs the QP event handler */
-	struct xferk_dev_link attach;
-	struct ib_pd *pd;
-	struct ib_cq *cq;
-	u32 cq_entries;
-	struct xferk_send *sends;
-	struct list_head free_sends;
-	struct xferk_msgs *msgs;
-	struct ib_cqe keepalive_cqe;
-	struct ib_cqe reg_cqe;
-	struct completion reg_done;
-	int reg_status;
-	u64 null_delay_ns;
-	struct delayed_work null_work;
-	bool null_completing;
-};
-
-/**
  * struct xferk_transport - what differs between the RDMA and null peers
  * @name: for tables
  * @post: hand @n chunks' work requests (at most XFERK_POST_BATCH) to the
@@ -356,6 +193,9 @@ extern const struct xferk_transport xferk_rdma_transport;
  *	(called with rdma_dev.c's lock held; must not wait for it)
  * @shutdown_all: take every session down and wait until each is torn
  *	down (module exit, once the listener is gone, before the devices)
+ * @request: the listener received a connect request with @priv of @len
+ *	bytes: answer it through xferk_cm_req_*(), within the call. Return:
+ *	0, or why it was refused (then rdma_cm destroys its cm_id)
  */
 struct xferk_dev_user {
 	struct xferk_qdev *(*create_queue)(const char *name);
@@ -363,18 +203,26 @@ struct xferk_dev_user {
 	void (*put_queue)(struct xferk_qdev *q);
 	void (*gone)(struct xferk_dev_link *l);
 	void (*shutdown_all)(void);
+	int (*request)(struct xferk_cm_req *r, const void *priv, u8 len);
 };
 
 /* the RDMA transport: devices, rdma_cm, paths, the listener */
 extern unsigned short xferk_listen_port;
 extern struct sockaddr_storage xferk_listen_sockaddr;
-extern unsigned int xferk_max_passive_conns;
-extern unsigned int xferk_max_peer_qps;
-extern unsigned int xferk_handshake_timeout_ms;
 int xferk_rdma_module_init(void);
 void xferk_rdma_module_exit(void);
 void xferk_rdma_set_dev_user(const struct xferk_dev_user *user);
 int xferk_rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps);
+
+/* rdma_cm.c: answering a connect request (struct xferk_dev_user.request) */
+const struct sockaddr_storage *xferk_cm_req_peer(const struct xferk_cm_req *r);
+void xferk_cm_req_reject(struct xferk_cm_req *r, enum xferk_rej_reason why);
+void xferk_cm_req_take(struct xferk_cm_req *r, struct xferk_path *p,
+		       struct xferk_lane *l);
+int xferk_cm_req_path(struct xferk_cm_req *r, struct xferk_path *p);
+int xferk_cm_req_lane(struct xferk_cm_req *r, struct xferk_path *p,
+		      struct xferk_lane *l);
+int xferk_cm_req_accept(struct xferk_cm_req *r, const struct xferk_cm_msg *rep);
 
 /* nullpeer.c */
 void xferk_null_init_path(struct xferk_path *p, u64 delay_ns);

@@ -4,7 +4,8 @@
  * wire or reads from it, with the static_asserts that hold their sizes:
  *
  *   struct xferk_cm_msg, xferk_cm_rej  the rdma_cm handshake's private
- *                                      data (rdma_cm.c; big endian)
+ *                                      data (conn_handshake.c; the
+ *                                      reject: rdma_cm.c; big endian)
  *   struct xferk_wire_msg, _notify,    session messages (revoke.c,
  *          _fence                      notify.c, fence.c; little endian)
  *   struct xferk_token                 an export token (export.c; little
@@ -22,7 +23,7 @@
 #include <linux/types.h>
 #include "../uapi/xferk.h"
 
-/* The rdma_cm handshake (rdma_cm.c) */
+/* The rdma_cm handshake (conn_handshake.c; its reject: rdma_cm.c) */
 #define XFERK_CM_MAGIC		0x5846524bU	/* "XFRK" */
 #define XFERK_PROTO_VERSION	2
 

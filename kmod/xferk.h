@@ -74,12 +74,14 @@
  *   rdma_post.c  RDMA paths: PD, CQ, QPs, send slots, posting, teardown
  *   rdma_msg.c   RDMA session messages: the receive ring, sending
  *   rdma_mr.c    RDMA exports: memory registration
- *   rdma_cm.c    the rdma_cm handshake: its messages, events, requests
+ *   rdma_cm.c    the rdma_cm handshake's events; answering the listener's
+ *                requests for the sessions layer
  *   nullpeer.c   the scripted null peer (benchmarks, deterministic tests)
- *   transport.h  the transport ops table, a session's transport part
- *                (struct xferk_path) and its callbacks, a path's QPs,
- *                posting bounds, a chunk's work request, an export's
- *                registration
+ *   transport.h  the transport ops table, posting bounds, a chunk's work
+ *                request, an export's registration, the transports'
+ *                entry points
+ *   path.h       a session's transport part (struct xferk_path), its
+ *                QPs, and the callbacks it reaches its session through
  *   rdma.h       the RDMA transport's private header (rdma*.c only)
  *
  * 5. Bottom: models and resources

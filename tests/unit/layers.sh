@@ -33,7 +33,7 @@ sessions   conn.h conn_internal.h notify.h rail.h remote.h queue.h fence.h
 sessions   revoke.h chunk.h
 transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
 transport  nullpeer.c
-transport  rdma.h transport.h
+transport  rdma.h transport.h path.h
 bottom     lifecycle.c sched.c handle.c frag.c conn_state.c region.c stats.c
 bottom     trace.c
 bottom     lifecycle.h sched.h handle.h frag.h conn_state.h region.h stats.h
@@ -46,8 +46,6 @@ EOF
 # include is gone; never add one.
 upward_includes() {
 	cat <<'EOF'
-# transport -> sessions
-rdma_cm.c -> conn.h: the handshake's events drive the session (xferk_conn_lane_up(), xferk_conn_path_down(), ...)
 EOF
 }
 
@@ -108,7 +106,7 @@ for f in $files; do
 		bad "$f has no layer: add it to the layer table in tests/unit/layers.sh"
 done
 
-declare -A known seen
+declare -A known=() seen=()
 while IFS= read -r line; do
 	case $line in '#'* | '') continue ;; esac
 	key=${line%%:*}
