@@ -6,6 +6,7 @@
  * (its exports lock, which the session holds around @export and
  * @unexport), each posted under its posting lock (path->lock).
  */
+#include <linux/mmu_notifier.h>
 #include <linux/random.h>
 #include "rdma.h"
 #include "region.h"
@@ -148,15 +149,10 @@ err_free:
 }
 
 /*
- * A range registered as user memory maps what the calling process (the
- * region's: EXPORT refuses others with EPERM) maps there at registration,
- * which need not be what its region pinned: 0 if it is (read after the
- * registration, so a remap before it is seen), EFAULT if the process
- * remapped part of the range since MR_REG. Best effort: a thread that
- * remaps the range during the registration and maps the region's pages
- * back before this check gets an MR of other pages of its own process,
- * which the MR pins and charges itself. Read as the region pinned them
- * (FOLL_FORCE: also a range the process made inaccessible since).
+ * Whether the calling process maps the region's own pages at
+ * [addr, addr + npages pages): 0 if it does, EFAULT if it remapped part of
+ * the range since MR_REG. Read as the region pinned them (FOLL_FORCE: also
+ * a range the process made inaccessible since).
  */
 static int export_maps_region(const struct xferk_region *r, u64 addr,
 			      unsigned long npages)
@@ -187,16 +183,114 @@ static int export_maps_region(const struct xferk_region *r, u64 addr,
 }
 
 /*
+ * Watches an exported range of the calling process while it is registered
+ * as user memory: any change of its mappings (munmap, mremap, mmap over
+ * it, ...) from mmu_interval_read_begin() on moves the sequence.
+ */
+struct export_watch {
+	struct mmu_interval_notifier mni;
+	spinlock_t lock;	/* mmu_interval_set_seq() vs the retry check */
+};
+
+static bool export_watch_invalidate(struct mmu_interval_notifier *mni,
+				    const struct mmu_notifier_range *range,
+				    unsigned long cur_seq)
+{
+	struct export_watch *w = container_of(mni, struct export_watch, mni);
+
+	/*
+	 * A change of protection (mprotect, NUMA balancing, fork) keeps the
+	 * pages; a copy on write that follows comes as an event of its own.
+	 */
+	if (range->event == MMU_NOTIFY_PROTECTION_VMA ||
+	    range->event == MMU_NOTIFY_PROTECTION_PAGE ||
+	    range->event == MMU_NOTIFY_SOFT_DIRTY)
+		return true;
+	spin_lock(&w->lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	spin_unlock(&w->lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops export_watch_ops = {
+	.invalidate = export_watch_invalidate,
+};
+
+/* Registrations whose range's mappings changed meanwhile, before EFAULT. */
+#define EXPORT_WATCH_TRIES	4
+
+/*
+ * Registers the range as user memory of the calling process (the
+ * region's: EXPORT refuses others with EPERM), which pins what the process
+ * maps there. It is kept only if those are the region's own pages: the
+ * range is watched from before the registration to after the pages are
+ * compared with the region's. A mapping that differs from the region's
+ * fails the export with EFAULT; one that changed in between makes the
+ * registration start again, and EFAULT after EXPORT_WATCH_TRIES.
+ *
+ * The registration charges its pages to RLIMIT_MEMLOCK itself, so it
+ * needs room for them while it registers (the device's own check). Once
+ * its pages are proven the region's, the region lends it their charge, so
+ * that a page counts once; the charge is returned before the registration
+ * goes. pinned_vm never counts less than what is pinned: another thread
+ * of the process may pin meanwhile.
+ */
+static int export_user_mr(struct xferk_path *p, struct xferk_reg *reg,
+			  int access)
+{
+	struct xferk_region *r = reg->region;
+	struct export_watch w;
+	unsigned long seq;
+	struct ib_mr *mr;
+	bool changed;
+	int tries, ret;
+
+	spin_lock_init(&w.lock);
+	ret = mmu_interval_notifier_insert(&w.mni, current->mm,
+					   reg->addr & PAGE_MASK,
+					   reg->npages << PAGE_SHIFT,
+					   &export_watch_ops);
+	if (ret)
+		return ret == -EINTR ? -EINTR : -ENOMEM;
+	for (tries = 1; ; tries++) {
+		seq = mmu_interval_read_begin(&w.mni);
+		mr = ib_reg_user_mr(p->pd, reg->addr, reg->len,
+				    export_iova(reg->addr), access);
+		if (IS_ERR(mr)) {
+			ret = PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
+			      PTR_ERR(mr) : -EIO;
+			break;
+		}
+		ret = export_maps_region(r, reg->addr, reg->npages);
+		spin_lock(&w.lock);
+		changed = mmu_interval_read_retry(&w.mni, seq);
+		spin_unlock(&w.lock);
+		if (!ret && !changed) {
+			xferk_region_lend_charge(r, reg->npages);
+			reg->mr = mr;
+			reg->lent_pages = reg->npages;
+			break;
+		}
+		xferk_dereg_mr(mr);
+		if (!ret && tries == EXPORT_WATCH_TRIES)
+			ret = -EFAULT;
+		if (ret)
+			break;
+	}
+	mmu_interval_notifier_remove(&w.mni);
+	return ret;
+}
+
+/*
  * An export registers the exported range in this connection's PD, so only
  * this peer's QP can use the key (the hardware enforces it), at a random
  * remote address, so a key reused later never matches an old token. The
  * region's own pages are registered by fast registration where the device
  * maps that many pages in one MR; a longer range (soft-RoCE maps 512 pages)
- * is registered as user memory, which pins and charges its pages to
- * RLIMIT_MEMLOCK a second time, and only while the range still maps the
- * region's pages (export_maps_region()). A window (its pages scattered) is always
- * fast-registered: EOPNOTSUPP without fast registration, E2BIG beyond the
- * device's page-list length.
+ * is registered as user memory, only while the range maps the region's
+ * pages, and charged once (export_user_mr()). A window (its pages
+ * scattered) is always fast-registered: EOPNOTSUPP without fast
+ * registration, E2BIG beyond the device's page-list length.
  */
 int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 {
@@ -206,7 +300,6 @@ int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 	bool frwr = (attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) &&
 		    npages <= attrs->max_fast_reg_page_list_len;
 	int access = 0;
-	struct ib_mr *mr;
 	int ret;
 
 	/* Verbs require local write with remote write; not with read alone. */
@@ -229,17 +322,9 @@ int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 		if (ret)
 			return ret;
 	} else {
-		mr = ib_reg_user_mr(p->pd, reg->addr, reg->len,
-				    export_iova(reg->addr), access);
-		if (IS_ERR(mr))
-			return PTR_ERR(mr) == -ENOMEM || PTR_ERR(mr) == -EFAULT ?
-			       PTR_ERR(mr) : -EIO;
-		ret = export_maps_region(r, reg->addr, npages);
-		if (ret) {
-			xferk_dereg_mr(mr);
+		ret = export_user_mr(p, reg, access);
+		if (ret)
 			return ret;
-		}
-		reg->mr = mr;
 	}
 	reg->iova = reg->mr->iova;
 	reg->rkey = reg->mr->rkey;
@@ -248,6 +333,10 @@ int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 
 void conn_rdma_unexport(struct xferk_path *p, struct xferk_reg *reg)
 {
+	if (reg->lent_pages) {
+		xferk_region_return_charge(reg->region, reg->lent_pages);
+		reg->lent_pages = 0;
+	}
 	xferk_dereg_mr(reg->mr);
 	if (reg->sgt.sgl) {
 		ib_dma_unmap_sg(p->pd->device, reg->sgt.sgl,

@@ -181,6 +181,29 @@ static void region_release(struct kref *ref)
 	atomic64_dec(&xferk_stats.regions);
 }
 
+/**
+ * xferk_region_lend_charge() - hand pages of the region's charge to a pin
+ * of the same pages
+ * @r: the region, owned by the calling process's mm
+ * @npages: how many of its pages another pin of the same pages (a user
+ *	memory registration, which charged pinned_vm itself) takes over;
+ *	the caller has proven they are the same pages, and returns the
+ *	charge before that pin goes, so that pinned_vm never counts less
+ *	than what is pinned
+ *
+ * A page is charged to RLIMIT_MEMLOCK once however often it is pinned.
+ */
+void xferk_region_lend_charge(struct xferk_region *r, unsigned long npages)
+{
+	atomic64_sub(npages, &r->mm->pinned_vm);
+}
+
+/* Takes back what xferk_region_lend_charge() handed over. */
+void xferk_region_return_charge(struct xferk_region *r, unsigned long npages)
+{
+	atomic64_add(npages, &r->mm->pinned_vm);
+}
+
 /* Drops a reference; the last one unpins, so the caller must be able to sleep. */
 void xferk_region_put(struct xferk_region *r)
 {

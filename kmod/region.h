@@ -67,6 +67,8 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access);
 void xferk_region_get(struct xferk_region *r);
 void xferk_region_put(struct xferk_region *r);
 void xferk_region_deregister(struct xferk_region *r);
+void xferk_region_lend_charge(struct xferk_region *r, unsigned long npages);
+void xferk_region_return_charge(struct xferk_region *r, unsigned long npages);
 void xferk_region_set_unmap(void (*unmap)(struct xferk_region *r));
 
 #endif /* XFERK_REGION_H */

@@ -98,6 +98,9 @@ struct xferk_wr {
  *	lock)
  * @sgt: fast registration: the pages it maps, DMA-mapped while @mr lives
  *	(the session's exports lock)
+ * @lent_pages: registration as user memory: the pages of @region's
+ *	RLIMIT_MEMLOCK charge lent to @mr, which pins and charges the same
+ *	pages itself; returned when @mr goes
  *
  * Embedded in its export (struct xferk_export.reg): the transport sees no
  * more of it.
@@ -113,6 +116,7 @@ struct xferk_reg {
 	u32 rkey;
 	struct ib_mr *mr;
 	struct sg_table sgt;
+	unsigned long lent_pages;
 };
 
 /**

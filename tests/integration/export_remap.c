@@ -13,13 +13,26 @@
  * it is, it works; exported after a remap, it fails with EFAULT (or, on a
  * device that fast-registers that much, reaches the region's pages).
  *
+ * Last, the same long range of a shared memfd while a thread maps fresh
+ * memory over it and the memfd back, again and again: each export either
+ * fails with EFAULT or reaches the region's pages, and the process's
+ * VmPin stays at its regions (the export's own pin of the same pages is
+ * not charged again).
+ *
  * Regressions: an export registered the range as user memory anew (a
  * second walk of the page tables) while the region lent it its
  * RLIMIT_MEMLOCK charge: after a remap, every export pinned fresh pages
  * charged to nobody, so a process could pin without bound beyond its
  * rlimit. A long range registered as user memory mapped whatever the
- * process mapped there now, not the region's pages (issue 27, defect 8).
+ * process mapped there now, not the region's pages (issue 27, defect 8);
+ * its later check of the pages could be raced (a remap during the
+ * registration, the region's pages mapped back before the check), so it
+ * charged the pages it pinned a second time instead of proving them the
+ * region's.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -28,6 +41,9 @@
 #define LEN	(64 << 10)
 #define ROUNDS	8
 #define LONG	(4UL << 20)
+#define RACE_ROUNDS	40
+/* Not a multiple of rxe's 256-page maps (testing.md, soft-RoCE bugs). */
+#define RACE_LEN	(LONG + 4096)
 
 static long long vm_pin_kb(void)
 {
@@ -147,6 +163,116 @@ static void long_range(void)
 	xferk_close(x);
 }
 
+static uint8_t *race_at;
+static int race_fd;
+static int racing;
+
+static int pause_us = 1000;
+
+/*
+ * Fresh memory over the range, then the memfd back, until told to stop.
+ * The memfd stays for up to twice pause_us each time, which the exports
+ * adapt (longer after a refusal, shorter after a success), so that on
+ * any machine some exports succeed and others meet a remap.
+ */
+static void *remapper(void *arg)
+{
+	while (__atomic_load_n(&racing, __ATOMIC_RELAXED)) {
+		mmap(race_at, RACE_LEN, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		mmap(race_at, RACE_LEN, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_FIXED, race_fd, 0);
+		usleep(rand() % (2 * __atomic_load_n(&pause_us,
+						     __ATOMIC_RELAXED) + 1));
+	}
+	return NULL;
+}
+
+static void adapt_pause(int refused)
+{
+	int us = __atomic_load_n(&pause_us, __ATOMIC_RELAXED);
+
+	us = refused ? us * 2 : us / 2;
+	__atomic_store_n(&pause_us, us < 100 ? 100 : us > 200000 ? 200000 : us,
+			 __ATOMIC_RELAXED);
+}
+
+/* Exports of the long range while it is remapped under them. */
+static void remap_race(void)
+{
+	uint8_t *back = t_map(RACE_LEN);
+	uint64_t conn, back_mr, dst_mr, exp, remote;
+	int round, ret, ok = 0, refused = 0;
+	struct xferk_op_snapshot s;
+	struct xferk_token tok;
+	struct xferk_frag f;
+	long long pinned;
+	struct xferk *x;
+	pthread_t thread;
+
+	race_fd = memfd_create("xferk-export-race", 0);
+	if (race_fd < 0 || ftruncate(race_fd, RACE_LEN)) {
+		T_EXPECT(0, "memfd: %s", strerror(errno));
+		return;
+	}
+	race_at = mmap(NULL, RACE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       race_fd, 0);
+	if (race_at == MAP_FAILED) {
+		T_EXPECT(0, "mmap memfd: %s", strerror(errno));
+		return;
+	}
+	t_fill(race_at, RACE_LEN, 7);
+	if (xferk_open(&x) ||
+	    xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn) ||
+	    xferk_mr_reg(x, back, RACE_LEN, XFERK_ACCESS_LOCAL_DST, &back_mr) ||
+	    xferk_mr_reg(x, race_at, RACE_LEN, XFERK_ACCESS_REMOTE_READ,
+			 &dst_mr)) {
+		T_EXPECT(0, "race: setup");
+		return;
+	}
+	pinned = vm_pin_kb();
+	racing = 1;
+	if (pthread_create(&thread, NULL, remapper, NULL)) {
+		T_EXPECT(0, "pthread_create");
+		return;
+	}
+	for (round = 0; round < RACE_ROUNDS; round++) {
+		ret = xferk_export(x, conn, dst_mr, 0, RACE_LEN,
+				   XFERK_ACCESS_REMOTE_READ, &tok, &exp);
+		adapt_pause(ret);
+		if (ret) {
+			T_EXPECT_ERR(ret, EFAULT);
+			refused++;
+			continue;
+		}
+		ok++;
+		T_EXPECT(vm_pin_kb() == pinned, "round %d: VmPin %lld kB, want %lld",
+			 round, vm_pin_kb(), pinned);
+		ret = xferk_import(x, conn, &tok, &remote);
+		T_EXPECT(ret == 0, "round %d: import: %s", round, strerror(-ret));
+		if (ret)
+			break;
+		memset(back, 0, RACE_LEN);
+		f = (struct xferk_frag) { .mr = back_mr, .len = RACE_LEN,
+					  .remote = remote,
+					  .opcode = XFERK_OP_READ };
+		T_EXPECT(t_run(x, &f, 1, &s) == XFERK_STATE_SUCCEEDED &&
+			 t_check(back, RACE_LEN, 7) < 0,
+			 "round %d: the export does not reach the region's pages",
+			 round);
+		xferk_unimport(x, remote);
+		xferk_unexport(x, exp);
+	}
+	__atomic_store_n(&racing, 0, __ATOMIC_RELAXED);
+	pthread_join(thread, NULL);
+	printf("remap race: %d exports, %d refused with EFAULT\n", ok, refused);
+	T_EXPECT(ok > 0, "race: no export succeeded, nothing was checked");
+	T_EXPECT(vm_pin_kb() == pinned, "after the race: VmPin %lld kB, want %lld",
+		 vm_pin_kb(), pinned);
+	xferk_close(x);
+	close(race_fd);
+}
+
 int main(void)
 {
 	struct rlimit rl = { 3 * LEN, 3 * LEN };
@@ -167,5 +293,6 @@ int main(void)
 	if (setrlimit(RLIMIT_MEMLOCK, &rl))
 		return T_FAIL;
 	long_range();
+	remap_race();
 	return t_result();
 }
