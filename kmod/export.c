@@ -216,6 +216,9 @@ static int export_range(struct xferk_export *e, const struct xferk_region *r,
 				 (e->reg.addr & PAGE_MASK)) >> PAGE_SHIFT;
 		return 0;
 	}
+	/* A window is made of struct pages; a dma-buf region's: not yet. */
+	if (r->dmabuf)
+		return -EOPNOTSUPP;
 	ret = window_check(r, x->blocks, x->nr_blocks, &x->len, &e->reg.npages);
 	if (ret)
 		return ret;

@@ -6,6 +6,7 @@
  *
  *   handles of one open file, per kind      EMFILE at the limit
  *   pages one file's exports cover          EMFILE at the limit
+ *   pages one file's dma-buf regions span   EMFILE at the limit
  *   connection attempts one file started    EMFILE at max_conns_per_file
  *   chunks of one file's unfinished ops     EBUSY at the limit
  *   passive connections on the host         the peer is refused
@@ -84,6 +85,12 @@ module_param_cb(max_chunks_per_file, &chunk_limit_ops,
 		&xferk_max_chunks_per_file, 0644);
 MODULE_PARM_DESC(max_chunks_per_file,
 		 "Work requests of one open file's ops that are not physically complete (default 262144; an op needing more fails with EBUSY)");
+
+unsigned long xferk_max_dmabuf_pages_per_file = 1UL << 24;
+module_param_named(max_dmabuf_pages_per_file, xferk_max_dmabuf_pages_per_file,
+		   ulong, 0644);
+MODULE_PARM_DESC(max_dmabuf_pages_per_file,
+		 "Pages one open file's dma-buf regions may span, summed over its region handles (default 16777216: 64 GiB)");
 
 unsigned long xferk_max_export_pages_per_file = 1UL << 24;
 module_param_named(max_export_pages_per_file, xferk_max_export_pages_per_file,

@@ -18,6 +18,7 @@ struct xferk_file;
 /* limits.c: Documentation/security.md lists each limit and its errno */
 extern u32 xferk_handle_limit[XFERK_H_KINDS];
 extern unsigned long xferk_max_export_pages_per_file;
+extern unsigned long xferk_max_dmabuf_pages_per_file;
 extern unsigned int xferk_qps_per_session;
 int xferk_handle_add_limited(struct xferk_file *xf, struct xferk_hobj *obj,
 			     u8 kind);

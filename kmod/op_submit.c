@@ -230,13 +230,15 @@ static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
  * outside every session's lock: a large region's first post would
  * otherwise map all of its pages under the posting session's lock,
  * stalling every tenant's posts and completions there. Best effort: a
- * map that could not be made now is made by the post.
+ * map that could not be made now is made by the post. Return: 0, or
+ * -EOPNOTSUPP: a region of a dma-buf that a session's device cannot reach.
  */
-static void op_map_regions(struct xferk_region **regions,
-			   struct xferk_remote **remotes, u32 nr)
+static int op_map_regions(struct xferk_region **regions,
+			  struct xferk_remote **remotes, u32 nr)
 {
 	struct xferk_conn *c;
 	u32 i, k;
+	int ret;
 
 	for (i = 0; i < nr; i++) {
 		if (i && regions[i] == regions[i - 1] &&
@@ -244,10 +246,14 @@ static void op_map_regions(struct xferk_region **regions,
 			continue;
 		for (k = 0; k < xferk_remote_nr_rails(remotes[i]); k++) {
 			c = xferk_remote_rail_conn(remotes[i], k);
-			if (c->transport->map_region)
-				c->transport->map_region(&c->path, regions[i]);
+			if (!c->transport->map_region)
+				continue;
+			ret = c->transport->map_region(&c->path, regions[i]);
+			if (ret)
+				return ret;
 		}
 	}
+	return 0;
 }
 
 /*
@@ -384,7 +390,9 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 		ret = -ENOMEM;
 		goto out_unadmit;
 	}
-	op_map_regions(regions, remotes, a->nr_frags);
+	ret = op_map_regions(regions, remotes, a->nr_frags);
+	if (ret)
+		goto out_unadmit;
 	kref_init(&op->ref);
 	spin_lock_init(&op->lock);
 	init_waitqueue_head(&op->wq);

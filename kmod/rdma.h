@@ -67,7 +67,11 @@ struct xferk_region;
  *	never writes (only a source of WRITEs)
  * @per_post: the pages could not stay mapped (the device needs its DMA
  *	synced, e.g. bounce buffers, or mapping them all failed): each post
- *	maps its chunk's pages and its completion unmaps them
+ *	maps its chunk's pages and its completion unmaps them; never for a
+ *	dma-buf region on a device with real DMA
+ * @attach: a dma-buf region on a device with real DMA: the dma-buf
+ *	attached to the device and pinned (NULL otherwise)
+ * @sgt: @attach's mapping, which @dma was taken from
  * @dma: each page's DMA address, whole pages
  *
  * Made when a connection on the device first posts a chunk of the region,
@@ -84,6 +88,8 @@ struct xferk_dma_map {
 	unsigned long npages;
 	enum dma_data_direction dir;
 	bool per_post;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
 	u64 dma[];
 };
 
@@ -119,7 +125,7 @@ struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
 					  struct xferk_dev *d);
 struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 				     struct xferk_dev *d);
-void xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r);
+int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r);
 void xferk_region_unmap(struct xferk_region *r);
 int xferk_dev_attach(struct xferk_dev_link *l, struct ib_device *ibdev,
 		     struct xferk_qdev **qdev);

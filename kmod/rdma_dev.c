@@ -16,6 +16,8 @@
  * peer connects.
  */
 #include <linux/delay.h>
+#include <linux/dma-buf.h>
+#include <linux/dma-resv.h>
 #include <linux/dma-mapping.h>
 #include <linux/memcontrol.h>
 #include <linux/ratelimit.h>
@@ -113,19 +115,122 @@ static bool dma_map_pages(struct xferk_dma_map *m, struct xferk_region *r,
 	return true;
 }
 
-/* A new map of @r for @d, charged to the region owner's memory cgroup. */
+/* Undoes what dma_map_create() mapped of @m for @ibdev. */
+static void dma_map_release(struct xferk_dma_map *m, struct ib_device *ibdev)
+{
+	struct dma_buf *dmabuf;
+
+	if (!m->attach) {
+		dma_map_undo(m, ibdev, m->npages);
+		return;
+	}
+	dmabuf = m->attach->dmabuf;
+	dma_resv_lock(dmabuf->resv, NULL);
+	dma_buf_unmap_attachment(m->attach, m->sgt, m->dir);
+	dma_buf_unpin(m->attach);
+	dma_resv_unlock(dmabuf->resv);
+	dma_buf_detach(dmabuf, m->attach);
+	m->attach = NULL;
+}
+
+/*
+ * A pinned attachment does not move: an exporter moves only what is not
+ * pinned (dma-buf.c), so there is nothing to do.
+ */
+static void dmabuf_move_notify(struct dma_buf_attachment *attach)
+{
+}
+
+static const struct dma_buf_attach_ops dmabuf_pinned_ops = {
+	.allow_peer2peer = true,
+	.move_notify = dmabuf_move_notify,
+};
+
+/*
+ * Maps a dma-buf region for a device with real DMA, as
+ * ib_umem_dmabuf_get_pinned() does: the dma-buf attached to the device
+ * itself (peer to peer allowed: a GPU's memory), pinned and mapped, once
+ * the exporter's pending moves are done; @m->dma taken from its DMA
+ * addresses, whole page by whole page. No struct page is touched. Return:
+ * true, or false with nothing attached.
+ */
+static bool dma_map_dmabuf(struct xferk_dma_map *m, struct xferk_region *r,
+			   struct ib_device *ibdev)
+{
+	unsigned long skip = r->addr >> PAGE_SHIFT, i = 0, j, n;
+	struct dma_buf_attachment *attach;
+	struct scatterlist *sg;
+	struct sg_table *sgt;
+	unsigned int k;
+
+	attach = dma_buf_dynamic_attach(xferk_region_dma_buf(r),
+					ibdev->dma_device, &dmabuf_pinned_ops,
+					m);
+	if (IS_ERR(attach))
+		return false;
+	dma_resv_lock(xferk_region_dma_buf(r)->resv, NULL);
+	if (dma_buf_pin(attach))
+		goto err_unlock;
+	sgt = dma_buf_map_attachment(attach, m->dir);
+	if (IS_ERR(sgt))
+		goto err_unpin;
+	dma_resv_wait_timeout(xferk_region_dma_buf(r)->resv, DMA_RESV_USAGE_KERNEL, false,
+			      MAX_SCHEDULE_TIMEOUT);
+	dma_resv_unlock(xferk_region_dma_buf(r)->resv);
+	for_each_sgtable_dma_sg(sgt, sg, k) {
+		dma_addr_t addr = sg_dma_address(sg);
+
+		if (!PAGE_ALIGNED(addr) || !PAGE_ALIGNED(sg_dma_len(sg)))
+			break;
+		n = sg_dma_len(sg) >> PAGE_SHIFT;
+		for (j = 0; j < n && i < r->npages; j++) {
+			if (skip)
+				skip--;
+			else
+				m->dma[i++] = addr + j * PAGE_SIZE;
+		}
+		if (i == r->npages)
+			break;
+	}
+	m->attach = attach;
+	m->sgt = sgt;
+	if (i == r->npages)
+		return true;
+	dma_map_release(m, ibdev);
+	return false;
+
+err_unpin:
+	dma_buf_unpin(attach);
+err_unlock:
+	dma_resv_unlock(xferk_region_dma_buf(r)->resv);
+	dma_buf_detach(xferk_region_dma_buf(r), attach);
+	return false;
+}
+
+/*
+ * A new map of @r for @d, charged to the region owner's memory cgroup, or
+ * NULL. A dma-buf region on a device with real DMA is mapped through its
+ * dma-buf (dma_map_dmabuf()), whole or not at all; everything else through
+ * its pages (a dma-buf region's made now: xferk_region_pages()), per post
+ * where they cannot stay mapped.
+ */
 static struct xferk_dma_map *dma_map_create(struct xferk_region *r,
 					    struct xferk_dev *d)
 {
 	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(r->mm), *old;
+	bool dmabuf = r->dmabuf && !ib_uses_virt_dma(d->ibdev);
 	struct xferk_dma_map *m;
 	bool whole;
 
+	if (!dmabuf && xferk_region_pages(r)) {
+		mem_cgroup_put(memcg);
+		return NULL;
+	}
 	old = set_active_memcg(memcg);
 	m = kvzalloc(struct_size(m, dma, r->npages),
 		     XFERK_GFP_USER | __GFP_NOWARN);
 	whole = m;
-	if (!m)		/* mapping per post needs no array */
+	if (!m && !dmabuf)	/* mapping per post needs no array */
 		m = kzalloc(sizeof(*m), XFERK_GFP_USER);
 	set_active_memcg(old);
 	mem_cgroup_put(memcg);
@@ -133,6 +238,14 @@ static struct xferk_dma_map *dma_map_create(struct xferk_region *r,
 		return NULL;
 	m->dev = d;
 	m->dir = r->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+	if (dmabuf) {
+		if (!dma_map_dmabuf(m, r, d->ibdev)) {
+			kvfree(m);
+			return NULL;
+		}
+		m->npages = r->npages;
+		return m;
+	}
 	m->per_post = !whole || !dma_map_pages(m, r, d->ibdev);
 	m->npages = m->per_post ? 0 : r->npages;
 	return m;
@@ -183,7 +296,7 @@ struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 	}
 	mutex_unlock(&xferk_dma_lock);
 	if (new) {
-		dma_map_undo(new, d->ibdev, new->npages);
+		dma_map_release(new, d->ibdev);
 		kvfree(new);
 	}
 	return m;
@@ -193,7 +306,7 @@ struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 static void dma_map_unmap_locked(struct xferk_dma_map *m)
 {
 	lockdep_assert_held(&xferk_dma_lock);
-	dma_map_undo(m, m->dev->ibdev, m->npages);
+	dma_map_release(m, m->dev->ibdev);
 	list_del(&m->dev_node);
 	WRITE_ONCE(m->dev, NULL);
 }
@@ -247,10 +360,15 @@ static void dev_release(struct kref *ref)
  * attached (@l without a device). A reference keeps the device until the
  * map is published; its removal waits for it, then unmaps the map with
  * the device's others.
+ *
+ * Return: 0 (also when there was no memory: the post tries again), or
+ * -EOPNOTSUPP: @r is of a dma-buf the device cannot reach (the exporter
+ * refused it, or it has no struct pages for a device with virtual DMA).
  */
-void xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r)
+int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r)
 {
 	struct xferk_dev *d = NULL;
+	int ret = 0;
 
 	/* Listed: its detach has not dropped its reference yet. */
 	mutex_lock(&xferk_devs_lock);
@@ -260,9 +378,14 @@ void xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r)
 	}
 	mutex_unlock(&xferk_devs_lock);
 	if (!d)
-		return;
-	region_dma_map(r, d);
+		return 0;
+	if (r->dmabuf && ib_uses_virt_dma(d->ibdev))
+		ret = xferk_region_pages(r);
+	if (!ret && !region_dma_map(r, d) && r->dmabuf &&
+	    !ib_uses_virt_dma(d->ibdev))
+		ret = -EOPNOTSUPP;
 	kref_put(&d->ref, dev_release);
+	return ret == -EOPNOTSUPP ? ret : 0;
 }
 
 static int xferk_ib_add(struct ib_device *ibdev)

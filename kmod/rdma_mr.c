@@ -307,7 +307,14 @@ int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 		access |= IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
 	if (reg->access & XFERK_ACCESS_REMOTE_READ)
 		access |= IB_ACCESS_REMOTE_READ;
-	if (reg->window_pages && !frwr)
+	/*
+	 * A window, or a dma-buf region (no user memory to register), only
+	 * by fast registration; of a dma-buf region's struct pages, only where
+	 * the device reaches them through kernel addresses (virtual DMA).
+	 */
+	if (r->dmabuf && !ib_uses_virt_dma(p->pd->device))
+		return -EOPNOTSUPP;
+	if ((reg->window_pages || r->dmabuf) && !frwr)
 		return attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS ?
 		       -E2BIG : -EOPNOTSUPP;
 	if (reg->window_pages) {
@@ -315,6 +322,9 @@ int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 		if (ret)
 			return ret;
 	} else if (frwr) {
+		ret = xferk_region_pages(r);
+		if (ret)
+			return ret;
 		ret = export_frwr(p, reg, access, r->pages +
 				  ((reg->addr >> PAGE_SHIFT) -
 				   (r->addr >> PAGE_SHIFT)),

@@ -645,9 +645,9 @@ int xferk_rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps)
 }
 
 /* Maps @r for @p's device now (xferk_dev_map_region()). */
-static void conn_rdma_map_region(struct xferk_path *p, struct xferk_region *r)
+static int conn_rdma_map_region(struct xferk_path *p, struct xferk_region *r)
 {
-	xferk_dev_map_region(&p->attach, r);
+	return xferk_dev_map_region(&p->attach, r);
 }
 
 const struct xferk_transport xferk_rdma_transport = {

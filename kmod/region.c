@@ -36,63 +36,64 @@ static void region_unpin(struct xferk_region *r)
 }
 
 /**
- * xferk_region_create() - pin [addr, addr + len) of the calling process
- * @addr: start, any alignment
- * @len: length, > 0
+ * xferk_region_check() - check a new region's range before anything is made
+ * @addr: start (a user address, or an offset in a dma-buf)
+ * @len: length
  * @access: XFERK_ACCESS_* bits
+ * @npages: out: the pages [@addr, @addr + @len) spans
  *
- * Everything is checked before anything is allocated: the length against
- * the machine's memory, the pages against RLIMIT_MEMLOCK. The page array
- * is charged to the caller's memory cgroup.
- *
- * Return: the region with one reference, or ERR_PTR: -EINVAL (bad access
- * or len 0), -EOVERFLOW (addr + len wraps), -ENOMEM (more pages than the
- * machine has, RLIMIT_MEMLOCK, or memory), -EFAULT (unmapped, or memory
- * that cannot be pinned for writing), -EOPNOTSUPP (memory that cannot be
- * pinned long-term, e.g. fsdax), -EINTR, -EDQUOT (the quarantine holds
+ * Return: 0, -EINVAL (bad access or len 0), -EOVERFLOW (addr + len wraps),
+ * -ENOMEM (more pages than the machine has), -EDQUOT (the quarantine holds
  * quarantine_limit_bytes or more).
  */
-struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
+int xferk_region_check(u64 addr, u64 len, u32 access, unsigned long *npages)
 {
-	unsigned long first, npages, done = 0, limit;
-	unsigned int gup_flags = FOLL_WRITE | FOLL_LONGTERM;
-	struct mm_struct *mm = current->mm;
-	struct xferk_region *r;
-	int ret;
-
 	if (!access || (access & ~XFERK_ACCESS_ALL) || !len)
-		return ERR_PTR(-EINVAL);
+		return -EINVAL;
 	if (addr + len < addr || PAGE_ALIGN(addr + len) < addr + len)
-		return ERR_PTR(-EOVERFLOW);
-	first = addr >> PAGE_SHIFT;
-	npages = (PAGE_ALIGN(addr + len) >> PAGE_SHIFT) - first;
+		return -EOVERFLOW;
+	*npages = (PAGE_ALIGN(addr + len) >> PAGE_SHIFT) - (addr >> PAGE_SHIFT);
 	/* No machine pins more pages than it has. */
-	if (npages > totalram_pages() ||
-	    npages > INT_MAX / sizeof(struct page *))
-		return ERR_PTR(-ENOMEM);
+	if (*npages > totalram_pages() ||
+	    *npages > INT_MAX / sizeof(struct page *))
+		return -ENOMEM;
 	if (READ_ONCE(xferk_quarantine_limit_bytes) &&
 	    atomic64_read(&xferk_stats.quarantined_pages) * PAGE_SIZE >=
 	    READ_ONCE(xferk_quarantine_limit_bytes)) {
 		atomic64_inc(&xferk_stats.quarantine_limit_rejects);
-		return ERR_PTR(-EDQUOT);
+		return -EDQUOT;
 	}
-	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	if (atomic64_add_return(npages, &mm->pinned_vm) > limit &&
-	    !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(npages, &mm->pinned_vm);
-		return ERR_PTR(-ENOMEM);
-	}
+	return 0;
+}
+
+/**
+ * xferk_region_alloc() - a region not yet published, with its page array
+ * @addr: start as the user gave it
+ * @len: length
+ * @access: XFERK_ACCESS_* bits
+ * @npages: pages it spans (xferk_region_check())
+ * @pages: allocate its page array now
+ *
+ * The region and its page array are charged to the caller's memory
+ * cgroup; the region keeps the caller's mm (mmgrab).
+ *
+ * Return: the region with one reference, or NULL.
+ */
+struct xferk_region *xferk_region_alloc(u64 addr, u64 len, u32 access,
+					unsigned long npages, bool pages)
+{
+	struct xferk_region *r;
 
 	r = kzalloc(sizeof(*r), XFERK_GFP_USER);
-	if (!r) {
-		ret = -ENOMEM;
-		goto err_uncharge;
-	}
-	r->pages = kvmalloc_array(npages, sizeof(*r->pages),
-				  XFERK_GFP_USER | __GFP_NOWARN);
-	if (!r->pages) {
-		ret = -ENOMEM;
-		goto err_free;
+	if (!r)
+		return NULL;
+	if (pages) {
+		r->pages = kvmalloc_array(npages, sizeof(*r->pages),
+					  XFERK_GFP_USER | __GFP_NOWARN);
+		if (!r->pages) {
+			kfree(r);
+			return NULL;
+		}
 	}
 	kref_init(&r->ref);
 	mutex_init(&r->lock);
@@ -102,13 +103,68 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 	r->access = access;
 	r->npages = npages;
 	r->owner = task_tgid_nr(current);
-	/* The NIC writes these pages: a plain write pin (no COW breaking). */
+	/* The NIC writes these pages. */
 	r->writable = access & (XFERK_ACCESS_LOCAL_DST | XFERK_ACCESS_REMOTE_WRITE);
+	r->mm = current->mm;
+	mmgrab(r->mm);
+	return r;
+}
+
+static void xferk_region_free(struct xferk_region *r)
+{
+	mmdrop(r->mm);
+	kvfree(r->pages);
+	kfree(r);
+}
+
+/* Makes a region whose pages are held visible in the quarantine table. */
+void xferk_region_publish(struct xferk_region *r)
+{
+	atomic64_inc(&xferk_stats.regions);
+	spin_lock(&xferk_regions_lock);
+	list_add_tail(&r->node, &xferk_regions);
+	spin_unlock(&xferk_regions_lock);
+}
+
+/**
+ * xferk_region_create() - pin [addr, addr + len) of the calling process
+ * @addr: start, any alignment
+ * @len: length, > 0
+ * @access: XFERK_ACCESS_* bits
+ *
+ * Everything is checked before anything is allocated: the length against
+ * the machine's memory, the pages against RLIMIT_MEMLOCK. The page array
+ * is charged to the caller's memory cgroup.
+ *
+ * Return: the region with one reference, or ERR_PTR: those of
+ * xferk_region_check(), -ENOMEM (RLIMIT_MEMLOCK, or memory), -EFAULT
+ * (unmapped, or memory that cannot be pinned for writing), -EOPNOTSUPP
+ * (memory that cannot be pinned long-term, e.g. fsdax), -EINTR.
+ */
+struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
+{
+	unsigned int gup_flags = FOLL_WRITE | FOLL_LONGTERM;
+	struct mm_struct *mm = current->mm;
+	unsigned long npages, done = 0;
+	struct xferk_region *r;
+	int ret;
+
+	ret = xferk_region_check(addr, len, access, &npages);
+	if (ret)
+		return ERR_PTR(ret);
+	if (atomic64_add_return(npages, &mm->pinned_vm) >
+	    rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return ERR_PTR(-ENOMEM);
+	}
+	r = xferk_region_alloc(addr, len, access, npages, true);
+	if (!r) {
+		ret = -ENOMEM;
+		goto err_uncharge;
+	}
+	/* A plain write pin (no COW breaking); FOLL_FORCE for read-only. */
 	if (!r->writable)
 		gup_flags |= FOLL_FORCE;
-	r->mm = mm;
-	mmgrab(mm);
-
 	while (done < npages) {
 		int n = min_t(unsigned long, npages - done, PIN_BATCH);
 
@@ -117,8 +173,9 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 			ret = -EINTR;
 			goto err_unpin;
 		}
-		ret = pin_user_pages_fast((first + done) << PAGE_SHIFT, n,
-					  gup_flags, r->pages + done);
+		ret = pin_user_pages_fast(((addr >> PAGE_SHIFT) + done) <<
+					  PAGE_SHIFT, n, gup_flags,
+					  r->pages + done);
 		if (ret <= 0) {
 			/* Only the errnos documented for MR_REG leave here. */
 			if (ret != -ENOMEM && ret != -EOPNOTSUPP && ret != -EINTR)
@@ -132,18 +189,12 @@ struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access)
 		}
 	}
 	atomic64_add(npages, &xferk_stats.pinned_pages);
-	atomic64_inc(&xferk_stats.regions);
-	spin_lock(&xferk_regions_lock);
-	list_add_tail(&r->node, &xferk_regions);
-	spin_unlock(&xferk_regions_lock);
+	xferk_region_publish(r);
 	return r;
 
 err_unpin:
 	unpin_user_pages(r->pages, done);
-	mmdrop(mm);
-	kvfree(r->pages);
-err_free:
-	kfree(r);
+	xferk_region_free(r);
 err_uncharge:
 	atomic64_sub(npages, &mm->pinned_vm);
 	return ERR_PTR(ret);
@@ -171,13 +222,14 @@ static void region_release(struct kref *ref)
 	spin_unlock(&xferk_regions_lock);
 	if (r->maps)
 		READ_ONCE(region_unmap)(r);
-	region_unpin(r);
+	if (r->dmabuf)
+		xferk_region_dmabuf_release(r);
+	else
+		region_unpin(r);
 	/* Last: a reader that sees the quarantine empty sees the pages unpinned. */
 	if (r->deregistered)
 		atomic64_sub(r->npages, &xferk_stats.quarantined_pages);
-	mmdrop(r->mm);
-	kvfree(r->pages);
-	kfree(r);
+	xferk_region_free(r);
 	atomic64_dec(&xferk_stats.regions);
 }
 

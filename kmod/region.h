@@ -15,9 +15,11 @@
 #include <linux/types.h>
 #include "handle.h"
 
+struct dma_buf;
 struct mm_struct;
 struct page;
 struct xferk_dma_map;
+struct xferk_dmabuf;
 
 /**
  * struct xferk_region - pinned user memory
@@ -29,8 +31,11 @@ struct xferk_dma_map;
  * @writable: the NIC may write the pages (pinned with FOLL_WRITE)
  * @deregistered: the handle is gone; the pages count as quarantined
  * @npages: pinned pages
- * @pages: the pinned pages, first one contains @addr
- * @mm: the owner's mm (mmgrab), charged in pinned_vm
+ * @pages: the pinned pages, first one contains @addr; of a dma-buf, NULL
+ *	until xferk_region_pages() made them
+ * @mm: the owner's mm (mmgrab), charged in pinned_vm (not for a dma-buf)
+ * @dmabuf: what a region of a dma-buf holds (region_dmabuf.c), @addr
+ *	the range's offset in the dma-buf; NULL for user memory
  * @owner: tgid of the registering process
  * @lock: protects @exports
  * @exports: exports of this region (struct xferk_export.region_node)
@@ -51,6 +56,7 @@ struct xferk_region {
 	unsigned long npages;
 	struct page **pages;
 	struct mm_struct *mm;
+	struct xferk_dmabuf *dmabuf;
 	pid_t owner;
 	struct mutex lock;	/* protects exports */
 	struct list_head exports;
@@ -64,6 +70,19 @@ extern struct list_head xferk_regions;
 extern u64 xferk_quarantine_limit_bytes;
 
 struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access);
+struct xferk_region *xferk_region_create_dmabuf(int fd, u64 offset, u64 len,
+						u32 access);
+int xferk_region_dmabuf_init(void);
+void xferk_region_dmabuf_exit(void);
+int xferk_region_pages(struct xferk_region *r);
+struct dma_buf *xferk_region_dma_buf(const struct xferk_region *r);
+
+/* For the two kinds of region: region.c and region_dmabuf.c */
+int xferk_region_check(u64 addr, u64 len, u32 access, unsigned long *npages);
+struct xferk_region *xferk_region_alloc(u64 addr, u64 len, u32 access,
+					unsigned long npages, bool pages);
+void xferk_region_publish(struct xferk_region *r);
+void xferk_region_dmabuf_release(struct xferk_region *r);
 void xferk_region_get(struct xferk_region *r);
 void xferk_region_put(struct xferk_region *r);
 void xferk_region_deregister(struct xferk_region *r);

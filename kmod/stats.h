@@ -33,6 +33,7 @@ struct xferk_stats {
 	atomic64_t pinned_pages;
 	atomic64_t quarantined_pages;
 	atomic64_t regions;
+	atomic64_t dmabuf_regions;
 	atomic64_t peers_connected;
 	atomic64_t exports;
 	atomic64_t cancel_requests;

@@ -81,6 +81,7 @@ XFERK_STAT_ATTR(bytes_written);
 XFERK_STAT_ATTR(pinned_pages);
 XFERK_STAT_ATTR(quarantined_pages);
 XFERK_STAT_ATTR(regions);
+XFERK_STAT_ATTR(dmabuf_regions);
 XFERK_STAT_ATTR(peers_connected);
 XFERK_STAT_ATTR(exports);
 XFERK_STAT_ATTR(cancel_requests);
@@ -156,6 +157,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_pinned_pages.attr,
 	&dev_attr_quarantined_pages.attr,
 	&dev_attr_regions.attr,
+	&dev_attr_dmabuf_regions.attr,
 	&dev_attr_peers_connected.attr,
 	&dev_attr_exports.attr,
 	&dev_attr_cancel_requests.attr,

@@ -153,7 +153,8 @@ struct xferk_reg {
  * @map_region: make @r's DMA map for the connection's device now, from
  *	process context without any connection's lock, so that @post finds
  *	it (NULL: the transport maps nothing ahead; @post maps what it
- *	lacks)
+ *	lacks). Return: 0 (a map it could not make is @post's to try), or
+ *	-EOPNOTSUPP: @r is of a dma-buf the device cannot reach
  * @connect: start a path to @peer in @net, its address resolved within
  *	@timeout_ms (its route within XFERK_RESOLVE_MS): an end's first path
  *	(CONNECT), or the next one of a RECONNECTING session of an end this
@@ -177,7 +178,7 @@ struct xferk_transport {
 	void (*destroy)(struct xferk_path *p);
 	int (*probe)(struct xferk_path *p);	/* -EAGAIN: not now */
 	int (*send_msg)(struct xferk_path *p, const void *msg, u32 len, u64 seq);
-	void (*map_region)(struct xferk_path *p, struct xferk_region *r);
+	int (*map_region)(struct xferk_path *p, struct xferk_region *r);
 	int (*connect)(struct xferk_path *p, struct net *net,
 		       const struct sockaddr_storage *peer,
 		       unsigned int timeout_ms);

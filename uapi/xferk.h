@@ -64,6 +64,8 @@
 #define XFERK_FEAT_RAILS	(1ULL << 10)
 /* xferk_ioc_connect.nr_qps, xferk_conn_info.nr_qps: sessions of many QPs */
 #define XFERK_FEAT_QPS		(1ULL << 11)
+/* XFERK_MR_DMABUF: regions of dma-bufs (Documentation/gpu.md) */
+#define XFERK_FEAT_DMABUF	(1ULL << 12)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -82,14 +84,21 @@
 #define XFERK_ACCESS_REMOTE_WRITE	(1U << 3)	/* a peer may RDMA WRITE it */
 #define XFERK_ACCESS_ALL		0xfU
 
+/* xferk_ioc_mr_reg.flags */
+#define XFERK_MR_DMABUF		(1U << 0)	/* a range of a dma-buf */
+
 /**
  * struct xferk_ioc_mr_reg - XFERK_IOC_MR_REG: pin a user range as a region
  * @size: sizeof as the caller knows it
- * @flags: must be 0
- * @addr: start of the range (any alignment)
+ * @flags: 0, or XFERK_MR_DMABUF (XFERK_FEAT_DMABUF): the range is
+ *	[@addr, @addr + @len) of the dma-buf @dmabuf_fd, held attached
+ *	instead of pinned
+ * @addr: start of the range (any alignment); with XFERK_MR_DMABUF, its
+ *	offset in the dma-buf
  * @len: length in bytes, > 0
  * @access: XFERK_ACCESS_* the region may be used for
- * @reserved0: must be 0
+ * @reserved0: must be 0 without XFERK_MR_DMABUF
+ * @dmabuf_fd: with XFERK_MR_DMABUF, a file descriptor of the dma-buf
  * @handle: out: the region's handle
  * @reserved: must be 0
  */
@@ -99,7 +108,10 @@ struct xferk_ioc_mr_reg {
 	__u64 addr;
 	__u64 len;
 	__u32 access;
-	__u32 reserved0;
+	union {
+		__u32 reserved0;
+		__s32 dmabuf_fd;
+	};
 	__u64 handle;
 	__u64 reserved[2];
 };

@@ -21,6 +21,7 @@ static const struct layout_case xferk_layout_cases[] = {
 	{ "xferk_ioc_info.reserved", offsetof(struct xferk_ioc_info, reserved), 24 },
 	{ "sizeof xferk_ioc_info", sizeof(struct xferk_ioc_info), 56 },
 	{ "xferk_ioc_mr_reg.addr", offsetof(struct xferk_ioc_mr_reg, addr), 8 },
+	{ "xferk_ioc_mr_reg.dmabuf_fd", offsetof(struct xferk_ioc_mr_reg, dmabuf_fd), 28 },
 	{ "xferk_ioc_mr_reg.handle", offsetof(struct xferk_ioc_mr_reg, handle), 32 },
 	{ "sizeof xferk_ioc_mr_reg", sizeof(struct xferk_ioc_mr_reg), 56 },
 	{ "sizeof xferk_ioc_handle", sizeof(struct xferk_ioc_handle), 32 },

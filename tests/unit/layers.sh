@@ -35,7 +35,7 @@ transport  rdma.c rdma_cm.c rdma_dev.c rdma_mr.c rdma_msg.c rdma_post.c
 transport  nullpeer.c
 transport  rdma.h transport.h path.h
 bottom     lifecycle.c sched.c handle.c frag.c conn_state.c region.c stats.c
-bottom     trace.c
+bottom     trace.c region_dmabuf.c
 bottom     lifecycle.h sched.h handle.h frag.h conn_state.h region.h stats.h
 bottom     trace.h wire.h fault.h xferk.h
 uapi       ../uapi/xferk.h
