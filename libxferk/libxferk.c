@@ -96,6 +96,25 @@ XFERK_EXPORT int xferk_mr_reg(struct xferk *x, void *addr, uint64_t len,
 	return ret;
 }
 
+XFERK_EXPORT int xferk_mr_reg_dmabuf(struct xferk *x, int dmabuf_fd,
+				     uint64_t offset, uint64_t len,
+				     uint32_t access, uint64_t *mr)
+{
+	struct xferk_ioc_mr_reg a = {
+		.size = sizeof(a),
+		.flags = XFERK_MR_DMABUF,
+		.addr = offset,
+		.len = len,
+		.access = access,
+		.dmabuf_fd = dmabuf_fd,
+	};
+	int ret = xferk_ioctl(x->fd, XFERK_IOC_MR_REG, &a);
+
+	if (!ret)
+		*mr = a.handle;
+	return ret;
+}
+
 /* The commands that take a handle and drop it. */
 static int drop(struct xferk *x, unsigned long cmd, uint64_t handle)
 {

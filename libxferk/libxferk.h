@@ -39,6 +39,8 @@ uint64_t xferk_features(const struct xferk *x);
 
 int xferk_mr_reg(struct xferk *x, void *addr, uint64_t len, uint32_t access,
 		 uint64_t *mr);
+int xferk_mr_reg_dmabuf(struct xferk *x, int dmabuf_fd, uint64_t offset,
+			uint64_t len, uint32_t access, uint64_t *mr);
 int xferk_mr_dereg(struct xferk *x, uint64_t mr);
 
 int xferk_connect(struct xferk *x, const char *ip, uint16_t port,

@@ -30,6 +30,8 @@ static const struct {
 	{ "xferk_group_release", "XFERK_0.4" }, { "xferk_submit_group", "XFERK_0.4" },
 	{ "xferk_notify", "XFERK_0.4" }, { "xferk_events", "XFERK_0.4" },
 	{ "xferk_window_open_gen", "XFERK_0.4" },
+	{ "xferk_import_rail", "XFERK_0.5" }, { "xferk_connect_qps", "XFERK_0.6" },
+	{ "xferk_mr_reg_dmabuf", "XFERK_0.7" },
 };
 
 int main(int argc, char **argv)

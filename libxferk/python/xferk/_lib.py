@@ -161,7 +161,7 @@ _P = ctypes.POINTER
 _c_int = ctypes.c_int
 _vp = ctypes.c_void_p
 
-# name: (restype, argtypes); XFERK_0.1 .. XFERK_0.6 of libxferk.map.
+# name: (restype, argtypes); XFERK_0.1 .. XFERK_0.7 of libxferk.map.
 _PROTOS = {
     "xferk_open": (_c_int, [_P(_vp)]),
     "xferk_close": (None, [_vp]),
@@ -216,6 +216,8 @@ _PROTOS = {
     # XFERK_0.6
     "xferk_connect_qps": (_c_int, [_vp, ctypes.c_char_p, ctypes.c_uint16,
                                    ctypes.c_uint, ctypes.c_uint, _P(u64)]),
+    # XFERK_0.7
+    "xferk_mr_reg_dmabuf": (_c_int, [_vp, _c_int, u64, u64, u32, _P(u64)]),
 }
 
 
