@@ -70,6 +70,7 @@
 #include <time.h>
 
 #include "test.h"
+#include "vgem.h"
 
 #define US		1000ULL
 #define MS		1000000ULL
@@ -419,7 +420,7 @@ static void disarm_signal(void)
  */
 static const int errs_none[] = { 0 };
 static const int errs_mr_reg[] = { EOVERFLOW, ENOMEM, EOPNOTSUPP, EINTR, EDQUOT,
-				   EMFILE, 0 };
+				   EMFILE, EBADF, ERANGE, EACCES, 0 };
 static const int errs_drop[] = { EBADF, ESTALE, 0 };
 static const int errs_connect[] = { EAFNOSUPPORT, EPERM, EMFILE, ENOMEM,
 				    EHOSTUNREACH, ECONNREFUSED, ETIMEDOUT,
@@ -544,6 +545,9 @@ static unsigned int ntoks;
 static uint8_t *area;		/* REGION_AREA between two PROT_NONE pages */
 static uint8_t *ro_page;	/* PROT_READ */
 static uint8_t *none_page;	/* PROT_NONE */
+/* vgem dma-bufs (-1 without vgem): read-write, read-only; their size */
+static int dmabuf_fd = -1, dmabuf_ro_fd = -1;
+static size_t dmabuf_size;
 
 /*
  * Where one call's argument struct and fragment array live until the call
@@ -586,6 +590,23 @@ static void map_memory(void)
 	memset(ro_page, 0xa5, PG);
 	mprotect(ro_page, PG, PROT_READ);
 	none_page = map_or_die(PG, PROT_NONE, 0);
+}
+
+/* Two small vgem dma-bufs for MR_REG with XFERK_MR_DMABUF, if vgem is there. */
+static void make_dmabufs(void)
+{
+	struct t_vgem_buf rw, ro;
+	int dev = t_vgem_open();
+
+	if (dev < 0)
+		return;
+	if (!t_vgem_create(dev, 4 * PG, 0, &rw)) {
+		dmabuf_fd = rw.fd;
+		dmabuf_size = rw.size;
+	}
+	if (!t_vgem_create(dev, 4 * PG, 1, &ro))
+		dmabuf_ro_fd = ro.fd;
+	close(dev);
 }
 
 static void slot_put(struct slot *s);
@@ -1208,6 +1229,13 @@ static void gen_mr_reg(struct call *c, uint8_t *a)
 		x->addr = (uintptr_t)area;
 		x->len = PG;
 		x->access = chance(50) ? 0 : x->access | 1U << range(4, 31);
+	} else if (r < 98) {
+		/* A dma-buf (vgem's, read-write or read-only), or not one. */
+		x->flags = XFERK_MR_DMABUF;
+		x->dmabuf_fd = chance(60) ? dmabuf_fd : chance(50) ?
+			       dmabuf_ro_fd : chance(50) ? 0 : (int)rnd32();
+		x->addr = chance(70) ? below(dmabuf_size + 1) : rnd();
+		x->len = chance(70) ? range(1, dmabuf_size + 1) : rnd();
 	} else {
 		x->addr = rnd();
 		x->len = rnd() >> below(64);
@@ -4366,6 +4394,7 @@ static void fuzz_main(void)
 	reachable_init();
 	watchdog_start();
 	map_memory();
+	make_dmabufs();
 	for (i = 0; i < NFILES; i++) {
 		files[i].seen = calloc(NSEEN, sizeof(*files[i].seen));
 		if (!files[i].seen) {

@@ -61,8 +61,9 @@ load_kmod() {
 
 setup_rdma() {
 	local m
-	# crc32_generic must precede rdma_rxe; rdma_ucm serves userspace rdma_cm.
-	for m in crc32_generic rdma_rxe rdma_cm ib_uverbs rdma_ucm dummy; do
+	# crc32_generic must precede rdma_rxe; rdma_ucm serves userspace rdma_cm;
+	# vgem makes the dma-bufs of tests/integration/dmabuf.c.
+	for m in crc32_generic rdma_rxe rdma_cm ib_uverbs rdma_ucm dummy vgem; do
 		load_kmod "$m" || return 1
 	done
 	ip link set lo up

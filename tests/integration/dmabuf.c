@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Regions of dma-bufs (XFERK_MR_DMABUF), with vgem's page-backed buffers
+ * over soft-RoCE (tests/integration/vgem.h):
+ *  - data both ways, checked through the vgem buffer's own CPU mapping:
+ *    a dma-buf region as the source of a WRITE into an exported host
+ *    region and as the destination of a READ from it, at an unaligned
+ *    offset, 1 B to 64 MiB (4 MiB on the debug kernel); dma-buf to
+ *    dma-buf through an export of a dma-buf region (1 MiB: soft-RoCE
+ *    fast-registers 512 pages, and a dma-buf region has no other way);
+ *    a window of a dma-buf region is EOPNOTSUPP (not yet);
+ *  - lifecycle: a READ into a dma-buf region whose first completion is
+ *    held; meanwhile the dma-buf's fd is closed, the region deregistered
+ *    and the vgem device closed: the region stays (stats/dmabuf_regions)
+ *    and the READ lands in the buffer; once the op is physically complete
+ *    and released, the dma-buf goes;
+ *  - bad input, each refused with its errno and nothing made: an fd that
+ *    is not open (EBADF) or not a dma-buf (EINVAL), a range past the
+ *    buffer's end (ERANGE) or wrapping (EOVERFLOW), len 0 and unknown
+ *    flags (EINVAL), a read-only dma-buf for a region the device writes
+ *    (EACCES), a range over max_dmabuf_pages_per_file (EMFILE).
+ */
+#include <sys/wait.h>
+
+#include "test.h"
+#include "vgem.h"
+
+#define MIB		(1UL << 20)
+#define OFF		100	/* an unaligned offset in the buffer */
+
+/* The vgem device, or exit: T_FAIL in a test VM (which loads vgem). */
+static int vgem_or_exit(void)
+{
+	int dev = t_vgem_open();
+
+	if (dev < 0) {
+		fprintf(stderr, "no vgem device (modprobe vgem)\n");
+		exit(getenv("XFERK_KERNEL") ? T_FAIL : T_SKIP);
+	}
+	return dev;
+}
+
+static void buf_or_exit(int dev, size_t size, int read_only,
+			struct t_vgem_buf *b)
+{
+	if (t_vgem_create(dev, size, read_only, b)) {
+		fprintf(stderr, "vgem buffer of %zu bytes: %s\n", size,
+			strerror(errno));
+		exit(T_FAIL);
+	}
+}
+
+/* A host region, exported and imported: where the dma-buf's data goes. */
+struct host {
+	uint8_t *mem;
+	uint64_t mr, remote;
+};
+
+static int host_setup(struct xferk *x, uint64_t conn, size_t len,
+		      struct host *h)
+{
+	const uint32_t rw = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
+	struct xferk_token tok;
+	uint64_t exp;
+	int ret;
+
+	h->mem = t_map(len);
+	ret = xferk_mr_reg(x, h->mem, len, rw, &h->mr);
+	if (!ret)
+		ret = xferk_export(x, conn, h->mr, 0, len, rw, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(x, conn, &tok, &h->remote);
+	return ret;
+}
+
+static int one(struct xferk *x, uint64_t mr, uint64_t off, uint64_t len,
+	       uint64_t remote, uint32_t opcode)
+{
+	struct xferk_frag f = { .mr = mr, .offset = off, .len = len,
+				.remote = remote, .opcode = opcode };
+	struct xferk_op_snapshot s;
+
+	return t_run(x, &f, 1, &s);
+}
+
+static void data(struct xferk *x, int dev, uint64_t conn)
+{
+	const size_t big = t_debug_kernel() ? 4 * MIB : 64 * MIB;
+	const uint64_t sizes[] = { 1, 4096, 4096 * 3 + 5, MIB, big };
+	struct t_vgem_buf a, b;
+	uint64_t a_mr, b_mr, b_remote, exp;
+	struct xferk_token tok;
+	struct host h;
+	unsigned int i;
+	int ret;
+
+	buf_or_exit(dev, big + 4096, 0, &a);
+	ret = xferk_mr_reg_dmabuf(x, a.fd, 0, a.size, XFERK_ACCESS_LOCAL_SRC |
+				  XFERK_ACCESS_LOCAL_DST, &a_mr);
+	T_EXPECT(ret == 0, "MR_REG of a dma-buf: %s", strerror(-ret));
+	ret = ret ?: host_setup(x, conn, big + 4096, &h);
+	if (ret) {
+		T_EXPECT(0, "setup: %s", strerror(-ret));
+		return;
+	}
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint64_t len = sizes[i];
+
+		t_fill(a.map + OFF, len, i);
+		memset(h.mem, 0, len + 1);
+		ret = one(x, a_mr, OFF, len, h.remote, XFERK_OP_WRITE);
+		T_EXPECT(ret == XFERK_STATE_SUCCEEDED &&
+			 t_check(h.mem, len, i) < 0 && !h.mem[len],
+			 "dma-buf -> host, %llu bytes: %d",
+			 (unsigned long long)len, ret);
+		t_fill(h.mem, len, i + 100);
+		memset(a.map, 0, len + OFF + 1);
+		ret = one(x, a_mr, OFF, len, h.remote, XFERK_OP_READ);
+		T_EXPECT(ret == XFERK_STATE_SUCCEEDED &&
+			 t_check(a.map + OFF, len, i + 100) < 0 &&
+			 !a.map[OFF - 1] && !a.map[OFF + len],
+			 "host -> dma-buf, %llu bytes: %d",
+			 (unsigned long long)len, ret);
+	}
+
+	/* dma-buf to dma-buf: an export of a dma-buf region. */
+	buf_or_exit(dev, MIB + 4096, 0, &b);
+	ret = xferk_mr_reg_dmabuf(x, b.fd, 0, b.size, XFERK_ACCESS_REMOTE_READ |
+				  XFERK_ACCESS_REMOTE_WRITE, &b_mr);
+	if (!ret)
+		ret = xferk_export(x, conn, b_mr, 0, MIB,
+				   XFERK_ACCESS_REMOTE_READ |
+				   XFERK_ACCESS_REMOTE_WRITE, &tok, &exp);
+	if (!ret)
+		ret = xferk_import(x, conn, &tok, &b_remote);
+	T_EXPECT(ret == 0, "export of a dma-buf region: %s", strerror(-ret));
+	if (ret)
+		return;
+	t_fill(a.map, MIB, 7);
+	memset(b.map, 0, b.size);
+	ret = one(x, a_mr, 0, MIB, b_remote, XFERK_OP_WRITE);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(b.map, MIB, 7) < 0 &&
+		 !b.map[MIB], "dma-buf -> dma-buf: %d", ret);
+	t_fill(b.map, MIB, 8);
+	memset(a.map, 0, MIB);
+	ret = one(x, a_mr, 0, MIB, b_remote, XFERK_OP_READ);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(a.map, MIB, 8) < 0,
+		 "dma-buf <- dma-buf: %d", ret);
+	xferk_unimport(x, b_remote);
+	xferk_unexport(x, exp);
+	{
+		struct xferk_block blk = { .offset = 0, .len = 4096 };
+		uint64_t win, wlen;
+
+		T_EXPECT_ERR(xferk_window_open(x, conn, b_mr, &blk, 1,
+					       XFERK_ACCESS_REMOTE_WRITE, &tok,
+					       &win, &wlen), EOPNOTSUPP);
+	}
+	xferk_mr_dereg(x, b_mr);
+	xferk_mr_dereg(x, a_mr);
+	t_vgem_free(&a);
+	t_vgem_free(&b);
+}
+
+/* Everything that could let the dma-buf go, while an op is in flight. */
+static void lifecycle(struct xferk *x, uint64_t conn)
+{
+	const long long before = t_stat("dmabuf_regions");
+	long long delay_ms = t_fault_get("delay_ms");
+	struct xferk_op_snapshot s;
+	struct t_vgem_buf a;
+	int dev = vgem_or_exit();
+	uint64_t a_mr, op;
+	struct host h;
+	int ret;
+
+	buf_or_exit(dev, MIB, 0, &a);
+	ret = xferk_mr_reg_dmabuf(x, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_DST, &a_mr);
+	ret = ret ?: host_setup(x, conn, MIB, &h);
+	if (ret) {
+		T_EXPECT(0, "setup: %s", strerror(-ret));
+		return;
+	}
+	T_EXPECT(t_stat("dmabuf_regions") == before + 1, "dmabuf_regions %lld",
+		 t_stat("dmabuf_regions"));
+	t_fill(h.mem, MIB, 3);
+	memset(a.map, 0, MIB);
+	{
+		struct xferk_frag f = { .mr = a_mr, .len = MIB,
+					.remote = h.remote,
+					.opcode = XFERK_OP_READ };
+
+		if (t_submit_held(x, &f, 1, t_scaled_ms(1000), &op)) {
+			T_EXPECT(0, "a held READ");
+			return;
+		}
+	}
+	/* Its fd, its region and the exporter's device go; the op holds it. */
+	close(a.fd);
+	a.fd = -1;
+	T_EXPECT(xferk_mr_dereg(x, a_mr) == 0, "MR_DEREG in flight");
+	close(dev);
+	T_EXPECT(t_stat("dmabuf_regions") == before + 1,
+		 "in flight: dmabuf_regions %lld, want %lld",
+		 t_stat("dmabuf_regions"), before + 1);
+	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
+		 "the READ: %d, state %u", ret, s.state);
+	T_EXPECT(t_check(a.map, MIB, 3) < 0,
+		 "the READ landed in the buffer after its fd and region went");
+	xferk_release(x, op);
+	T_EXPECT(t_stat_wait("dmabuf_regions", before, 10000) == before,
+		 "after the op: dmabuf_regions %lld, want %lld",
+		 t_stat("dmabuf_regions"), before);
+	t_fault_set("delay_ms", delay_ms);
+	t_vgem_free(&a);
+}
+
+static void bad_input(struct xferk *x, int dev)
+{
+	const long long before = t_stat("dmabuf_regions");
+	const uint32_t w = XFERK_ACCESS_LOCAL_DST;
+	long long limit = t_param("max_dmabuf_pages_per_file");
+	struct t_vgem_buf b, ro;
+	uint64_t mr = 0, mr2;
+	int fd;
+
+	buf_or_exit(dev, 2 * 4096, 0, &b);
+	buf_or_exit(dev, 4096, 1, &ro);
+	fd = open("/dev/null", O_RDWR);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, 1000, 0, 4096, w, &mr), EBADF);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, fd, 0, 4096, w, &mr), EINVAL);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, b.fd, 4096, 4097, w, &mr), ERANGE);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, b.fd, 1, b.size, w, &mr), ERANGE);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, b.fd, ~0ULL - 10, 4096, w, &mr),
+		     EOVERFLOW);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, b.fd, 0, 0, w, &mr), EINVAL);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, b.fd, 0, 4096, 0, &mr), EINVAL);
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, ro.fd, 0, 4096, w, &mr), EACCES);
+	T_EXPECT(xferk_mr_reg_dmabuf(x, ro.fd, 0, 4096, XFERK_ACCESS_LOCAL_SRC,
+				     &mr) == 0, "a read-only dma-buf as a source");
+	xferk_mr_dereg(x, mr);
+	{
+		struct xferk_ioc_mr_reg a = {
+			.size = sizeof(a), .flags = 1U << 31, .len = 4096,
+			.access = w, .dmabuf_fd = b.fd,
+		};
+
+		T_EXPECT(ioctl(xferk_fd(x), XFERK_IOC_MR_REG, &a) == -1 &&
+			 errno == EINVAL, "unknown flags: %s", strerror(errno));
+	}
+	if (limit > 0 && !t_set_param("max_dmabuf_pages_per_file", 1)) {
+		T_EXPECT(xferk_mr_reg_dmabuf(x, b.fd, 0, 4096, w, &mr) == 0,
+			 "one page within the limit");
+		T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, b.fd, 4096, 4096, w, &mr2),
+			     EMFILE);
+		xferk_mr_dereg(x, mr);
+		T_EXPECT(xferk_mr_reg_dmabuf(x, b.fd, 4096, 4096, w, &mr) == 0,
+			 "the page is the file's again after MR_DEREG");
+		xferk_mr_dereg(x, mr);
+		t_set_param("max_dmabuf_pages_per_file", limit);
+	} else {
+		T_EXPECT(0, "no parameter max_dmabuf_pages_per_file");
+	}
+	close(fd);
+	t_vgem_free(&b);
+	t_vgem_free(&ro);
+	T_EXPECT(t_stat_wait("dmabuf_regions", before, 10000) == before,
+		 "bad input left nothing: dmabuf_regions %lld, want %lld",
+		 t_stat("dmabuf_regions"), before);
+}
+
+int main(void)
+{
+	struct xferk *x;
+	uint64_t conn;
+	int dev, ret;
+
+	if (access(XFERK_DEVICE_PATH, F_OK))
+		return T_SKIP;
+	if (xferk_open(&x))
+		return T_FAIL;
+	if (!(xferk_features(x) & XFERK_FEAT_DMABUF)) {
+		fprintf(stderr, "the module has no XFERK_FEAT_DMABUF\n");
+		return T_FAIL;
+	}
+	dev = vgem_or_exit();
+	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
+	if (ret) {
+		fprintf(stderr, "connect: %s\n", strerror(-ret));
+		return T_FAIL;
+	}
+	data(x, dev, conn);
+	bad_input(x, dev);
+	lifecycle(x, conn);
+	close(dev);
+	xferk_close(x);
+	return t_result();
+}
