@@ -23,7 +23,9 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/memcontrol.h>
 #include <linux/memremap.h>
+#include <linux/sched/mm.h>
 #include <linux/platform_device.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -122,26 +124,48 @@ static int dmabuf_pages(struct xferk_region *r, struct sg_table *sgt)
 	return -EOPNOTSUPP;
 }
 
-/* Attaches, maps and takes the pages; d->lock held. 0 or an errno. */
+/*
+ * What an exporter's failure to attach or map means here: -ENOMEM and
+ * -EINTR (a signal while the exporter waited) pass, and may not happen
+ * next time; anything else is -EOPNOTSUPP, for good.
+ */
+static int dmabuf_errno(long err)
+{
+	if (err == -ENOMEM)
+		return -ENOMEM;
+	if (err == -EINTR || err == -ERESTARTSYS)
+		return -EINTR;
+	return -EOPNOTSUPP;
+}
+
+/*
+ * Attaches, maps and takes the pages; d->lock held. The page array is
+ * charged to the region owner's memory cgroup, whoever needs it first (a
+ * submit, or the completion worker's post). 0 or an errno.
+ */
 static int dmabuf_attach_pages(struct xferk_region *r)
 {
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(r->mm), *old;
 	struct xferk_dmabuf *d = r->dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
 	int ret;
 
+	old = set_active_memcg(memcg);
 	r->pages = kvmalloc_array(r->npages, sizeof(*r->pages),
 				  XFERK_GFP_USER | __GFP_NOWARN);
+	set_active_memcg(old);
+	mem_cgroup_put(memcg);
 	if (!r->pages)
 		return -ENOMEM;
 	attach = dma_buf_attach(d->dmabuf, &xferk_dma_dev->dev);
 	if (IS_ERR(attach)) {
-		ret = PTR_ERR(attach) == -ENOMEM ? -ENOMEM : -EOPNOTSUPP;
+		ret = dmabuf_errno(PTR_ERR(attach));
 		goto err_free;
 	}
 	sgt = dma_buf_map_attachment_unlocked(attach, dmabuf_dir(r));
 	if (IS_ERR(sgt)) {
-		ret = PTR_ERR(sgt) == -ENOMEM ? -ENOMEM : -EOPNOTSUPP;
+		ret = dmabuf_errno(PTR_ERR(sgt));
 		goto err_detach;
 	}
 	ret = dmabuf_pages(r, sgt);
@@ -172,7 +196,8 @@ err_free:
  * exporter may take (dma-buf reservation locks).
  *
  * Return: 0 (r->pages is there), -EOPNOTSUPP (the exporter refused, or
- * the memory has no struct pages: for good), -ENOMEM.
+ * the memory has no struct pages: for good), -ENOMEM or -EINTR (the next
+ * call tries again).
  */
 int xferk_region_pages(struct xferk_region *r)
 {
@@ -182,6 +207,9 @@ int xferk_region_pages(struct xferk_region *r)
 	/* Pairs with the release below: seen ready means the pages are. */
 	if (!d || smp_load_acquire(&d->ready))
 		return 0;
+	/* Its importers must not read pages: dma-buf mangles them. */
+	if (IS_ENABLED(CONFIG_DMABUF_DEBUG))
+		return -EOPNOTSUPP;
 	mutex_lock(&d->lock);
 	ret = d->error;
 	if (!ret && !d->ready) {
@@ -189,7 +217,7 @@ int xferk_region_pages(struct xferk_region *r)
 		if (!ret) {
 			/* Publishes r->pages to the lockless check above. */
 			smp_store_release(&d->ready, true);
-		} else if (ret != -ENOMEM) {
+		} else if (ret == -EOPNOTSUPP) {
 			d->error = ret;
 		}
 	}
