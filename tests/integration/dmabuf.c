@@ -12,8 +12,9 @@
  *  - lifecycle: a READ into a dma-buf region whose first completion is
  *    held; meanwhile the dma-buf's fd is closed, the region deregistered
  *    and the vgem device closed: the region stays (stats/dmabuf_regions)
- *    and the READ lands in the buffer; once the op is physically complete
- *    and released, the dma-buf goes;
+ *    and the exporter lists the module's attachment (debugfs
+ *    dma_buf/bufinfo); once the op is physically complete and released,
+ *    the region and the attachment go;
  *  - bad input, each refused with its errno and nothing made: an fd that
  *    is not open (EBADF) or not a dma-buf (EINVAL), a range past the
  *    buffer's end (ERANGE) or wrapping (EOVERFLOW), len 0 and unknown
@@ -27,6 +28,8 @@
 
 #define MIB		(1UL << 20)
 #define OFF		100	/* an unaligned offset in the buffer */
+/* The exporters' table: each dma-buf with the devices attached to it. */
+#define BUFINFO		"/sys/kernel/debug/dma_buf/bufinfo"
 
 /* The vgem device, or exit: T_FAIL in a test VM (which loads vgem). */
 static int vgem_or_exit(void)
@@ -190,7 +193,7 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 					.remote = h.remote,
 					.opcode = XFERK_OP_READ };
 
-		if (t_submit_held(x, &f, 1, t_scaled_ms(1000), &op)) {
+		if (t_submit_held(x, &f, 1, t_scaled_ms(3000), &op)) {
 			T_EXPECT(0, "a held READ");
 			return;
 		}
@@ -203,6 +206,8 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 	T_EXPECT(t_stat("dmabuf_regions") == before + 1,
 		 "in flight: dmabuf_regions %lld, want %lld",
 		 t_stat("dmabuf_regions"), before + 1);
+	T_EXPECT(t_file_has(BUFINFO, "xferk-dma"),
+		 "in flight: the exporter lists no attachment of xferk-dma");
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
 		 "the READ: %d, state %u", ret, s.state);
@@ -212,6 +217,8 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 	T_EXPECT(t_stat_wait("dmabuf_regions", before, 10000) == before,
 		 "after the op: dmabuf_regions %lld, want %lld",
 		 t_stat("dmabuf_regions"), before);
+	T_EXPECT(!t_file_has(BUFINFO, "xferk-dma"),
+		 "after the op: the exporter still lists xferk-dma attached");
 	t_fault_set("delay_ms", delay_ms);
 	t_vgem_free(&a);
 }
