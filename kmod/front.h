@@ -19,6 +19,7 @@ struct attribute_group;
 struct xferk_evq;
 struct xferk_op;
 struct xferk_op_settle;
+struct xferk_dmabuf_acct;
 struct xferk_qacct;
 
 /**
@@ -27,8 +28,8 @@ struct xferk_qacct;
  * @handles: the file's handles (counted per kind against the limits)
  * @qacct: the file's account: queue admission and chunk budget (ref)
  * @evq: the file's event queue (ref), made on first use (@lock)
- * @dmabuf_pages: pages its dma-buf region handles span, against
- *	max_dmabuf_pages_per_file
+ * @dmabuf_acct: the pages its dma-buf regions span (ref), against
+ *	max_dmabuf_pages_per_file, until each region goes
  *
  * Owned by the file: allocated in ->open, freed in ->release after every
  * handle was dropped (ops still in flight live on, owned by the kernel,
@@ -39,7 +40,7 @@ struct xferk_file {
 	struct xferk_handles handles;
 	struct xferk_qacct *qacct;
 	struct xferk_evq *evq;
-	atomic_long_t dmabuf_pages;
+	struct xferk_dmabuf_acct *dmabuf_acct;
 };
 
 /* uarg.c */

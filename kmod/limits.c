@@ -90,7 +90,7 @@ unsigned long xferk_max_dmabuf_pages_per_file = 1UL << 24;
 module_param_named(max_dmabuf_pages_per_file, xferk_max_dmabuf_pages_per_file,
 		   ulong, 0644);
 MODULE_PARM_DESC(max_dmabuf_pages_per_file,
-		 "Pages one open file's dma-buf regions may span, summed over its region handles (default 16777216: 64 GiB)");
+		 "Pages one open file's dma-buf regions may span, summed until each region goes (default 16777216: 64 GiB)");
 
 unsigned long xferk_max_export_pages_per_file = 1UL << 24;
 module_param_named(max_export_pages_per_file, xferk_max_export_pages_per_file,

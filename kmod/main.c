@@ -53,38 +53,6 @@ int xferk_ioctl_info(struct xferk_file *xf, union xferk_ioc_arg *arg)
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_ioctl_info);
 
-/* The pages a dma-buf region handle of @xf spans go with the handle. */
-static void dmabuf_uncharge(struct xferk_file *xf, struct xferk_region *r)
-{
-	if (r->dmabuf)
-		atomic_long_sub(r->npages, &xf->dmabuf_pages);
-}
-
-/*
- * A dma-buf region's pages are charged to its file before it is made
- * (EMFILE past max_dmabuf_pages_per_file), and uncharged with its handle.
- */
-static struct xferk_region *mr_reg_dmabuf(struct xferk_file *xf,
-					  const struct xferk_ioc_mr_reg *a)
-{
-	struct xferk_region *r;
-	unsigned long npages;
-	int ret;
-
-	ret = xferk_region_check(a->addr, a->len, a->access, &npages);
-	if (ret)
-		return ERR_PTR(ret);
-	ret = xferk_charge(&xf->dmabuf_pages, npages,
-			   READ_ONCE(xferk_max_dmabuf_pages_per_file), -EMFILE);
-	if (ret)
-		return ERR_PTR(ret);
-	r = xferk_region_create_dmabuf(a->dmabuf_fd, a->addr, a->len,
-				       a->access);
-	if (IS_ERR(r))
-		atomic_long_sub(npages, &xf->dmabuf_pages);
-	return r;
-}
-
 int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg)
 {
 	struct xferk_ioc_mr_reg *a = &arg->mr_reg;
@@ -98,7 +66,9 @@ int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	if (!xferk_handle_room_limited(xf, XFERK_H_REGION))
 		return -EMFILE;
 	if (a->flags & XFERK_MR_DMABUF)
-		r = mr_reg_dmabuf(xf, a);
+		r = xferk_region_create_dmabuf(a->dmabuf_fd, a->addr, a->len,
+					       a->access, xf->dmabuf_acct,
+					       READ_ONCE(xferk_max_dmabuf_pages_per_file));
 	else
 		r = xferk_region_create(a->addr, a->len, a->access);
 	if (IS_ERR(r))
@@ -107,7 +77,6 @@ int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	ret = xferk_handle_add_limited(xf, &r->hobj, XFERK_H_REGION);
 	mutex_unlock(&xf->lock);
 	if (ret) {
-		dmabuf_uncharge(xf, r);
 		xferk_region_put(r);
 		return ret;
 	}
@@ -206,8 +175,7 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
  * stay pinned while ops use them; a null peer dies with its handle (it is
  * never shared).
  */
-static void drop_object(struct xferk_file *xf, struct xferk_hobj *ho,
-			bool closing)
+static void drop_object(struct xferk_hobj *ho, bool closing)
 {
 	struct xferk_region *r;
 	struct xferk_conn_ref *cr;
@@ -216,7 +184,6 @@ static void drop_object(struct xferk_file *xf, struct xferk_hobj *ho,
 	switch (ho->kind) {
 	case XFERK_H_REGION:
 		r = container_of(ho, struct xferk_region, hobj);
-		dmabuf_uncharge(xf, r);
 		xferk_region_revoke_exports(r);
 		xferk_region_deregister(r);
 		break;
@@ -282,7 +249,7 @@ int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind)
 
 	if (IS_ERR(ho))
 		return PTR_ERR(ho);
-	drop_object(xf, ho, false);
+	drop_object(ho, false);
 	return 0;
 }
 
@@ -302,7 +269,7 @@ void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind)
 	struct xferk_hobj *ho = xferk_take_handle(xf, handle, kind);
 
 	if (!IS_ERR(ho))
-		drop_object(xf, ho, true);
+		drop_object(ho, true);
 }
 
 /**
@@ -326,7 +293,7 @@ int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
 	ret = xferk_handle_remove_obj(&xf->handles, handle, &op->hobj);
 	mutex_unlock(&xf->lock);
 	if (!ret)
-		drop_object(xf, &op->hobj, false);
+		drop_object(&op->hobj, false);
 	return ret;
 }
 
@@ -345,7 +312,11 @@ static int xferk_open(struct inode *inode, struct file *file)
 	if (!xf)
 		return -ENOMEM;
 	xf->qacct = xferk_qacct_create();
-	if (!xf->qacct) {
+	xf->dmabuf_acct = xferk_dmabuf_acct_create();
+	if (!xf->qacct || !xf->dmabuf_acct) {
+		if (xf->qacct)
+			xferk_qacct_put(xf->qacct);
+		kfree(xf->dmabuf_acct);
 		kfree(xf);
 		return -ENOMEM;
 	}
@@ -365,11 +336,12 @@ static int xferk_release(struct inode *inode, struct file *file)
 	struct xferk_hobj *ho;
 
 	while ((ho = xferk_handle_pop(&xf->handles)))
-		drop_object(xf, ho, true);
+		drop_object(ho, true);
 	xferk_handles_destroy(&xf->handles);
 	if (xf->evq)
 		xferk_evq_put(xf->evq);
 	xferk_qacct_put(xf->qacct);
+	xferk_dmabuf_acct_put(xf->dmabuf_acct);
 	kfree(xf);
 	return 0;
 }

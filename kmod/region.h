@@ -70,8 +70,13 @@ extern struct list_head xferk_regions;
 extern u64 xferk_quarantine_limit_bytes;
 
 struct xferk_region *xferk_region_create(u64 addr, u64 len, u32 access);
+struct xferk_dmabuf_acct;
 struct xferk_region *xferk_region_create_dmabuf(int fd, u64 offset, u64 len,
-						u32 access);
+						u32 access,
+						struct xferk_dmabuf_acct *acct,
+						unsigned long max_pages);
+struct xferk_dmabuf_acct *xferk_dmabuf_acct_create(void);
+void xferk_dmabuf_acct_put(struct xferk_dmabuf_acct *a);
 int xferk_region_dmabuf_init(void);
 void xferk_region_dmabuf_exit(void);
 int xferk_region_pages(struct xferk_region *r);

@@ -18,8 +18,8 @@
  * work request that can touch them is physically terminal, whatever comes
  * first (MR_DEREG, the dma-buf's fd closed, the exporter's own handle
  * freed, process exit). The memory is not charged to RLIMIT_MEMLOCK (it
- * is the exporter's, not the process's); the front bounds the pages of
- * one file's dma-buf regions (max_dmabuf_pages_per_file).
+ * is the exporter's, not the process's); the pages of one file's dma-buf
+ * regions are bounded (max_dmabuf_pages_per_file) until each region goes.
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
@@ -64,8 +64,39 @@ void xferk_region_dmabuf_exit(void)
 }
 
 /**
+ * struct xferk_dmabuf_acct - the dma-buf pages one open file holds
+ * @ref: the file, and each of its dma-buf regions
+ * @pages: the pages its dma-buf regions span, each until the region goes
+ *	(not its handle: an op may hold the region longer)
+ */
+struct xferk_dmabuf_acct {
+	struct kref ref;
+	atomic_long_t pages;
+};
+
+struct xferk_dmabuf_acct *xferk_dmabuf_acct_create(void)
+{
+	struct xferk_dmabuf_acct *a = kzalloc(sizeof(*a), XFERK_GFP_USER);
+
+	if (a)
+		kref_init(&a->ref);
+	return a;
+}
+
+static void dmabuf_acct_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct xferk_dmabuf_acct, ref));
+}
+
+void xferk_dmabuf_acct_put(struct xferk_dmabuf_acct *a)
+{
+	kref_put(&a->ref, dmabuf_acct_release);
+}
+
+/**
  * struct xferk_dmabuf - what a region of a dma-buf holds
  * @dmabuf: the dma-buf (a reference)
+ * @acct: its file's account (a reference), charged with the region's pages
  * @lock: makes @attach once
  * @attach: @dmabuf attached to xferk_dma_dev, NULL until a device with
  *	virtual DMA needs the region's pages
@@ -76,6 +107,7 @@ void xferk_region_dmabuf_exit(void)
  */
 struct xferk_dmabuf {
 	struct dma_buf *dmabuf;
+	struct xferk_dmabuf_acct *acct;
 	struct mutex lock;	/* @attach, @sgt, @error */
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
@@ -232,14 +264,20 @@ int xferk_region_pages(struct xferk_region *r)
  * @offset: the range's start in it, any alignment
  * @len: length, > 0
  * @access: XFERK_ACCESS_* bits
+ * @acct: the calling file's account, charged with the region's pages
+ *	until the region goes
+ * @max_pages: what @acct may hold
  *
  * Return: the region with one reference, or ERR_PTR: those of
- * xferk_region_check(), -EBADF (@fd is not open), -EINVAL (@fd is not a
- * dma-buf), -ERANGE (the range ends past the dma-buf), -EACCES (the device
- * would write a dma-buf opened read-only), -ENOMEM.
+ * xferk_region_check(), -EMFILE (@acct would pass @max_pages), -EBADF
+ * (@fd is not open), -EINVAL (@fd is not a dma-buf), -ERANGE (the range
+ * ends past the dma-buf), -EACCES (the device would write a dma-buf
+ * opened read-only), -ENOMEM.
  */
 struct xferk_region *xferk_region_create_dmabuf(int fd, u64 offset, u64 len,
-						u32 access)
+						u32 access,
+						struct xferk_dmabuf_acct *acct,
+						unsigned long max_pages)
 {
 	struct xferk_region *r;
 	struct xferk_dmabuf *d;
@@ -250,9 +288,14 @@ struct xferk_region *xferk_region_create_dmabuf(int fd, u64 offset, u64 len,
 	ret = xferk_region_check(offset, len, access, &npages);
 	if (ret)
 		return ERR_PTR(ret);
+	ret = xferk_charge(&acct->pages, npages, max_pages, -EMFILE);
+	if (ret)
+		return ERR_PTR(ret);
 	dmabuf = dma_buf_get(fd);
-	if (IS_ERR(dmabuf))
-		return ERR_PTR(PTR_ERR(dmabuf) == -EBADF ? -EBADF : -EINVAL);
+	if (IS_ERR(dmabuf)) {
+		ret = PTR_ERR(dmabuf) == -EBADF ? -EBADF : -EINVAL;
+		goto err_uncharge;
+	}
 	ret = -ERANGE;
 	if (offset + len > dmabuf->size)
 		goto err_put;
@@ -269,6 +312,8 @@ struct xferk_region *xferk_region_create_dmabuf(int fd, u64 offset, u64 len,
 		goto err_free;
 	mutex_init(&d->lock);
 	d->dmabuf = dmabuf;
+	kref_get(&acct->ref);
+	d->acct = acct;
 	r->dmabuf = d;
 	atomic64_inc(&xferk_stats.dmabuf_regions);
 	xferk_region_publish(r);
@@ -278,6 +323,8 @@ err_free:
 	kfree(d);
 err_put:
 	dma_buf_put(dmabuf);
+err_uncharge:
+	atomic_long_sub(npages, &acct->pages);
 	return ERR_PTR(ret);
 }
 
@@ -292,6 +339,8 @@ void xferk_region_dmabuf_release(struct xferk_region *r)
 		dma_buf_detach(d->dmabuf, d->attach);
 	}
 	dma_buf_put(d->dmabuf);
+	atomic_long_sub(r->npages, &d->acct->pages);
+	xferk_dmabuf_acct_put(d->acct);
 	kfree(d);
 	atomic64_dec(&xferk_stats.dmabuf_regions);
 }

@@ -13,8 +13,10 @@
  *    held; meanwhile the dma-buf's fd is closed, the region deregistered
  *    and the vgem device closed: the region stays (stats/dmabuf_regions)
  *    and the exporter lists the module's attachment (debugfs
- *    dma_buf/bufinfo); once the op is physically complete and released,
- *    the region and the attachment go;
+ *    dma_buf/bufinfo), and the file is still charged with its pages
+ *    (max_dmabuf_pages_per_file at them: one more page is EMFILE); once
+ *    the op is physically complete and released, the region, the
+ *    attachment and the charge go;
  *  - bad input, each refused with its errno and nothing made: an fd that
  *    is not open (EBADF) or not a dma-buf (EINVAL), a range past the
  *    buffer's end (ERANGE) or wrapping (EOVERFLOW), len 0 and unknown
@@ -170,14 +172,16 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 {
 	const long long before = t_stat("dmabuf_regions");
 	long long delay_ms = t_fault_get("delay_ms");
+	long long limit = t_param("max_dmabuf_pages_per_file");
 	struct xferk_op_snapshot s;
-	struct t_vgem_buf a;
+	struct t_vgem_buf a, c;
 	int dev = vgem_or_exit();
-	uint64_t a_mr, op;
+	uint64_t a_mr, c_mr, op;
 	struct host h;
 	int ret;
 
 	buf_or_exit(dev, MIB, 0, &a);
+	buf_or_exit(dev, 4096, 0, &c);
 	ret = xferk_mr_reg_dmabuf(x, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_DST, &a_mr);
 	ret = ret ?: host_setup(x, conn, MIB, &h);
 	if (ret) {
@@ -208,6 +212,11 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 		 t_stat("dmabuf_regions"), before + 1);
 	T_EXPECT(t_file_has(BUFINFO, "xferk-dma"),
 		 "in flight: the exporter lists no attachment of xferk-dma");
+	/* The file is still charged with the pages the op holds. */
+	T_EXPECT(limit > 0 && !t_set_param("max_dmabuf_pages_per_file",
+					   MIB / 4096), "limit to 256 pages");
+	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, c.fd, 0, 4096,
+					 XFERK_ACCESS_LOCAL_DST, &c_mr), EMFILE);
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
 		 "the READ: %d, state %u", ret, s.state);
@@ -219,8 +228,16 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 		 t_stat("dmabuf_regions"), before);
 	T_EXPECT(!t_file_has(BUFINFO, "xferk-dma"),
 		 "after the op: the exporter still lists xferk-dma attached");
+	ret = xferk_mr_reg_dmabuf(x, c.fd, 0, 4096, XFERK_ACCESS_LOCAL_DST,
+				  &c_mr);
+	T_EXPECT(ret == 0, "after the op, its pages are the file's again: %s",
+		 strerror(-ret));
+	if (!ret)
+		xferk_mr_dereg(x, c_mr);
+	t_set_param("max_dmabuf_pages_per_file", limit);
 	t_fault_set("delay_ms", delay_ms);
 	t_vgem_free(&a);
+	t_vgem_free(&c);
 }
 
 static void bad_input(struct xferk *x, int dev)
