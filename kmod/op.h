@@ -148,6 +148,10 @@ enum xferk_drain_step {
 /**
  * struct xferk_op_settle - a submitter whose command waits for its op
  * @cmd: the command that waits: an io_uring SUBMIT (uring.c)
+ * @nowait: the command is issued non-blocking: where the submit would
+ *	wait for a dma-buf's exporter (mapping its region for a device), it
+ *	fails with -EAGAIN instead, having published nothing, and io_uring
+ *	issues it again from a worker
  * @park: records @cmd in the op, with the op's handle
  * @settled: the op's ->settled from then on
  *
@@ -181,6 +185,7 @@ enum xferk_drain_step {
  */
 struct xferk_op_settle {
 	struct io_uring_cmd *cmd;
+	bool nowait;
 	void (*park)(struct xferk_op *op, struct io_uring_cmd *cmd,
 		     u64 handle);
 	void (*settled)(struct xferk_op *op, u32 state);

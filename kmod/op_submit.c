@@ -229,12 +229,14 @@ static int op_collect_conns(struct xferk_op *op, struct xferk_remote **remotes,
  * (rails included) their fragments go to, before the op is visible and
  * outside every session's lock: a large region's first post would
  * otherwise map all of its pages under the posting session's lock,
- * stalling every tenant's posts and completions there. Best effort: a
- * map that could not be made now is made by the post. Return: 0, or
- * -EOPNOTSUPP: a region of a dma-buf that a session's device cannot reach.
+ * stalling every tenant's posts and completions there. Best effort for
+ * user memory: a map that could not be made now is made by the post. A
+ * dma-buf region's is made only here (@nowait: not at all, -EAGAIN).
+ * Return: 0, or what the transport's .map_region returns for a dma-buf
+ * region.
  */
 static int op_map_regions(struct xferk_region **regions,
-			  struct xferk_remote **remotes, u32 nr)
+			  struct xferk_remote **remotes, u32 nr, bool nowait)
 {
 	struct xferk_conn *c;
 	u32 i, k;
@@ -248,7 +250,8 @@ static int op_map_regions(struct xferk_region **regions,
 			c = xferk_remote_rail_conn(remotes[i], k);
 			if (!c->transport->map_region)
 				continue;
-			ret = c->transport->map_region(&c->path, regions[i]);
+			ret = c->transport->map_region(&c->path, regions[i],
+						       nowait);
 			if (ret)
 				return ret;
 		}
@@ -390,7 +393,8 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 		ret = -ENOMEM;
 		goto out_unadmit;
 	}
-	ret = op_map_regions(regions, remotes, a->nr_frags);
+	ret = op_map_regions(regions, remotes, a->nr_frags,
+			     settle && settle->nowait);
 	if (ret)
 		goto out_unadmit;
 	kref_init(&op->ref);

@@ -125,7 +125,8 @@ struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
 					  struct xferk_dev *d);
 struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 				     struct xferk_dev *d);
-int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r);
+int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r,
+			 bool nowait);
 void xferk_region_unmap(struct xferk_region *r);
 int xferk_dev_attach(struct xferk_dev_link *l, struct ib_device *ibdev,
 		     struct xferk_qdev **qdev);

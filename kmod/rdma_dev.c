@@ -147,36 +147,61 @@ static const struct dma_buf_attach_ops dmabuf_pinned_ops = {
 };
 
 /*
+ * How long a map waits for the exporter's pending moves of a dma-buf it
+ * pinned (its kernel fences): past it, the map fails with -ETIMEDOUT.
+ */
+#define XFERK_DMABUF_FENCE_WAIT	(10 * HZ)
+
+/*
  * Maps a dma-buf region for a device with real DMA, as
  * ib_umem_dmabuf_get_pinned() does: the dma-buf attached to the device
  * itself (peer to peer allowed: a GPU's memory), pinned and mapped, once
- * the exporter's pending moves are done; @m->dma taken from its DMA
- * addresses, whole page by whole page. No struct page is touched. Return:
- * true, or false with nothing attached.
+ * the exporter's pending moves are done (within XFERK_DMABUF_FENCE_WAIT,
+ * a signal ends the wait); @m->dma taken from its DMA addresses, whole
+ * page by whole page. No struct page is touched. Return: 0, or an errno
+ * with nothing attached: -EOPNOTSUPP (the exporter refused, or its
+ * mapping is not of whole pages), -ENOMEM, -EINTR, -ETIMEDOUT.
  */
-static bool dma_map_dmabuf(struct xferk_dma_map *m, struct xferk_region *r,
-			   struct ib_device *ibdev)
+static int dma_map_dmabuf(struct xferk_dma_map *m, struct xferk_region *r,
+			  struct ib_device *ibdev)
 {
 	unsigned long skip = r->addr >> PAGE_SHIFT, i = 0, j, n;
+	struct dma_buf *dmabuf = xferk_region_dma_buf(r);
 	struct dma_buf_attachment *attach;
 	struct scatterlist *sg;
 	struct sg_table *sgt;
 	unsigned int k;
+	long wait;
+	int ret;
 
-	attach = dma_buf_dynamic_attach(xferk_region_dma_buf(r),
-					ibdev->dma_device, &dmabuf_pinned_ops,
-					m);
+	attach = dma_buf_dynamic_attach(dmabuf, ibdev->dma_device,
+					&dmabuf_pinned_ops, m);
 	if (IS_ERR(attach))
-		return false;
-	dma_resv_lock(xferk_region_dma_buf(r)->resv, NULL);
-	if (dma_buf_pin(attach))
+		return xferk_dmabuf_errno(PTR_ERR(attach));
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret) {
+		ret = -EINTR;
+		goto err_detach;
+	}
+	ret = dma_buf_pin(attach);
+	if (ret) {
+		ret = xferk_dmabuf_errno(ret);
 		goto err_unlock;
+	}
 	sgt = dma_buf_map_attachment(attach, m->dir);
-	if (IS_ERR(sgt))
+	if (IS_ERR(sgt)) {
+		ret = xferk_dmabuf_errno(PTR_ERR(sgt));
 		goto err_unpin;
-	dma_resv_wait_timeout(xferk_region_dma_buf(r)->resv, DMA_RESV_USAGE_KERNEL, false,
-			      MAX_SCHEDULE_TIMEOUT);
-	dma_resv_unlock(xferk_region_dma_buf(r)->resv);
+	}
+	m->attach = attach;
+	m->sgt = sgt;
+	wait = dma_resv_wait_timeout(dmabuf->resv, DMA_RESV_USAGE_KERNEL, true,
+				     XFERK_DMABUF_FENCE_WAIT);
+	dma_resv_unlock(dmabuf->resv);
+	if (wait <= 0) {
+		ret = wait ? -EINTR : -ETIMEDOUT;
+		goto err_release;
+	}
 	for_each_sgtable_dma_sg(sgt, sg, k) {
 		dma_addr_t addr = sg_dma_address(sg);
 
@@ -190,63 +215,72 @@ static bool dma_map_dmabuf(struct xferk_dma_map *m, struct xferk_region *r,
 				m->dma[i++] = addr + j * PAGE_SIZE;
 		}
 		if (i == r->npages)
-			break;
+			return 0;
 	}
-	m->attach = attach;
-	m->sgt = sgt;
-	if (i == r->npages)
-		return true;
+	ret = -EOPNOTSUPP;
+err_release:
 	dma_map_release(m, ibdev);
-	return false;
+	return ret;
 
 err_unpin:
 	dma_buf_unpin(attach);
 err_unlock:
-	dma_resv_unlock(xferk_region_dma_buf(r)->resv);
-	dma_buf_detach(xferk_region_dma_buf(r), attach);
-	return false;
+	dma_resv_unlock(dmabuf->resv);
+err_detach:
+	dma_buf_detach(dmabuf, attach);
+	return ret;
 }
 
 /*
- * A new map of @r for @d, charged to the region owner's memory cgroup, or
- * NULL. A dma-buf region on a device with real DMA is mapped through its
- * dma-buf (dma_map_dmabuf()), whole or not at all; everything else through
- * its pages (a dma-buf region's made now: xferk_region_pages()), per post
- * where they cannot stay mapped.
+ * A new map of @r for @d, charged to the region owner's memory cgroup. A
+ * dma-buf region on a device with real DMA is mapped through its dma-buf
+ * (dma_map_dmabuf()), whole or not at all; everything else through its
+ * pages (a dma-buf region's made now: xferk_region_pages()), per post
+ * where they cannot stay mapped (never a dma-buf region's). Return: the
+ * map, or ERR_PTR: -ENOMEM, or for a dma-buf region what
+ * dma_map_dmabuf() or xferk_region_pages() returns.
  */
 static struct xferk_dma_map *dma_map_create(struct xferk_region *r,
 					    struct xferk_dev *d)
 {
-	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(r->mm), *old;
 	bool dmabuf = r->dmabuf && !ib_uses_virt_dma(d->ibdev);
+	struct mem_cgroup *memcg, *old;
 	struct xferk_dma_map *m;
 	bool whole;
+	int ret;
 
-	if (!dmabuf && xferk_region_pages(r)) {
-		mem_cgroup_put(memcg);
-		return NULL;
+	if (!dmabuf) {
+		ret = xferk_region_pages(r);
+		if (ret)
+			return ERR_PTR(ret);
 	}
+	memcg = get_mem_cgroup_from_mm(r->mm);
 	old = set_active_memcg(memcg);
 	m = kvzalloc(struct_size(m, dma, r->npages),
 		     XFERK_GFP_USER | __GFP_NOWARN);
 	whole = m;
-	if (!m && !dmabuf)	/* mapping per post needs no array */
+	if (!m && !r->dmabuf)	/* mapping per post needs no array */
 		m = kzalloc(sizeof(*m), XFERK_GFP_USER);
 	set_active_memcg(old);
 	mem_cgroup_put(memcg);
 	if (!m)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	m->dev = d;
 	m->dir = r->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
 	if (dmabuf) {
-		if (!dma_map_dmabuf(m, r, d->ibdev)) {
+		ret = dma_map_dmabuf(m, r, d->ibdev);
+		if (ret) {
 			kvfree(m);
-			return NULL;
+			return ERR_PTR(ret);
 		}
 		m->npages = r->npages;
 		return m;
 	}
 	m->per_post = !whole || !dma_map_pages(m, r, d->ibdev);
+	if (m->per_post && r->dmabuf) {
+		kvfree(m);
+		return ERR_PTR(-ENOMEM);
+	}
 	m->npages = m->per_post ? 0 : r->npages;
 	return m;
 }
@@ -265,11 +299,12 @@ struct xferk_dma_map *region_dma_map_find(struct xferk_region *r,
 }
 
 /*
- * The map of @r for @d, made now if it has none: by a submit
+ * The map of @r for @d, made now if it has none: by a submit or an export
  * (xferk_dev_map_region()), else by the post that needs it, with the
- * posting connection's lock. The pages are mapped without the global
- * lock, which is taken only to publish the map (a racing twin is thrown
- * away). Return: the map, or NULL (no memory).
+ * posting connection's lock (never a dma-buf region's: see
+ * xferk_dev_map_region()). The pages are mapped without the global lock,
+ * which is taken only to publish the map (a racing twin is thrown away).
+ * Return: the map, or ERR_PTR (dma_map_create()).
  */
 struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 				     struct xferk_dev *d)
@@ -280,8 +315,8 @@ struct xferk_dma_map *region_dma_map(struct xferk_region *r,
 	if (m)
 		return m;
 	new = dma_map_create(r, d);
-	if (!new)
-		return NULL;
+	if (IS_ERR(new))
+		return new;
 	mutex_lock(&xferk_dma_lock);
 	/* Another connection on the device may have made one meanwhile. */
 	for (m = r->maps; m && m->dev != d; m = m->next)
@@ -353,6 +388,7 @@ static void dev_release(struct kref *ref)
  * xferk_dev_map_region() - map @r for a session's device ahead of its posts
  * @l: the session's link to its device
  * @r: a region the caller holds
+ * @nowait: the caller must not wait for a dma-buf's exporter
  *
  * For the transport's .map_region: without any connection's lock, so
  * that a large region's first post finds its map instead of mapping every
@@ -361,12 +397,19 @@ static void dev_release(struct kref *ref)
  * map is published; its removal waits for it, then unmaps the map with
  * the device's others.
  *
- * Return: 0 (also when there was no memory: the post tries again), or
- * -EOPNOTSUPP: @r is of a dma-buf the device cannot reach (the exporter
- * refused it, or it has no struct pages for a device with virtual DMA).
+ * A map of user memory is best effort: one that could not be made is
+ * made by the post. A dma-buf region's is made only here, where waiting
+ * for its exporter (attaching, pinning, its fences) holds no lock but the
+ * file's: the post fails its chunk with -EOPNOTSUPP if it finds none.
+ *
+ * Return: 0, or for a dma-buf region: -EAGAIN (@nowait, and it has no map
+ * yet), what dma_map_create() returns (-EOPNOTSUPP: the device cannot
+ * reach it).
  */
-int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r)
+int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r,
+			 bool nowait)
 {
+	struct xferk_dma_map *m;
 	struct xferk_dev *d = NULL;
 	int ret = 0;
 
@@ -379,13 +422,15 @@ int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r)
 	mutex_unlock(&xferk_devs_lock);
 	if (!d)
 		return 0;
-	if (r->dmabuf && ib_uses_virt_dma(d->ibdev))
-		ret = xferk_region_pages(r);
-	if (!ret && !region_dma_map(r, d) && r->dmabuf &&
-	    !ib_uses_virt_dma(d->ibdev))
-		ret = -EOPNOTSUPP;
+	if (r->dmabuf && nowait && !region_dma_map_find(r, d)) {
+		ret = -EAGAIN;
+	} else {
+		m = region_dma_map(r, d);
+		if (IS_ERR(m) && r->dmabuf)
+			ret = PTR_ERR(m);
+	}
 	kref_put(&d->ref, dev_release);
-	return ret == -EOPNOTSUPP ? ret : 0;
+	return ret;
 }
 
 static int xferk_ib_add(struct ib_device *ibdev)

@@ -162,12 +162,18 @@ static int send_map(struct xferk_path *p, struct xferk_send *s,
 	struct ib_device *dev = p->pd->device;
 
 	if (!m) {
-		/* Its submit could not map it: here, under p->lock. */
+		/*
+		 * Its submit mapped it for another device (the path moved), or
+		 * could not map it (no memory). Never a dma-buf's here: that
+		 * may wait for its exporter (xferk_dev_map_region()).
+		 */
+		if (r->dmabuf)
+			return -EOPNOTSUPP;
 		atomic64_inc(&xferk_stats.dma_maps_in_post);
 		m = region_dma_map(r, p->attach.dev);
+		if (IS_ERR(m))
+			return PTR_ERR(m);
 	}
-	if (!m)
-		return -ENOMEM;
 	s->nr_sge = 0;
 	s->per_post = m->per_post;
 	s->dir = wr->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
@@ -645,9 +651,10 @@ int xferk_rdma_path_alloc(struct xferk_path *p, gfp_t gfp, u32 nr_qps)
 }
 
 /* Maps @r for @p's device now (xferk_dev_map_region()). */
-static int conn_rdma_map_region(struct xferk_path *p, struct xferk_region *r)
+static int conn_rdma_map_region(struct xferk_path *p, struct xferk_region *r,
+				bool nowait)
 {
-	return xferk_dev_map_region(&p->attach, r);
+	return xferk_dev_map_region(&p->attach, r, nowait);
 }
 
 const struct xferk_transport xferk_rdma_transport = {

@@ -81,6 +81,7 @@ int xferk_region_dmabuf_init(void);
 void xferk_region_dmabuf_exit(void);
 int xferk_region_pages(struct xferk_region *r);
 struct dma_buf *xferk_region_dma_buf(const struct xferk_region *r);
+int xferk_dmabuf_errno(long err);
 
 /* For the two kinds of region: region.c and region_dmabuf.c */
 int xferk_region_check(u64 addr, u64 len, u32 access, unsigned long *npages);

@@ -156,12 +156,14 @@ static int dmabuf_pages(struct xferk_region *r, struct sg_table *sgt)
 	return -EOPNOTSUPP;
 }
 
-/*
- * What an exporter's failure to attach or map means here: -ENOMEM and
- * -EINTR (a signal while the exporter waited) pass, and may not happen
- * next time; anything else is -EOPNOTSUPP, for good.
+/**
+ * xferk_dmabuf_errno() - what an exporter's failure means here
+ * @err: what the exporter returned from attaching, pinning or mapping
+ *
+ * Return: -ENOMEM, or -EINTR (a signal while the exporter waited): both
+ * may not happen next time; anything else is -EOPNOTSUPP, for good.
  */
-static int dmabuf_errno(long err)
+int xferk_dmabuf_errno(long err)
 {
 	if (err == -ENOMEM)
 		return -ENOMEM;
@@ -192,12 +194,12 @@ static int dmabuf_attach_pages(struct xferk_region *r)
 		return -ENOMEM;
 	attach = dma_buf_attach(d->dmabuf, &xferk_dma_dev->dev);
 	if (IS_ERR(attach)) {
-		ret = dmabuf_errno(PTR_ERR(attach));
+		ret = xferk_dmabuf_errno(PTR_ERR(attach));
 		goto err_free;
 	}
 	sgt = dma_buf_map_attachment_unlocked(attach, dmabuf_dir(r));
 	if (IS_ERR(sgt)) {
-		ret = dmabuf_errno(PTR_ERR(sgt));
+		ret = xferk_dmabuf_errno(PTR_ERR(sgt));
 		goto err_detach;
 	}
 	ret = dmabuf_pages(r, sgt);

@@ -126,9 +126,10 @@ struct xferk_reg {
  *	device in one call, in order; called with p->lock held, with a
  *	free send slot for each (the session's credits). Return: how many were
  *	posted, always the first ones of @wrs; when fewer than @n, *@error
- *	(-ENOMEM or -EIO) says why the next one was not, and nothing after
- *	it was posted; or 0: the transport has no room now (its QPs' send
- *	queues are full), the rest waits for a completion
+ *	(-ENOMEM, -EIO, or -EOPNOTSUPP: a dma-buf region not mapped for the
+ *	device) says why the next one was not, and nothing after it was
+ *	posted; or 0: the transport has no room now (its QPs' send queues
+ *	are full), the rest waits for a completion
  * @unpost: undo what @post set up (DMA mapping, send slot) once the
  *	work request is terminal; called with p->lock held
  * @overtaken: whether a work request posted before posted @wr on its QP
@@ -153,8 +154,11 @@ struct xferk_reg {
  * @map_region: make @r's DMA map for the connection's device now, from
  *	process context without any connection's lock, so that @post finds
  *	it (NULL: the transport maps nothing ahead; @post maps what it
- *	lacks). Return: 0 (a map it could not make is @post's to try), or
- *	-EOPNOTSUPP: @r is of a dma-buf the device cannot reach
+ *	lacks). @nowait: do not wait for a dma-buf's exporter. Return: 0 (a
+ *	map of user memory it could not make is @post's to try); for a
+ *	dma-buf region, whose map only this makes: -EAGAIN (@nowait and
+ *	not mapped yet), -EOPNOTSUPP (the device cannot reach it), -ENOMEM,
+ *	-EINTR, -ETIMEDOUT (its exporter's fences)
  * @connect: start a path to @peer in @net, its address resolved within
  *	@timeout_ms (its route within XFERK_RESOLVE_MS): an end's first path
  *	(CONNECT), or the next one of a RECONNECTING session of an end this
@@ -178,7 +182,8 @@ struct xferk_transport {
 	void (*destroy)(struct xferk_path *p);
 	int (*probe)(struct xferk_path *p);	/* -EAGAIN: not now */
 	int (*send_msg)(struct xferk_path *p, const void *msg, u32 len, u64 seq);
-	int (*map_region)(struct xferk_path *p, struct xferk_region *r);
+	int (*map_region)(struct xferk_path *p, struct xferk_region *r,
+			  bool nowait);
 	int (*connect)(struct xferk_path *p, struct net *net,
 		       const struct sockaddr_storage *peer,
 		       unsigned int timeout_ms);

@@ -6,8 +6,9 @@
  * ioctl takes; commands run through the ioctl table. Commands that may
  * wait for the device or the network return -EAGAIN when issued
  * non-blocking, so io_uring runs them in its worker threads, where a
- * signal (ring exit, task exit) interrupts their waits. No command returns
- * -EAGAIN for any other reason.
+ * signal (ring exit, task exit) interrupts their waits; so does a SUBMIT
+ * that would wait for a dma-buf's exporter (struct xferk_op_settle). No
+ * command returns -EAGAIN for any other reason.
  *
  * SUBMIT parks instead: the op records the command (op->ucmd) before it is
  * published and completes it exactly once when it settles, whoever gets
@@ -191,11 +192,12 @@ static void uring_monitor(struct work_struct *work)
  * goes back into the caller's struct before the issue returns.
  */
 static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
-			struct xferk_ioc_submit *a,
+			unsigned int issue_flags, struct xferk_ioc_submit *a,
 			struct xferk_ioc_submit __user *uarg)
 {
 	const struct xferk_op_settle settle = {
 		.cmd = cmd,
+		.nowait = issue_flags & IO_URING_F_NONBLOCK,
 		.park = uring_park,
 		.settled = uring_op_settled,
 	};
@@ -285,7 +287,7 @@ int xferk_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	if (ret)
 		return ret;
 	if (desc->cmd == XFERK_IOC_SUBMIT)
-		return uring_submit(xf, cmd, &arg.submit, uarg);
+		return uring_submit(xf, cmd, issue_flags, &arg.submit, uarg);
 	if (desc->cmd == XFERK_IOC_CANCEL || desc->cmd == XFERK_IOC_GROUP_ABORT) {
 		ret = uring_drain_check(desc->cmd == XFERK_IOC_CANCEL ?
 					arg.cancel.drain_deadline_ns :
