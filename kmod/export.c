@@ -53,7 +53,7 @@ static void export_release(struct kref *ref)
 	atomic_long_sub(e->reg.npages, &e->acct->export_pages);
 	xferk_qacct_put(e->acct);
 	xferk_evq_put(e->evq);
-	kvfree(e->reg.window_pages);
+	kvfree(e->reg.window_index);
 	kfree(e);
 	atomic64_dec(&xferk_stats.exports);
 }
@@ -178,26 +178,27 @@ static int window_check(const struct xferk_region *r,
 	return 0;
 }
 
-/* The region's pages of each block, in order (the array is the caller's). */
-static struct page **window_pages(const struct xferk_region *r,
-				  const struct xferk_block *blocks,
-				  u32 nr_blocks, unsigned long npages)
+/*
+ * The indices of the region's pages of each block, in order (the array
+ * is the caller's).
+ */
+static unsigned long *window_index(const struct xferk_region *r,
+				   const struct xferk_block *blocks,
+				   u32 nr_blocks, unsigned long npages)
 {
-	struct page **pages;
-	unsigned long n = 0, first, count;
+	unsigned long *index, n = 0, first, count;
 	u32 i;
 
-	pages = kvmalloc_array(npages, sizeof(*pages), XFERK_GFP_USER);
-	if (!pages)
+	index = kvmalloc_array(npages, sizeof(*index), XFERK_GFP_USER);
+	if (!index)
 		return NULL;
 	for (i = 0; i < nr_blocks; i++) {
 		first = (r->addr + blocks[i].offset - (r->addr & PAGE_MASK)) >>
 			PAGE_SHIFT;
-		count = blocks[i].len >> PAGE_SHIFT;
-		memcpy(pages + n, r->pages + first, count * sizeof(*pages));
-		n += count;
+		for (count = blocks[i].len >> PAGE_SHIFT; count; count--)
+			index[n++] = first++;
 	}
-	return pages;
+	return index;
 }
 
 /* Checks the request against the region; sets the export's range. */
@@ -216,9 +217,6 @@ static int export_range(struct xferk_export *e, const struct xferk_region *r,
 				 (e->reg.addr & PAGE_MASK)) >> PAGE_SHIFT;
 		return 0;
 	}
-	/* A window is made of struct pages; a dma-buf region's: not yet. */
-	if (r->dmabuf)
-		return -EOPNOTSUPP;
 	ret = window_check(r, x->blocks, x->nr_blocks, &x->len, &e->reg.npages);
 	if (ret)
 		return ret;
@@ -245,7 +243,7 @@ static int export_register(struct xferk_export *e, u64 *peer_id,
 	if (c->peer_caps & XFERK_CAP_REVOKE) {
 		e->id = ++c->next_export_id;
 		e->gen = get_random_u64() ?: 1;
-	} else if (e->reg.window_pages) {
+	} else if (e->reg.window_index) {
 		return -EOPNOTSUPP;
 	}
 	ret = c->transport->export(&c->path, &e->reg);
@@ -311,10 +309,10 @@ struct xferk_export *xferk_export_create(struct xferk_export_req *x)
 	if (ret)
 		goto err_free;
 	if (x->blocks) {
-		e->reg.window_pages = window_pages(r, x->blocks,
+		e->reg.window_index = window_index(r, x->blocks,
 						   x->nr_blocks,
 						   e->reg.npages);
-		if (!e->reg.window_pages) {
+		if (!e->reg.window_index) {
 			atomic_long_sub(e->reg.npages, &x->acct->export_pages);
 			ret = -ENOMEM;
 			goto err_free;
@@ -334,6 +332,14 @@ struct xferk_export *xferk_export_create(struct xferk_export_req *x)
 	e->reg.access = x->access;
 	atomic64_inc(&xferk_stats.exports);
 
+	/* Mapping a dma-buf may wait for its exporter: not under our locks. */
+	if (r->dmabuf && c->transport->map_region) {
+		ret = c->transport->map_region(&c->path, r, false);
+		if (ret) {
+			xferk_export_put(e);
+			return ERR_PTR(ret);
+		}
+	}
 	mutex_lock(&r->lock);
 	mutex_lock(&c->exports_lock);
 	ret = export_register(e, &peer_id, &key);

@@ -97,34 +97,19 @@ static u32 frwr_page_list_len(struct ib_device *dev, unsigned long npages)
 }
 
 /*
- * Fast registration of @npages of the region's own pinned pages, from
- * @offset in the first: nothing is pinned or charged a second time, nobody
- * walks the page tables again.
+ * Fast registration of @reg->sgt's first @nents DMA-mapped entries, which
+ * cover @reg->npages pages, at the export's random address.
  */
-static int export_frwr(struct xferk_path *p, struct xferk_reg *reg,
-		       int access, struct page **pages, unsigned long npages,
-		       unsigned int offset)
+static int export_frwr_sgt(struct xferk_path *p, struct xferk_reg *reg,
+			   int access, int nents)
 {
-	struct ib_device *dev = p->pd->device;
 	struct ib_mr *mr;
-	int nents, ret;
+	int ret;
 
-	ret = sg_alloc_table_from_pages(&reg->sgt, pages, npages, offset,
-					reg->len, XFERK_GFP_USER);
-	if (ret)
-		return -ENOMEM;
-	nents = ib_dma_map_sg(dev, reg->sgt.sgl, reg->sgt.orig_nents,
-			      DMA_BIDIRECTIONAL);
-	if (!nents) {
-		ret = -EIO;
-		goto err_free;
-	}
 	mr = ib_alloc_mr(p->pd, IB_MR_TYPE_MEM_REG,
-			 frwr_page_list_len(dev, npages));
-	if (IS_ERR(mr)) {
-		ret = PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
-		goto err_unmap;
-	}
+			 frwr_page_list_len(p->pd->device, reg->npages));
+	if (IS_ERR(mr))
+		return PTR_ERR(mr) == -ENOMEM ? -ENOMEM : -EIO;
 	if (ib_map_mr_sg(mr, reg->sgt.sgl, nents, NULL, PAGE_SIZE) != nents) {
 		ret = -EIO;
 		goto err_mr;
@@ -140,11 +125,107 @@ static int export_frwr(struct xferk_path *p, struct xferk_reg *reg,
 
 err_mr:
 	xferk_dereg_mr(mr);
-err_unmap:
-	ib_dma_unmap_sg(dev, reg->sgt.sgl, reg->sgt.orig_nents,
-			DMA_BIDIRECTIONAL);
-err_free:
+	return ret;
+}
+
+/* Frees @reg->sgt, unmapping it if the export mapped it. */
+static void export_sgt_free(struct ib_device *dev, struct xferk_reg *reg)
+{
+	if (reg->sgt_mapped)
+		ib_dma_unmap_sg(dev, reg->sgt.sgl, reg->sgt.orig_nents,
+				DMA_BIDIRECTIONAL);
+	reg->sgt_mapped = false;
 	sg_free_table(&reg->sgt);
+}
+
+/*
+ * Fast registration of @npages of the region's own pinned pages, from
+ * @offset in the first: nothing is pinned or charged a second time, nobody
+ * walks the page tables again.
+ */
+static int export_frwr(struct xferk_path *p, struct xferk_reg *reg,
+		       int access, struct page **pages, unsigned long npages,
+		       unsigned int offset)
+{
+	struct ib_device *dev = p->pd->device;
+	int nents, ret;
+
+	ret = sg_alloc_table_from_pages(&reg->sgt, pages, npages, offset,
+					reg->len, XFERK_GFP_USER);
+	if (ret)
+		return -ENOMEM;
+	nents = ib_dma_map_sg(dev, reg->sgt.sgl, reg->sgt.orig_nents,
+			      DMA_BIDIRECTIONAL);
+	if (!nents) {
+		sg_free_table(&reg->sgt);
+		return -EIO;
+	}
+	reg->sgt_mapped = true;
+	ret = export_frwr_sgt(p, reg, access, nents);
+	if (ret)
+		export_sgt_free(dev, reg);
+	return ret;
+}
+
+/* A window of user memory: its pages, in the window's order. */
+static int export_window(struct xferk_path *p, struct xferk_reg *reg,
+			 int access)
+{
+	struct xferk_region *r = reg->region;
+	struct page **pages;
+	unsigned long i;
+	int ret;
+
+	pages = kvmalloc_array(reg->npages, sizeof(*pages), XFERK_GFP_USER);
+	if (!pages)
+		return -ENOMEM;
+	for (i = 0; i < reg->npages; i++)
+		pages[i] = r->pages[reg->window_index[i]];
+	ret = export_frwr(p, reg, access, pages, reg->npages, 0);
+	kvfree(pages);
+	return ret;
+}
+
+/*
+ * A range or window of a dma-buf region, fast-registered over the DMA
+ * addresses of the region's map for the device (made ahead by the
+ * export, xferk_dev_map_region(), else here): no struct page is touched
+ * and nothing is mapped again. The map outlives the MR: the export holds
+ * the region, and the device's removal unmaps it only once every session
+ * there, and so every export, is gone.
+ */
+static int export_dmabuf(struct xferk_path *p, struct xferk_reg *reg,
+			 int access)
+{
+	struct xferk_region *r = reg->region;
+	unsigned long first = (reg->addr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
+	unsigned int off = offset_in_page(reg->addr);
+	struct xferk_dma_map *m;
+	struct scatterlist *sg;
+	u64 left = reg->len;
+	unsigned int i;
+	int ret;
+
+	m = region_dma_map(r, p->attach.dev);
+	if (IS_ERR(m))
+		return PTR_ERR(m);
+	ret = sg_alloc_table(&reg->sgt, reg->npages, XFERK_GFP_USER);
+	if (ret)
+		return -ENOMEM;
+	for_each_sgtable_sg(&reg->sgt, sg, i) {
+		unsigned long page = reg->window_index ?
+				     reg->window_index[i] : first + i;
+		u32 len = min_t(u64, left, PAGE_SIZE - off);
+
+		sg->length = len;
+		sg_dma_address(sg) = m->dma[page] + off;
+		sg_dma_len(sg) = len;
+		left -= len;
+		off = 0;
+	}
+	ret = export_frwr_sgt(p, reg, access, reg->npages);
+	if (ret)
+		sg_free_table(&reg->sgt);
 	return ret;
 }
 
@@ -289,8 +370,9 @@ static int export_user_mr(struct xferk_path *p, struct xferk_reg *reg,
  * maps that many pages in one MR; a longer range (soft-RoCE maps 512 pages)
  * is registered as user memory, only while the range maps the region's
  * pages, and charged once (export_user_mr()). A window (its pages
- * scattered) is always fast-registered: EOPNOTSUPP without fast
- * registration, E2BIG beyond the device's page-list length.
+ * scattered) and a dma-buf region (over its DMA addresses) are always
+ * fast-registered: EOPNOTSUPP without fast registration, E2BIG beyond the
+ * device's page-list length.
  */
 int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 {
@@ -309,33 +391,24 @@ int conn_rdma_export(struct xferk_path *p, struct xferk_reg *reg)
 		access |= IB_ACCESS_REMOTE_READ;
 	/*
 	 * A window, or a dma-buf region (no user memory to register), only
-	 * by fast registration; of a dma-buf region's struct pages, only where
-	 * the device reaches them through kernel addresses (virtual DMA).
+	 * by fast registration.
 	 */
-	if (r->dmabuf && !ib_uses_virt_dma(p->pd->device))
-		return -EOPNOTSUPP;
-	if ((reg->window_pages || r->dmabuf) && !frwr)
+	if ((reg->window_index || r->dmabuf) && !frwr)
 		return attrs->device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS ?
 		       -E2BIG : -EOPNOTSUPP;
-	if (reg->window_pages) {
-		ret = export_frwr(p, reg, access, reg->window_pages, npages, 0);
-		if (ret)
-			return ret;
-	} else if (frwr) {
-		ret = xferk_region_pages(r);
-		if (ret)
-			return ret;
+	if (r->dmabuf)
+		ret = export_dmabuf(p, reg, access);
+	else if (reg->window_index)
+		ret = export_window(p, reg, access);
+	else if (frwr)
 		ret = export_frwr(p, reg, access, r->pages +
 				  ((reg->addr >> PAGE_SHIFT) -
 				   (r->addr >> PAGE_SHIFT)),
 				  npages, offset_in_page(reg->addr));
-		if (ret)
-			return ret;
-	} else {
+	else
 		ret = export_user_mr(p, reg, access);
-		if (ret)
-			return ret;
-	}
+	if (ret)
+		return ret;
 	reg->iova = reg->mr->iova;
 	reg->rkey = reg->mr->rkey;
 	return 0;
@@ -348,10 +421,7 @@ void conn_rdma_unexport(struct xferk_path *p, struct xferk_reg *reg)
 		reg->lent_pages = 0;
 	}
 	xferk_dereg_mr(reg->mr);
-	if (reg->sgt.sgl) {
-		ib_dma_unmap_sg(p->pd->device, reg->sgt.sgl,
-				reg->sgt.orig_nents, DMA_BIDIRECTIONAL);
-		sg_free_table(&reg->sgt);
-	}
+	if (reg->sgt.sgl)
+		export_sgt_free(p->pd->device, reg);
 	reg->mr = NULL;
 }

@@ -90,14 +90,17 @@ struct xferk_wr {
  * @len: length; a window's is the sum of its blocks'
  * @access: XFERK_ACCESS_REMOTE_*
  * @npages: pages it covers
- * @window_pages: a window's pages, in the order the peer sees them
- *	(@npages of them); NULL for a plain range of @region
+ * @window_index: a window's pages as indices into @region's pages, in
+ *	the order the peer sees them (@npages of them); NULL for a plain
+ *	range of @region
  * @iova: address the peer uses (set by the transport's @export)
  * @rkey: remote key (likewise)
  * @mr: the RDMA memory region, NULL once revoked (the session's exports
  *	lock)
  * @sgt: fast registration: the pages it maps, DMA-mapped while @mr lives
- *	(the session's exports lock)
+ *	(the session's exports lock); of a dma-buf region, only their DMA
+ *	addresses, which are @region's map's for the device
+ * @sgt_mapped: @sgt was DMA-mapped for @mr (not a dma-buf region's)
  * @lent_pages: registration as user memory: the pages of @region's
  *	RLIMIT_MEMLOCK charge lent to @mr, which pins and charges the same
  *	pages itself; returned when @mr goes
@@ -111,11 +114,12 @@ struct xferk_reg {
 	u64 len;
 	u32 access;
 	unsigned long npages;
-	struct page **window_pages;
+	unsigned long *window_index;
 	u64 iova;
 	u32 rkey;
 	struct ib_mr *mr;
 	struct sg_table sgt;
+	bool sgt_mapped;
 	unsigned long lent_pages;
 };
 

@@ -8,7 +8,10 @@
  *    offset, 1 B to 64 MiB (4 MiB on the debug kernel); dma-buf to
  *    dma-buf through an export of a dma-buf region (1 MiB: soft-RoCE
  *    fast-registers 512 pages, and a dma-buf region has no other way);
- *    a window of a dma-buf region is EOPNOTSUPP (not yet);
+ *    a window of a dma-buf region, its blocks out of order, written and
+ *    read through, then closed: its import is ESTALE, nothing lands;
+ *  - an io_uring SUBMIT of a dma-buf region not mapped yet succeeds: its
+ *    non-blocking issue comes back from io_uring's worker;
  *  - lifecycle: a READ into a dma-buf region whose first completion is
  *    held; meanwhile the dma-buf's fd is closed, the region deregistered
  *    and the vgem device closed: the region stays (stats/dmabuf_regions)
@@ -88,6 +91,71 @@ static int one(struct xferk *x, uint64_t mr, uint64_t off, uint64_t len,
 	return t_run(x, &f, 1, &s);
 }
 
+/*
+ * A window of a dma-buf region: two blocks, the later one first, written
+ * through and read back; the rest of the buffer untouched. Once it is
+ * closed (the peer told), its import is refused (ESTALE) and nothing
+ * lands.
+ */
+static void window(struct xferk *x, uint64_t conn, uint64_t a_mr,
+		   const struct t_vgem_buf *a, uint64_t b_mr,
+		   const struct t_vgem_buf *b)
+{
+	const struct xferk_block blk[] = {
+		{ .offset = 8 * 4096, .len = 2 * 4096 },
+		{ .offset = 4096, .len = 4096 },
+	};
+	struct xferk_token tok;
+	uint64_t win, wlen, rm;
+	uint32_t how = 0;
+	size_t i;
+	int ret;
+
+	memset(b->map, 0xee, b->size);
+	ret = xferk_window_open(x, conn, b_mr, blk, 2, XFERK_ACCESS_REMOTE_READ |
+				XFERK_ACCESS_REMOTE_WRITE, &tok, &win, &wlen);
+	if (!ret)
+		ret = xferk_import(x, conn, &tok, &rm);
+	T_EXPECT(ret == 0 && wlen == 3 * 4096,
+		 "window of a dma-buf region: %s, %llu bytes", strerror(-ret),
+		 (unsigned long long)wlen);
+	if (ret)
+		return;
+	t_fill(a->map, 3 * 4096, 11);
+	ret = one(x, a_mr, 0, 3 * 4096, rm, XFERK_OP_WRITE);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED &&
+		 !memcmp(b->map + 8 * 4096, a->map, 2 * 4096) &&
+		 !memcmp(b->map + 4096, a->map + 2 * 4096, 4096),
+		 "dma-buf -> window of a dma-buf: %d", ret);
+	for (i = 0; i < b->size; i++)
+		if ((i < 4096 || (i >= 2 * 4096 && i < 8 * 4096) ||
+		     i >= 10 * 4096) && b->map[i] != 0xee)
+			break;
+	T_EXPECT(i == b->size, "byte %zu outside the window written", i);
+	memset(a->map, 0, 3 * 4096);
+	ret = one(x, a_mr, 0, 3 * 4096, rm, XFERK_OP_READ);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED &&
+		 !memcmp(a->map, b->map + 8 * 4096, 2 * 4096) &&
+		 !memcmp(a->map + 2 * 4096, b->map + 4096, 4096),
+		 "dma-buf <- window of a dma-buf: %d", ret);
+	ret = xferk_window_close(x, win, xferk_now_ns() + 5000000000ULL, &how,
+				 NULL);
+	T_EXPECT(ret == 0 && how == XFERK_CLOSE_COOPERATIVE, "close: %d how %u",
+		 ret, how);
+	memset(b->map, 0xee, 16 * 4096);
+	{
+		struct xferk_frag f = { .mr = a_mr, .len = 4096, .remote = rm,
+					.opcode = XFERK_OP_WRITE };
+		uint64_t op;
+
+		T_EXPECT_ERR(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0,
+					  &op), ESTALE);
+	}
+	T_EXPECT(b->map[8 * 4096] == (uint8_t)0xee && b->map[4096] == 0xee,
+		 "a write through the closed window landed");
+	xferk_unimport(x, rm);
+}
+
 static void data(struct xferk *x, int dev, uint64_t conn)
 {
 	const size_t big = t_debug_kernel() ? 4 * MIB : 64 * MIB;
@@ -153,18 +221,60 @@ static void data(struct xferk *x, int dev, uint64_t conn)
 		 "dma-buf <- dma-buf: %d", ret);
 	xferk_unimport(x, b_remote);
 	xferk_unexport(x, exp);
-	{
-		struct xferk_block blk = { .offset = 0, .len = 4096 };
-		uint64_t win, wlen;
-
-		T_EXPECT_ERR(xferk_window_open(x, conn, b_mr, &blk, 1,
-					       XFERK_ACCESS_REMOTE_WRITE, &tok,
-					       &win, &wlen), EOPNOTSUPP);
-	}
+	window(x, conn, a_mr, &a, b_mr, &b);
 	xferk_mr_dereg(x, b_mr);
 	xferk_mr_dereg(x, a_mr);
 	t_vgem_free(&a);
 	t_vgem_free(&b);
+}
+
+/*
+ * An io_uring SUBMIT of a dma-buf region not mapped for the device yet:
+ * its first, non-blocking issue must not wait for the exporter, so it is
+ * issued again from io_uring's worker (-EAGAIN inside); its CQE says
+ * SUCCEEDED and the bytes arrived.
+ */
+static void ring(struct xferk *x, int dev, uint64_t conn)
+{
+	struct io_uring_cqe *cqe;
+	struct xferk_ioc_submit sub;
+	struct xferk_frag f;
+	struct t_vgem_buf a;
+	struct io_uring r;
+	uint64_t a_mr;
+	struct host h;
+	int ret;
+
+	buf_or_exit(dev, MIB, 0, &a);
+	ret = xferk_mr_reg_dmabuf(x, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_SRC, &a_mr);
+	ret = ret ?: host_setup(x, conn, MIB, &h);
+	if (ret) {
+		T_EXPECT(0, "setup: %s", strerror(-ret));
+		return;
+	}
+	t_fill(a.map, MIB, 21);
+	f = (struct xferk_frag) { .mr = a_mr, .len = MIB, .remote = h.remote,
+				  .opcode = XFERK_OP_WRITE };
+	sub = (struct xferk_ioc_submit) {
+		.size = sizeof(sub), .flags = XFERK_SUBMIT_AUTO_RELEASE,
+		.frags = (uintptr_t)&f, .nr_frags = 1, .frag_size = sizeof(f),
+		.deadline_ns = xferk_now_ns() + 50000000000ULL,
+		.drain_budget_ns = 5000000000ULL,
+	};
+	t_ring(&r, 4, 0, IORING_SETUP_CQE32);
+	io_uring_prep_xferk_submit(t_sqe(&r), xferk_fd(x), &sub);
+	ret = io_uring_submit(&r);
+	T_EXPECT(ret == 1, "io_uring_submit: %d", ret);
+	ret = io_uring_wait_cqe(&r, &cqe);
+	T_EXPECT(ret == 0 && xferk_cqe_succeeded(cqe) &&
+		 t_check(h.mem, MIB, 21) < 0,
+		 "ring SUBMIT of a dma-buf region: %d, res %d", ret,
+		 ret ? 0 : cqe->res);
+	if (!ret)
+		io_uring_cqe_seen(&r, cqe);
+	io_uring_queue_exit(&r);
+	xferk_mr_dereg(x, a_mr);
+	t_vgem_free(&a);
 }
 
 /* Everything that could let the dma-buf go, while an op is in flight. */
@@ -315,6 +425,7 @@ int main(void)
 		return T_FAIL;
 	}
 	data(x, dev, conn);
+	ring(x, dev, conn);
 	bad_input(x, dev);
 	lifecycle(x, conn);
 	close(dev);
