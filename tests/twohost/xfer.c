@@ -56,12 +56,17 @@
  *   xfer stale TOKEN               a token of a peer instance that is gone
  *        is refused on a new connection to the peer's new instance.
  *
+ * With XFERK_XFER_DMABUF=1, export and roundtrip register vgem dma-bufs
+ * (tests/integration/vgem.h) instead of anonymous memory: their data is
+ * written and checked through the buffers' own CPU mappings.
+ *
  * Prints "metric NAME VALUE" lines the harness collects.
  */
 #include <liburing.h>
 #include <xferk_uring.h>
 
 #include "test.h"
+#include "vgem.h"
 
 /* See two_process.c: rxe reads past a 256-page-multiple MR's end. */
 #define RXE_MAP_SLACK	4096
@@ -129,6 +134,36 @@ static void put_token(const char *path, const struct xferk_token *tok)
 	put_file(path, hex);
 }
 
+/*
+ * @len bytes for a region with @access, registered: anonymous memory, or
+ * with XFERK_XFER_DMABUF=1 a vgem dma-buf, whose CPU mapping is returned.
+ * NULL (and *@err) if it could not be made.
+ */
+static uint8_t *buf_reg(struct xferk *x, uint64_t len, uint32_t access,
+			uint64_t *mr, int *err)
+{
+	const char *dmabuf = getenv("XFERK_XFER_DMABUF");
+	static int vgem = -1;
+	struct t_vgem_buf b;
+	uint8_t *mem;
+
+	if (!dmabuf || strcmp(dmabuf, "1")) {
+		mem = t_map(len);
+		*err = xferk_mr_reg(x, mem, len, access, mr);
+		return *err ? NULL : mem;
+	}
+	if (vgem < 0)
+		vgem = t_vgem_open();
+	if (vgem < 0 || t_vgem_create(vgem, len, 0, &b)) {
+		fprintf(stderr, "vgem buffer of %llu bytes: %s\n",
+			(unsigned long long)len, strerror(errno));
+		*err = -ENODEV;
+		return NULL;
+	}
+	*err = xferk_mr_reg_dmabuf(x, b.fd, 0, len, access, mr);
+	return *err ? NULL : b.map;
+}
+
 static int cmd_export(const char *token, uint64_t len)
 {
 	char path[512], what[64] = "";
@@ -142,14 +177,15 @@ static int cmd_export(const char *token, uint64_t len)
 	FILE *f;
 	int ret;
 
-	buf = t_map(len + RXE_MAP_SLACK);
-	t_fill(buf, len, 1);
 	ret = xferk_open(&x);
 	if (ret)
 		return T_SKIP;
 	ret = xferk_connect(x, t_peer(), 0, t_connect_ms(), &conn);
-	if (!ret)
-		ret = xferk_mr_reg(x, buf, len + RXE_MAP_SLACK, acc, &mr);
+	if (!ret) {
+		buf = buf_reg(x, len + RXE_MAP_SLACK, acc, &mr, &ret);
+		if (buf)
+			t_fill(buf, len, 1);
+	}
 	if (!ret)
 		ret = xferk_export(x, conn, mr, 0, len + RXE_MAP_SLACK, acc,
 				   &tok, &exp);
@@ -195,8 +231,6 @@ static int initiator_open(struct initiator *in, const char *token,
 	int ret;
 
 	in->len = len;
-	in->src = t_map(len);
-	in->dst = t_map(len);
 	if (xferk_open(&in->x))
 		return T_SKIP;
 	ret = read_token(token, &tok);
@@ -206,11 +240,11 @@ static int initiator_open(struct initiator *in, const char *token,
 	if (!ret)
 		ret = xferk_import(in->x, in->conn, &tok, &in->remote);
 	if (!ret)
-		ret = xferk_mr_reg(in->x, in->src, len, XFERK_ACCESS_LOCAL_SRC,
-				   &in->src_mr);
+		in->src = buf_reg(in->x, len, XFERK_ACCESS_LOCAL_SRC,
+				  &in->src_mr, &ret);
 	if (!ret)
-		ret = xferk_mr_reg(in->x, in->dst, len, XFERK_ACCESS_LOCAL_DST,
-				   &in->dst_mr);
+		in->dst = buf_reg(in->x, len, XFERK_ACCESS_LOCAL_DST,
+				  &in->dst_mr, &ret);
 	if (ret) {
 		fprintf(stderr, "initiator: setup: %d %s\n", ret,
 			strerror(-ret));

@@ -77,7 +77,8 @@ setup_rdma() {
 # Two-VM mode: this VM's rxe0 on the virtio-net link to the other VM.
 setup_link() {
 	local m
-	for m in crc32_generic rdma_rxe rdma_cm ib_uverbs rdma_ucm virtio_net sch_netem; do
+	for m in crc32_generic rdma_rxe rdma_cm ib_uverbs rdma_ucm virtio_net sch_netem \
+		vgem; do
 		load_kmod "$m" || return 1
 	done
 	ip link set lo up
