@@ -34,6 +34,7 @@ ITESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/integration/*.c))
 ISCRIPTS := $(patsubst tests/%.sh,$(B)/tests/%,$(wildcard tests/integration/*.sh))
 THTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/twohost/*.c))
 HELPERS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/helpers/*.c))
+DOUBLES	:= $(B)/tests/doubles/libcuda-vgem-double.so
 UTESTS	:= $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/unit/*.c)) \
 	   $(patsubst tests/%.cc,$(B)/tests/%,$(wildcard tests/unit/*.cc))
 USCRIPTS := $(patsubst tests/%.sh,$(B)/tests/%,$(wildcard tests/unit/*.sh))
@@ -71,7 +72,7 @@ module:
 
 lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
 tools: $(TOOLS)
-tests: $(ITESTS) $(ISCRIPTS) $(THTESTS) $(HELPERS) $(UTESTS) $(USCRIPTS)
+tests: $(ITESTS) $(ISCRIPTS) $(THTESTS) $(HELPERS) $(DOUBLES) $(UTESTS) $(USCRIPTS)
 examples: $(EXAMPLES)
 
 $(B)/lib/libxferk.o: libxferk/libxferk.c $(LIBHDRS)
@@ -119,6 +120,12 @@ $(B)/tests/integration/%: tests/integration/%.sh
 $(B)/tests/helpers/%: tests/helpers/%.c $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -luring
+
+# Test doubles: shared objects a test loads in place of a library this
+# machine lacks (the CUDA driver: tests/doubles/cuda_vgem.c).
+$(B)/tests/doubles/libcuda-vgem-double.so: tests/doubles/cuda_vgem.c tests/integration/vgem.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(XCFLAGS) -shared -fPIC -o $@ $<
 
 # Two-host programs (tests/twohost/*.sh run them in either VM).
 $(B)/tests/twohost/%: tests/twohost/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)

@@ -41,6 +41,8 @@ if ! [ -e "$XFERK_LIB" ]; then
 	exit 1
 fi
 export PYTHONPATH=$SRC/libxferk/python
+# tests/test_cuda.py: a test double of the CUDA driver, over vgem.
+export XFERK_CUDA_DOUBLE=$BUILD/tests/doubles/libcuda-vgem-double.so
 # The VM sees the source tree read-only: no bytecode, no pytest cache.
 export PYTHONDONTWRITEBYTECODE=1
 cd /tmp || exit 1

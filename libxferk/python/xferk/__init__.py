@@ -18,6 +18,7 @@ from ._api import (  # noqa: F401
     Import, Op, QuarantinedError, Region, Snapshot, State, Token,
     TransferError, WaitTimeout, Window, XferkError, now_ns, open, state_name,
 )
+from ._cuda import CudaError  # noqa: F401
 from ._lib import (  # noqa: F401
     CLOSE_COOPERATIVE, CLOSE_FORCED, DEADLINE_NONE, MAX_FRAGS, PRIO_BULK,
     PRIO_CRITICAL, PRIO_NORMAL, TOKEN_SIZE, lib,

@@ -18,6 +18,7 @@ import enum
 import os
 import threading
 
+from . import _cuda
 from . import _lib as L
 from ._lib import lib
 
@@ -53,6 +54,9 @@ class Feature(enum.IntFlag):
     WINDOWS = L.FEAT_WINDOWS
     GROUPS = L.FEAT_GROUPS
     NOTIFY = L.FEAT_NOTIFY
+    RAILS = L.FEAT_RAILS
+    QPS = L.FEAT_QPS
+    DMABUF = L.FEAT_DMABUF
 
 
 class Access(enum.IntFlag):
@@ -339,7 +343,8 @@ class _Handle:
 
 
 class Region(_Handle):
-    """Registered (pinned) memory: xferk_mr_reg().
+    """Registered (pinned) memory: xferk_mr_reg(); or a range of a dma-buf
+    (``dmabuf`` True: xferk_mr_reg_dmabuf(), GPU memory among others).
 
     Holds a reference to the registered object for as long as the region is
     registered, and after that for as long as an op may still touch it:
@@ -352,11 +357,22 @@ class Region(_Handle):
     (xferk_mr_dereg())."""
     _kind = "region"
 
-    def __init__(self, device, addr, nbytes, access, keepalive):
+    def __init__(self, device, addr, nbytes, access, keepalive,
+                 dmabuf=None):
+        """dmabuf: (fd, offset) of a dma-buf range to register instead of
+        memory at addr (which then only names it: a device pointer)."""
         mr = ctypes.c_uint64()
-        _check(lib().mr_reg(device._live(), addr, nbytes, int(access),
-                            ctypes.byref(mr)), "xferk_mr_reg")
+        if dmabuf is None:
+            _check(lib().mr_reg(device._live(), addr, nbytes, int(access),
+                                ctypes.byref(mr)), "xferk_mr_reg")
+        else:
+            if lib().mr_reg_dmabuf is None:
+                raise XferkError(_errno.EOPNOTSUPP, "xferk_mr_reg_dmabuf")
+            _check(lib().mr_reg_dmabuf(device._live(), dmabuf[0], dmabuf[1],
+                                       nbytes, int(access), ctypes.byref(mr)),
+                   "xferk_mr_reg_dmabuf")
         super().__init__(device, mr.value)
+        self.dmabuf = dmabuf is not None
         self.addr = addr
         self.nbytes = nbytes
         self.access = Access(int(access))
@@ -949,9 +965,36 @@ class Device:
         """xferk_mr_reg() of obj's memory: a writable, C-contiguous buffer
         (bytearray, mmap, numpy array, array.array, ctypes array, ...) or an
         object with data_ptr() and nbytes (a CPU torch.Tensor). Access
-        defaults to all four XFERK_ACCESS_* bits."""
-        addr, n, keep = _buffer_of(obj)
-        return Region(self, addr, n, access, keep)
+        defaults to all four XFERK_ACCESS_* bits.
+
+        CUDA device memory (a CUDA torch.Tensor, an object with
+        ``__cuda_array_interface__``, a DLPack producer on a CUDA device;
+        C-contiguous) is registered as a dma-buf region: the CUDA driver,
+        loaded at run time, exports the page-aligned range around it as a
+        dma-buf (see Documentation/gpu.md). Without a driver that can, this
+        raises CudaError naming what is missing. The region references obj
+        as it does a host buffer."""
+        cuda = _cuda.cuda_buffer_of(obj)
+        if cuda is None:
+            addr, n, keep = _buffer_of(obj)
+            return Region(self, addr, n, access, keep)
+        ptr, n, keep, readonly = cuda
+        if readonly and access & (Access.LOCAL_DST | Access.REMOTE_WRITE):
+            raise TypeError("the CUDA array is read-only: register it with "
+                            "LOCAL_SRC and REMOTE_READ only")
+        fd, offset = _cuda.driver().dmabuf_of(ptr, n)
+        try:
+            return Region(self, ptr, n, access, keep, dmabuf=(fd, offset))
+        finally:
+            os.close(fd)  # the region holds the dma-buf itself
+
+    def register_dmabuf(self, fd, offset, nbytes, access=Access.ALL,
+                        keepalive=None):
+        """xferk_mr_reg_dmabuf(): [offset, offset + nbytes) of the dma-buf
+        fd (the caller may close fd afterwards); keepalive is referenced
+        like a registered object."""
+        return Region(self, 0, nbytes, access, keepalive,
+                      dmabuf=(fd, offset))
 
     def register_address(self, addr, nbytes, access=Access.ALL, keepalive=None):
         """xferk_mr_reg() of a raw address: the caller keeps the memory
