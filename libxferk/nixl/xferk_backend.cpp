@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <unistd.h>
 
 #include "common/nixl_log.h"
 
@@ -124,6 +125,12 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         initErr = true;
         return;
     }
+    // A host without the driver is a DRAM host; one whose driver cannot
+    // export dma-bufs is a GPU host that cannot have VRAM_SEG: say why.
+    if (!cuda_.usable() && cuda_.loaded())
+        NIXL_WARN << "XFERK: VRAM_SEG not offered: " << cuda_.why();
+    else if (!cuda_.usable())
+        NIXL_INFO << "XFERK: VRAM_SEG not offered: " << cuda_.why();
     server_ = std::make_unique<XferkCtrlServer>(
         ip_, secret_, [this](const std::string &frame, const std::string &peer_ip) {
             return handle_ctrl(frame, peer_ip);
@@ -166,13 +173,40 @@ XferkEngine::conn_to(const std::string &ip, uint64_t &conn) const {
     return true;
 }
 
+// GPU memory (VRAM_SEG) is registered as a dma-buf region: the CUDA
+// driver exports the page-aligned range around it (xferk_cuda.h).
+int
+XferkEngine::register_vram(const nixlBlobDesc &mem, uint64_t &mr) const {
+    std::string why;
+    uint64_t offset = 0;
+    int fd = -1;
+
+    int ret = cuda_.dmabuf_of(mem.addr, mem.len, fd, offset, why);
+    if (ret) {
+        NIXL_ERROR << "XFERK: VRAM at 0x" << std::hex << mem.addr << std::dec << " (device "
+                   << mem.devId << "): " << why;
+        return ret;
+    }
+    ret = xferk_mr_reg_dmabuf(x_, fd, offset, mem.len, kRegionAccess, &mr);
+    close(fd); /* the region holds the dma-buf */
+    return ret;
+}
+
 nixl_status_t
 XferkEngine::registerMem(const nixlBlobDesc &mem, const nixl_mem_t &nixl_mem, nixlBackendMD *&out) {
-    if (nixl_mem != DRAM_SEG || !mem.len) return NIXL_ERR_NOT_SUPPORTED;
+    if ((nixl_mem != DRAM_SEG && nixl_mem != VRAM_SEG) || !mem.len)
+        return NIXL_ERR_NOT_SUPPORTED;
+    if (nixl_mem == VRAM_SEG && !cuda_.usable()) {
+        NIXL_ERROR << "XFERK: VRAM registration: " << cuda_.why();
+        return NIXL_ERR_NOT_SUPPORTED;
+    }
     auto md = std::make_unique<XferkLocalMD>();
-    int ret = xferk_mr_reg(x_, (void *)mem.addr, mem.len, kRegionAccess, &md->mr);
+    int ret = nixl_mem == VRAM_SEG ?
+        register_vram(mem, md->mr) :
+        xferk_mr_reg(x_, (void *)mem.addr, mem.len, kRegionAccess, &md->mr);
     if (ret) {
         NIXL_ERROR << "XFERK: register " << mem.len << " bytes: " << strerror(-ret);
+        if (ret == -EOPNOTSUPP || ret == -ENODEV) return NIXL_ERR_NOT_SUPPORTED;
         return ret == -EINVAL || ret == -EFAULT ? NIXL_ERR_INVALID_PARAM : NIXL_ERR_BACKEND;
     }
     md->base = mem.addr;
@@ -368,7 +402,7 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
     std::shared_ptr<Peer> peer = find_peer(remote_agent);
     xferk_key_t key;
 
-    if (nixl_mem != DRAM_SEG) return NIXL_ERR_NOT_SUPPORTED;
+    if (nixl_mem != DRAM_SEG && nixl_mem != VRAM_SEG) return NIXL_ERR_NOT_SUPPORTED;
     if (!xferk_unhex(input.metaInfo, key.data(), key.size())) return NIXL_ERR_INVALID_PARAM;
     if (!peer) return NIXL_ERR_NOT_FOUND;
     std::string reply;

@@ -26,6 +26,7 @@
 #include "backend/backend_engine.h"
 #include "libxferk.h"
 #include "xferk_ctrl.h"
+#include "xferk_cuda.h"
 
 struct XferkLocalMD;
 struct XferkReqH;
@@ -50,8 +51,10 @@ public:
         return true;
     }
 
+    /* VRAM_SEG only where the CUDA driver exports dma-bufs (xferk_cuda.h). */
     nixl_mem_list_t
     getSupportedMems() const override {
+        if (cuda_.usable()) return {DRAM_SEG, VRAM_SEG};
         return {DRAM_SEG};
     }
 
@@ -120,6 +123,8 @@ private:
 
     bool
     conn_to(const std::string &ip, uint64_t &conn) const;
+    int
+    register_vram(const nixlBlobDesc &mem, uint64_t &mr) const;
     std::shared_ptr<Peer>
     find_peer(const std::string &agent) const;
     nixl_status_t
@@ -142,6 +147,7 @@ private:
     finish(XferkReqH *req) const;
 
     struct xferk *x_ = nullptr;
+    XferkCuda cuda_;
     std::string ip_;
     xferk_key_t secret_;
     uint64_t drain_budget_ns_;

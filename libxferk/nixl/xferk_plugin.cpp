@@ -16,10 +16,12 @@ xferk_options() {
 }
 } // namespace
 
+// VRAM_SEG: what an engine can offer; each offers it only where the CUDA
+// driver exports dma-bufs (XferkEngine::getSupportedMems()).
 extern "C" NIXL_PLUGIN_EXPORT nixlBackendPlugin *
 nixl_plugin_init() {
     return nixlBackendPluginCreator<XferkEngine>::create(
-        NIXL_PLUGIN_API_VERSION, "XFERK", "0.1.0", xferk_options(), {DRAM_SEG});
+        NIXL_PLUGIN_API_VERSION, "XFERK", "0.1.0", xferk_options(), {DRAM_SEG, VRAM_SEG});
 }
 
 extern "C" NIXL_PLUGIN_EXPORT void
