@@ -5,7 +5,8 @@ driver ($XFERK_CUDA_DOUBLE, tests/doubles/cuda_vgem.c: its "device memory"
 is vgem dma-bufs and a device pointer is the buffer's CPU mapping). This
 proves the backend's side (the driver loaded at run time, a dma-buf per
 VRAM registration, VRAM and DRAM in every combination as either end), not
-a GPU.
+a GPU. Without $XFERK_CUDA_DOUBLE it uses torch CUDA tensors and the real
+driver (tests/gpu/run.sh, on a host with a GPU).
 
   vram.py            transfers; exits 1 on any wrong byte or error
   vram.py --no-dmabuf    the double's device exports no dma-bufs: the
@@ -17,19 +18,47 @@ import os
 import sys
 import uuid
 
-DOUBLE = os.environ["XFERK_CUDA_DOUBLE"]
-os.environ["XFERK_LIBCUDA"] = DOUBLE  # what the backend loads
+# Without $XFERK_CUDA_DOUBLE: a real GPU through torch (tests/gpu/run.sh).
+DOUBLE = os.environ.get("XFERK_CUDA_DOUBLE")
+if DOUBLE:
+    os.environ["XFERK_LIBCUDA"] = DOUBLE  # what the backend loads
 
 import numpy as np  # noqa: E402
 from nixl._api import nixl_agent, nixl_agent_config  # noqa: E402
 
 N = 1 << 20  # a remote VRAM region is one fast registration: 512 pages on rxe
 PIECES = 4
-cu = ctypes.CDLL(DOUBLE)
-cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+_keep = []
+
+
+class GpuView:
+    """A torch CUDA tensor with the numpy-like slicing vram.py uses."""
+
+    def __init__(self, t):
+        self.t = t
+        self.size = t.numel()
+
+    def __getitem__(self, k):
+        return self.t[k].cpu().numpy()
+
+    def __setitem__(self, k, v):
+        import torch
+        self.t[k] = torch.as_tensor(np.asarray(v, np.uint8)).to(self.t.device)
+        torch.cuda.synchronize()
+
+    def any(self):
+        return bool(self.t.any())
 
 
 def vram(n):
+    """(an array view, the device address) of n bytes of device memory."""
+    if not DOUBLE:
+        import torch
+        t = torch.zeros(n, dtype=torch.uint8, device="cuda")
+        _keep.append(t)
+        return GpuView(t), t.data_ptr()
+    cu = ctypes.CDLL(DOUBLE)
+    cu.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
     p = ctypes.c_uint64()
     if cu.cuInit(0) or cu.cuMemAlloc_v2(ctypes.byref(p), n):
         sys.exit("the CUDA double could not allocate (is vgem loaded?)")
@@ -99,7 +128,7 @@ def main():
                 ok = state == "DONE" and all(
                     np.array_equal(lv[i * piece:(i + 1) * piece],
                                    rv[(PIECES - 1 - i) * piece:(PIECES - i) * piece])
-                    for i in range(PIECES)) and not dst[N:].any()
+                    for i in range(PIECES)) and not np.asarray(dst[N:]).any()
                 print(f"{op:5} local {lkind} <-> remote {rkind}: {state}, "
                       f"{'verified' if ok else 'WRONG'}")
                 bad += not ok
