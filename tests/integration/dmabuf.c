@@ -20,11 +20,20 @@
  *    (max_dmabuf_pages_per_file at them: one more page is EMFILE); once
  *    the op is physically complete and released, the region, the
  *    attachment and the charge go;
+ *  - cancel and deadline probes: a held READ into a dma-buf region
+ *    cancelled with a short drain, or past its deadline with
+ *    cancel-on-deadline: while not reusable the exporter lists the
+ *    attachment; once physically complete it is reusable and a canary
+ *    written then stays intact;
+ *  - kill -9 of the process whose dma-buf region a held READ fills: the
+ *    region and the attachment stay until the op is physically complete,
+ *    then go; a canary written then stays intact;
  *  - bad input, each refused with its errno and nothing made: an fd that
  *    is not open (EBADF) or not a dma-buf (EINVAL), a range past the
  *    buffer's end (ERANGE) or wrapping (EOVERFLOW), len 0 and unknown
  *    flags (EINVAL), a read-only dma-buf for a region the device writes
- *    (EACCES), a range over max_dmabuf_pages_per_file (EMFILE).
+ *    (EACCES), a range over max_dmabuf_pages_per_file (EMFILE), also for an
+ *    unprivileged process.
  */
 #include <sys/wait.h>
 
@@ -277,6 +286,169 @@ static void ring(struct xferk *x, int dev, uint64_t conn)
 	t_vgem_free(&a);
 }
 
+#define MS	1000000ULL
+#define CANARY	0xc5
+
+/* Bytes of @p that are not the canary. */
+static size_t not_canary(const uint8_t *p, size_t n)
+{
+	size_t i, bad = 0;
+
+	for (i = 0; i < n; i++)
+		bad += p[i] != CANARY;
+	return bad;
+}
+
+/*
+ * The cancel and deadline probes of the lifecycle tests, on a dma-buf
+ * region: a READ into it whose first completion is held 3 s is cancelled
+ * with a 200 ms drain, or reaches its 200 ms deadline with
+ * cancel-on-deadline and a 100 ms drain. While the op is not reusable the
+ * exporter lists the attachment; once it is physically complete it says
+ * reusable, and a canary written into the buffer then stays intact.
+ */
+static void probes(struct xferk *x, int dev, uint64_t conn)
+{
+	long long delay_ms = t_fault_get("delay_ms");
+	struct xferk_submit_opts o = {
+		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
+		.drain_budget_ns = 100 * MS,
+	};
+	struct xferk_op_snapshot s;
+	struct t_vgem_buf a;
+	uint64_t a_mr, op;
+	struct host h;
+	int ret, mode;
+
+	buf_or_exit(dev, MIB + 4096, 0, &a);
+	ret = xferk_mr_reg_dmabuf(x, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_DST, &a_mr);
+	ret = ret ?: host_setup(x, conn, MIB, &h);
+	if (ret) {
+		T_EXPECT(0, "setup: %s", strerror(-ret));
+		return;
+	}
+	t_fill(h.mem, MIB, 5);
+	for (mode = 0; mode < 2; mode++) {
+		const char *what = mode ? "deadline" : "cancel";
+		struct xferk_frag f = { .mr = a_mr, .len = MIB,
+					.remote = h.remote,
+					.opcode = XFERK_OP_READ };
+
+		memset(a.map, 0, MIB);
+		if (t_quiet() || t_fault_set("delay_ms", t_scaled_ms(3000)) ||
+		    t_fault_set("delay_completions", 1)) {
+			T_EXPECT(0, "%s: fault knobs", what);
+			break;
+		}
+		ret = mode ? xferk_submit_ex(x, &f, 1, xferk_now_ns() + 200 * MS,
+					     &o, &op) :
+			     xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
+		if (ret || t_fault_taken("delay_completions", t_scaled_ms(30000))) {
+			T_EXPECT(0, "%s: a held READ: %s", what, strerror(-ret));
+			break;
+		}
+		if (mode)
+			xferk_wait(x, op, XFERK_DEADLINE_NONE, 0, &s);
+		else
+			xferk_cancel_drain(x, op, xferk_now_ns() + 200 * MS, &s);
+		printf("%s: %s, reusable %u", what, xferk_state_name(s.state),
+		       s.buffer_reusable);
+		T_EXPECT(s.buffer_reusable || t_file_has(BUFINFO, "xferk-dma"),
+			 "%s: %s and not reusable, but the exporter lists no attachment",
+			 what, xferk_state_name(s.state));
+		ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL,
+				 &s);
+		T_EXPECT(s.buffer_reusable && (s.state == XFERK_STATE_DRAINED ||
+					       s.state == XFERK_STATE_TIMED_OUT) &&
+			 (!mode || s.deadline_timeouts == 1),
+			 "%s: physically: %d %s, reusable %u", what, ret,
+			 xferk_state_name(s.state), s.buffer_reusable);
+		printf("; physically %s\n", xferk_state_name(s.state));
+		/* Reused the moment it is reusable: nothing may land later. */
+		memset(a.map, CANARY, MIB);
+		usleep(300 * 1000);
+		T_EXPECT(!not_canary(a.map, MIB),
+			 "%s: a late access changed %zu canary bytes", what,
+			 not_canary(a.map, MIB));
+		xferk_release(x, op);
+	}
+	t_fault_set("delay_ms", delay_ms);
+	xferk_mr_dereg(x, a_mr);
+	t_vgem_free(&a);
+}
+
+/*
+ * kill -9 of the process whose dma-buf region a held READ fills: its file
+ * goes, the op does not; the region and its attachment stay until the op
+ * is physically complete, then go; a canary written then stays intact.
+ */
+static void killed(struct xferk *x, int dev, uint64_t conn)
+{
+	const long long before = t_stat("dmabuf_regions");
+	long long delay_ms = t_fault_get("delay_ms");
+	int ready[2], ret;
+	struct t_vgem_buf a;
+	char c = 0;
+	pid_t pid;
+
+	(void)x;
+	(void)conn;
+	buf_or_exit(dev, MIB + 4096, 0, &a);
+	if (pipe(ready)) {
+		T_EXPECT(0, "pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct xferk *cx;
+		uint64_t cconn, mr, op;
+		struct host h;
+		struct xferk_frag f;
+
+		close(ready[0]);
+		if (xferk_open(&cx) ||
+		    xferk_connect(cx, t_peer(), 0, t_connect_ms(), &cconn) ||
+		    xferk_mr_reg_dmabuf(cx, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_DST,
+					&mr) || host_setup(cx, cconn, MIB, &h))
+			_exit(1);
+		t_fill(h.mem, MIB, 6);
+		f = (struct xferk_frag) { .mr = mr, .len = MIB, .remote = h.remote,
+					  .opcode = XFERK_OP_READ };
+		if (t_submit_held(cx, &f, 1, t_scaled_ms(3000), &op))
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ret = read(ready[0], &c, 1);
+	close(ready[0]);
+	close(a.fd);	/* the child's copy is the only one, until it dies */
+	a.fd = -1;
+	T_EXPECT(ret == 1 && c == 'r', "the child's held READ");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (ret == 1) {
+		T_EXPECT(t_stat("dmabuf_regions") == before + 1,
+			 "killed in flight: dmabuf_regions %lld, want %lld",
+			 t_stat("dmabuf_regions"), before + 1);
+		T_EXPECT(t_file_has(BUFINFO, "xferk-dma"),
+			 "killed in flight: the exporter lists no attachment");
+	}
+	T_EXPECT(t_stat_wait("dmabuf_regions", before, t_scaled_ms(30000)) ==
+		 before, "after the op: dmabuf_regions %lld, want %lld",
+		 t_stat("dmabuf_regions"), before);
+	T_EXPECT(!t_file_has(BUFINFO, "xferk-dma"),
+		 "after the op: the exporter still lists xferk-dma attached");
+	memset(a.map, CANARY, MIB);
+	usleep(300 * 1000);
+	T_EXPECT(!not_canary(a.map, MIB), "killed: a late access changed %zu canary bytes",
+		 not_canary(a.map, MIB));
+	t_fault_set("delay_ms", delay_ms);
+	t_vgem_free(&a);
+}
+
 /* Everything that could let the dma-buf go, while an op is in flight. */
 static void lifecycle(struct xferk *x, uint64_t conn)
 {
@@ -350,6 +522,33 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 	t_vgem_free(&c);
 }
 
+/*
+ * With max_dmabuf_pages_per_file at 1: an unprivileged process (nobody,
+ * in the group that may open /dev/xferk) registers one page of @fd and is
+ * refused a second (EMFILE), on its own file. 0, or 1 if not so.
+ */
+static int unprivileged_limit(int fd)
+{
+	int status = 1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct xferk *ux;
+		uint64_t mr, mr2;
+
+		t_become_user(1);
+		if (xferk_open(&ux) ||
+		    xferk_mr_reg_dmabuf(ux, fd, 0, 4096, XFERK_ACCESS_LOCAL_SRC, &mr) ||
+		    xferk_mr_reg_dmabuf(ux, fd, 4096, 4096, XFERK_ACCESS_LOCAL_SRC,
+					&mr2) != -EMFILE)
+			_exit(1);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	return status;
+}
+
 static void bad_input(struct xferk *x, int dev)
 {
 	const long long before = t_stat("dmabuf_regions");
@@ -392,6 +591,8 @@ static void bad_input(struct xferk *x, int dev)
 		T_EXPECT(xferk_mr_reg_dmabuf(x, b.fd, 4096, 4096, w, &mr) == 0,
 			 "the page is the file's again after MR_DEREG");
 		xferk_mr_dereg(x, mr);
+		T_EXPECT(unprivileged_limit(b.fd) == 0,
+			 "an unprivileged process past the limit");
 		t_set_param("max_dmabuf_pages_per_file", limit);
 	} else {
 		T_EXPECT(0, "no parameter max_dmabuf_pages_per_file");
@@ -428,6 +629,8 @@ int main(void)
 	ring(x, dev, conn);
 	bad_input(x, dev);
 	lifecycle(x, conn);
+	probes(x, vgem_or_exit(), conn);
+	killed(x, vgem_or_exit(), conn);
 	close(dev);
 	xferk_close(x);
 	return t_result();
