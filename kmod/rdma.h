@@ -68,7 +68,11 @@ struct xferk_region;
  * @per_post: the pages could not stay mapped (the device needs its DMA
  *	synced, e.g. bounce buffers, or mapping them all failed): each post
  *	maps its chunk's pages and its completion unmaps them; never for a
- *	dma-buf region on a device with real DMA
+ *	dma-buf region
+ * @moved: the exporter announced a move of @attach's buffer
+ *	(move_notify, under its reservation lock; set once, read without a
+ *	lock): nothing more is posted or exported from this map (-ESTALE),
+ *	what is in flight ends by the usual rules
  * @attach: a dma-buf region on a device with real DMA: the dma-buf
  *	attached to the device and pinned (NULL otherwise)
  * @sgt: @attach's mapping, which @dma was taken from
@@ -88,6 +92,7 @@ struct xferk_dma_map {
 	unsigned long npages;
 	enum dma_data_direction dir;
 	bool per_post;
+	bool moved;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
 	u64 dma[];

@@ -134,11 +134,18 @@ static void dma_map_release(struct xferk_dma_map *m, struct ib_device *ibdev)
 }
 
 /*
- * A pinned attachment does not move: an exporter moves only what is not
- * pinned (dma-buf.c), so there is nothing to do.
+ * An exporter moves only what is not pinned (dma-buf.c), so a pinned
+ * attachment should never hear this. One that does anyway is taken as a
+ * revoke of the buffer: the map is used no more (struct xferk_dma_map
+ * @moved), and what is in flight ends by the usual rules (drain,
+ * quarantine), holding the attachment until it is terminal. Called with
+ * the dma-buf's reservation lock held: it only sets a flag.
  */
 static void dmabuf_move_notify(struct dma_buf_attachment *attach)
 {
+	struct xferk_dma_map *m = attach->importer_priv;
+
+	WRITE_ONCE(m->moved, true);
 }
 
 static const struct dma_buf_attach_ops dmabuf_pinned_ops = {
@@ -403,8 +410,8 @@ static void dev_release(struct kref *ref)
  * file's: the post fails its chunk with -EOPNOTSUPP if it finds none.
  *
  * Return: 0, or for a dma-buf region: -EAGAIN (@nowait, and it has no map
- * yet), what dma_map_create() returns (-EOPNOTSUPP: the device cannot
- * reach it).
+ * yet), -ESTALE (its exporter moved the buffer: dmabuf_move_notify()),
+ * what dma_map_create() returns (-EOPNOTSUPP: the device cannot reach it).
  */
 int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r,
 			 bool nowait)
@@ -428,6 +435,8 @@ int xferk_dev_map_region(struct xferk_dev_link *l, struct xferk_region *r,
 		m = region_dma_map(r, d);
 		if (IS_ERR(m) && r->dmabuf)
 			ret = PTR_ERR(m);
+		else if (!IS_ERR(m) && READ_ONCE(m->moved))
+			ret = -ESTALE;
 	}
 	kref_put(&d->ref, dev_release);
 	return ret;

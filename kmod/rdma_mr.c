@@ -209,6 +209,8 @@ static int export_dmabuf(struct xferk_path *p, struct xferk_reg *reg,
 	m = region_dma_map(r, p->attach.dev);
 	if (IS_ERR(m))
 		return PTR_ERR(m);
+	if (READ_ONCE(m->moved))
+		return -ESTALE;
 	ret = sg_alloc_table(&reg->sgt, reg->npages, XFERK_GFP_USER);
 	if (ret)
 		return -ENOMEM;

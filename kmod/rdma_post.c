@@ -174,6 +174,9 @@ static int send_map(struct xferk_path *p, struct xferk_send *s,
 		if (IS_ERR(m))
 			return PTR_ERR(m);
 	}
+	/* Its exporter moved the buffer: a revoke (dmabuf_move_notify()). */
+	if (READ_ONCE(m->moved))
+		return -ESTALE;
 	s->nr_sge = 0;
 	s->per_post = m->per_post;
 	s->dir = wr->opcode == XFERK_OP_WRITE ? DMA_TO_DEVICE : DMA_FROM_DEVICE;

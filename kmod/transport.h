@@ -130,10 +130,11 @@ struct xferk_reg {
  *	device in one call, in order; called with p->lock held, with a
  *	free send slot for each (the session's credits). Return: how many were
  *	posted, always the first ones of @wrs; when fewer than @n, *@error
- *	(-ENOMEM, -EIO, or -EOPNOTSUPP: a dma-buf region not mapped for the
- *	device) says why the next one was not, and nothing after it was
- *	posted; or 0: the transport has no room now (its QPs' send queues
- *	are full), the rest waits for a completion
+ *	(-ENOMEM, -EIO, -EOPNOTSUPP: a dma-buf region not mapped for the
+ *	device, -ESTALE: its exporter moved it) says why the next one was
+ *	not, and nothing after it was posted; or 0: the transport has no
+ *	room now (its QPs' send queues are full), the rest waits for a
+ *	completion
  * @unpost: undo what @post set up (DMA mapping, send slot) once the
  *	work request is terminal; called with p->lock held
  * @overtaken: whether a work request posted before posted @wr on its QP
@@ -162,7 +163,8 @@ struct xferk_reg {
  *	map of user memory it could not make is @post's to try); for a
  *	dma-buf region, whose map only this makes: -EAGAIN (@nowait and
  *	not mapped yet), -EOPNOTSUPP (the device cannot reach it), -ENOMEM,
- *	-EINTR, -ETIMEDOUT (its exporter's fences)
+ *	-EINTR, -ETIMEDOUT (its exporter's fences), -ESTALE (its exporter
+ *	moved it)
  * @connect: start a path to @peer in @net, its address resolved within
  *	@timeout_ms (its route within XFERK_RESOLVE_MS): an end's first path
  *	(CONNECT), or the next one of a RECONNECTING session of an end this
