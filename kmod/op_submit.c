@@ -364,6 +364,14 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 		}
 		group = container_of(ho, struct xferk_group, hobj);
 	}
+	/*
+	 * Before anything is charged or admitted: a non-blocking issue may
+	 * end here with -EAGAIN, to be issued again from a worker.
+	 */
+	ret = op_map_regions(regions, remotes, a->nr_frags,
+			     settle && settle->nowait);
+	if (ret)
+		goto out_unlock;
 	/* Its notification goes to the target of its last fragment. */
 	if (a->flags & XFERK_SUBMIT_NOTIFY) {
 		notify = xferk_notify_alloc(remotes[a->nr_frags - 1], s->acct,
@@ -393,10 +401,6 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 		ret = -ENOMEM;
 		goto out_unadmit;
 	}
-	ret = op_map_regions(regions, remotes, a->nr_frags,
-			     settle && settle->nowait);
-	if (ret)
-		goto out_unadmit;
 	kref_init(&op->ref);
 	spin_lock_init(&op->lock);
 	init_waitqueue_head(&op->wq);

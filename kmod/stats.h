@@ -45,6 +45,7 @@ struct xferk_stats {
 	atomic64_t quarantine_limit_rejects;
 	atomic64_t uring_parked;
 	atomic64_t uring_completed;
+	atomic64_t uring_submits_deferred;
 	atomic64_t uring_exit_cancels;
 	atomic64_t conns_rejected;
 	atomic64_t conns_reaped;

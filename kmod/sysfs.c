@@ -93,6 +93,7 @@ XFERK_STAT_ATTR(ops_drained_after_exit);
 XFERK_STAT_ATTR(quarantine_limit_rejects);
 XFERK_STAT_ATTR(uring_parked);
 XFERK_STAT_ATTR(uring_completed);
+XFERK_STAT_ATTR(uring_submits_deferred);
 XFERK_STAT_ATTR(uring_exit_cancels);
 XFERK_STAT_ATTR(conns_rejected);
 XFERK_STAT_ATTR(conns_reaped);
@@ -169,6 +170,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_quarantine_limit_rejects.attr,
 	&dev_attr_uring_parked.attr,
 	&dev_attr_uring_completed.attr,
+	&dev_attr_uring_submits_deferred.attr,
 	&dev_attr_uring_exit_cancels.attr,
 	&dev_attr_conns_rejected.attr,
 	&dev_attr_conns_reaped.attr,

@@ -212,6 +212,8 @@ static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
 		return -EINVAL;
 	a->flags |= XFERK_SUBMIT_CANCEL_ON_DEADLINE;
 	ret = xferk_file_submit(xf, a, &settle);
+	if (ret == -EAGAIN)
+		atomic64_inc(&xferk_stats.uring_submits_deferred);
 	if (ret)
 		return ret;
 	/*
