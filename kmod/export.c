@@ -332,8 +332,16 @@ struct xferk_export *xferk_export_create(struct xferk_export_req *x)
 	e->reg.access = x->access;
 	atomic64_inc(&xferk_stats.exports);
 
-	/* Mapping a dma-buf may wait for its exporter: not under our locks. */
+	/*
+	 * Mapping a dma-buf may wait for its exporter: before the region's
+	 * and the session's locks (the caller holds only its file's), and
+	 * only for a session that is up.
+	 */
 	if (r->dmabuf && c->transport->map_region) {
+		if (READ_ONCE(c->state) != XFERK_CONN_UP) {
+			xferk_export_put(e);
+			return ERR_PTR(-ENOTCONN);
+		}
 		ret = c->transport->map_region(&c->path, r, false);
 		if (ret) {
 			xferk_export_put(e);

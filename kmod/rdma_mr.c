@@ -189,7 +189,8 @@ static int export_window(struct xferk_path *p, struct xferk_reg *reg,
 /*
  * A range or window of a dma-buf region, fast-registered over the DMA
  * addresses of the region's map for the device (made ahead by the
- * export, xferk_dev_map_region(), else here): no struct page is touched
+ * export, xferk_dev_map_region(); here, under the export's locks, only if
+ * the session attached to its device after that): no struct page is touched
  * and nothing is mapped again. The map outlives the MR: the export holds
  * the region, and the device's removal unmaps it only once every session
  * there, and so every export, is gone.
@@ -198,7 +199,8 @@ static int export_dmabuf(struct xferk_path *p, struct xferk_reg *reg,
 			 int access)
 {
 	struct xferk_region *r = reg->region;
-	unsigned long first = (reg->addr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
+	unsigned long first = (reg->addr >> PAGE_SHIFT) -
+			      (r->addr >> PAGE_SHIFT);
 	unsigned int off = offset_in_page(reg->addr);
 	struct xferk_dma_map *m;
 	struct scatterlist *sg;

@@ -163,9 +163,10 @@ static int send_map(struct xferk_path *p, struct xferk_send *s,
 
 	if (!m) {
 		/*
-		 * Its submit mapped it for another device (the path moved), or
-		 * could not map it (no memory). Never a dma-buf's here: that
-		 * may wait for its exporter (xferk_dev_map_region()).
+		 * Its submit did not map it for this device: a rail imported
+		 * since, a session not attached to its device at submit, or no
+		 * memory. Never a dma-buf's here: that may wait for its
+		 * exporter (xferk_dev_map_region()).
 		 */
 		if (r->dmabuf)
 			return -EOPNOTSUPP;
