@@ -72,7 +72,8 @@ struct xferk_region;
  * @moved: the exporter announced a move of @attach's buffer
  *	(move_notify, under its reservation lock; set once, read without a
  *	lock): nothing more is posted or exported from this map (-ESTALE),
- *	what is in flight ends by the usual rules
+ *	what is in flight ends by the usual rules, exports made before stay
+ *	until closed
  * @attach: a dma-buf region on a device with real DMA: the dma-buf
  *	attached to the device and pinned (NULL otherwise)
  * @sgt: @attach's mapping, which @dma was taken from

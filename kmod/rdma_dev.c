@@ -136,10 +136,13 @@ static void dma_map_release(struct xferk_dma_map *m, struct ib_device *ibdev)
 /*
  * An exporter moves only what is not pinned (dma-buf.c), so a pinned
  * attachment should never hear this. One that does anyway is taken as a
- * revoke of the buffer: the map is used no more (struct xferk_dma_map
- * @moved), and what is in flight ends by the usual rules (drain,
- * quarantine), holding the attachment until it is terminal. Called with
- * the dma-buf's reservation lock held: it only sets a flag.
+ * revoke of the buffer for new work: the map is used no more (struct
+ * xferk_dma_map @moved), and what is in flight ends by the usual rules
+ * (drain, quarantine), holding the attachment until it is terminal.
+ * Exports made from the map before stay until they are closed (or the
+ * region deregistered): revoking them needs the region's and sessions'
+ * locks, which are taken outside the reservation lock this is called
+ * with. So it only sets a flag.
  */
 static void dmabuf_move_notify(struct dma_buf_attachment *attach)
 {
