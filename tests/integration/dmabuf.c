@@ -11,7 +11,8 @@
  *    a window of a dma-buf region, its blocks out of order, written and
  *    read through, then closed: its import is ESTALE, nothing lands;
  *  - an io_uring SUBMIT of a dma-buf region not mapped yet succeeds: its
- *    non-blocking issue comes back from io_uring's worker;
+ *    non-blocking issue returned EAGAIN (stats/uring_submits_deferred)
+ *    and io_uring issued it again from its worker;
  *  - lifecycle: a READ into a dma-buf region whose first completion is
  *    held; meanwhile the dma-buf's fd is closed, the region deregistered
  *    and the vgem device closed: the region stays (stats/dmabuf_regions)
@@ -247,6 +248,7 @@ static void ring(struct xferk *x, int dev, uint64_t conn)
 {
 	struct io_uring_cqe *cqe;
 	struct xferk_ioc_submit sub;
+	long long deferred;
 	struct xferk_frag f;
 	struct t_vgem_buf a;
 	struct io_uring r;
@@ -270,10 +272,15 @@ static void ring(struct xferk *x, int dev, uint64_t conn)
 		.deadline_ns = xferk_now_ns() + 50000000000ULL,
 		.drain_budget_ns = 5000000000ULL,
 	};
+	deferred = t_stat("uring_submits_deferred");
 	t_ring(&r, 4, 0, IORING_SETUP_CQE32);
 	io_uring_prep_xferk_submit(t_sqe(&r), xferk_fd(x), &sub);
 	ret = io_uring_submit(&r);
 	T_EXPECT(ret == 1, "io_uring_submit: %d", ret);
+	if (ret != 1) {
+		io_uring_queue_exit(&r);
+		return;
+	}
 	ret = io_uring_wait_cqe(&r, &cqe);
 	T_EXPECT(ret == 0 && xferk_cqe_succeeded(cqe) &&
 		 t_check(h.mem, MIB, 21) < 0,
@@ -281,6 +288,9 @@ static void ring(struct xferk *x, int dev, uint64_t conn)
 		 ret ? 0 : cqe->res);
 	if (!ret)
 		io_uring_cqe_seen(&r, cqe);
+	T_EXPECT(t_stat("uring_submits_deferred") == deferred + 1,
+		 "the non-blocking issue did not defer: uring_submits_deferred %lld, was %lld",
+		 t_stat("uring_submits_deferred"), deferred);
 	io_uring_queue_exit(&r);
 	xferk_mr_dereg(x, a_mr);
 	t_vgem_free(&a);
@@ -303,13 +313,15 @@ static size_t not_canary(const uint8_t *p, size_t n)
  * The cancel and deadline probes of the lifecycle tests, on a dma-buf
  * region: a READ into it whose first completion is held 3 s is cancelled
  * with a 200 ms drain, or reaches its 200 ms deadline with
- * cancel-on-deadline and a 100 ms drain. While the op is not reusable the
- * exporter lists the attachment; once it is physically complete it says
- * reusable, and a canary written into the buffer then stays intact.
+ * cancel-on-deadline and a 100 ms drain. Its region is deregistered as
+ * soon as the op is in flight. While the op is not reusable the region
+ * and the exporter's attachment stay; once it is physically complete it
+ * says reusable, the region and attachment go, and a canary written into
+ * the buffer then stays intact.
  */
 static void probes(struct xferk *x, int dev, uint64_t conn)
 {
-	long long delay_ms = t_fault_get("delay_ms");
+	long long delay_ms = t_fault_get("delay_ms"), before;
 	struct xferk_submit_opts o = {
 		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
 		.drain_budget_ns = 100 * MS,
@@ -321,8 +333,7 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 	int ret, mode;
 
 	buf_or_exit(dev, MIB + 4096, 0, &a);
-	ret = xferk_mr_reg_dmabuf(x, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_DST, &a_mr);
-	ret = ret ?: host_setup(x, conn, MIB, &h);
+	ret = host_setup(x, conn, MIB, &h);
 	if (ret) {
 		T_EXPECT(0, "setup: %s", strerror(-ret));
 		return;
@@ -330,8 +341,7 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 	t_fill(h.mem, MIB, 5);
 	for (mode = 0; mode < 2; mode++) {
 		const char *what = mode ? "deadline" : "cancel";
-		struct xferk_frag f = { .mr = a_mr, .len = MIB,
-					.remote = h.remote,
+		struct xferk_frag f = { .len = MIB, .remote = h.remote,
 					.opcode = XFERK_OP_READ };
 
 		memset(a.map, 0, MIB);
@@ -340,40 +350,53 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 			T_EXPECT(0, "%s: fault knobs", what);
 			break;
 		}
-		ret = mode ? xferk_submit_ex(x, &f, 1, xferk_now_ns() + 200 * MS,
-					     &o, &op) :
-			     xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
+		before = t_stat("dmabuf_regions");
+		ret = xferk_mr_reg_dmabuf(x, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_DST,
+					  &a_mr);
+		f.mr = a_mr;
+		if (!ret)
+			ret = mode ? xferk_submit_ex(x, &f, 1, xferk_now_ns() +
+						     200 * MS, &o, &op) :
+				     xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE,
+						  0, &op);
 		if (ret || t_fault_taken("delay_completions", t_scaled_ms(30000))) {
 			T_EXPECT(0, "%s: a held READ: %s", what, strerror(-ret));
 			break;
 		}
+		xferk_mr_dereg(x, a_mr);
 		if (mode)
 			xferk_wait(x, op, XFERK_DEADLINE_NONE, 0, &s);
 		else
 			xferk_cancel_drain(x, op, xferk_now_ns() + 200 * MS, &s);
 		printf("%s: %s, reusable %u", what, xferk_state_name(s.state),
 		       s.buffer_reusable);
-		T_EXPECT(s.buffer_reusable || t_file_has(BUFINFO, "xferk-dma"),
-			 "%s: %s and not reusable, but the exporter lists no attachment",
-			 what, xferk_state_name(s.state));
+		T_EXPECT(s.buffer_reusable ||
+			 (t_stat("dmabuf_regions") == before + 1 &&
+			  t_file_has(BUFINFO, "xferk-dma")),
+			 "%s: %s, not reusable, but the region (%lld, was %lld) or its attachment went",
+			 what, xferk_state_name(s.state),
+			 t_stat("dmabuf_regions"), before);
 		ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL,
 				 &s);
+		printf("; physically %s\n", xferk_state_name(s.state));
 		T_EXPECT(s.buffer_reusable && (s.state == XFERK_STATE_DRAINED ||
 					       s.state == XFERK_STATE_TIMED_OUT) &&
 			 (!mode || s.deadline_timeouts == 1),
 			 "%s: physically: %d %s, reusable %u", what, ret,
 			 xferk_state_name(s.state), s.buffer_reusable);
-		printf("; physically %s\n", xferk_state_name(s.state));
 		/* Reused the moment it is reusable: nothing may land later. */
 		memset(a.map, CANARY, MIB);
+		xferk_release(x, op);
+		T_EXPECT(t_stat_wait("dmabuf_regions", before, 10000) == before &&
+			 !t_file_has(BUFINFO, "xferk-dma"),
+			 "%s: the region (%lld, was %lld) or its attachment stayed",
+			 what, t_stat("dmabuf_regions"), before);
 		usleep(300 * 1000);
 		T_EXPECT(!not_canary(a.map, MIB),
 			 "%s: a late access changed %zu canary bytes", what,
 			 not_canary(a.map, MIB));
-		xferk_release(x, op);
 	}
 	t_fault_set("delay_ms", delay_ms);
-	xferk_mr_dereg(x, a_mr);
 	t_vgem_free(&a);
 }
 
@@ -384,8 +407,7 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
  */
 static void killed(struct xferk *x, int dev, uint64_t conn)
 {
-	const long long before = t_stat("dmabuf_regions");
-	long long delay_ms = t_fault_get("delay_ms");
+	long long delay_ms = t_fault_get("delay_ms"), before;
 	int ready[2], ret;
 	struct t_vgem_buf a;
 	char c = 0;
@@ -393,12 +415,23 @@ static void killed(struct xferk *x, int dev, uint64_t conn)
 
 	(void)x;
 	(void)conn;
+	/* No op of this process is live: every earlier region has gone. */
+	if (t_quiet())
+		T_EXPECT(0, "ops still live before the kill");
+	before = t_stat("dmabuf_regions");
 	buf_or_exit(dev, MIB + 4096, 0, &a);
 	if (pipe(ready)) {
 		T_EXPECT(0, "pipe");
 		return;
 	}
 	pid = fork();
+	if (pid < 0) {
+		T_EXPECT(0, "fork: %s", strerror(errno));
+		close(ready[0]);
+		close(ready[1]);
+		t_vgem_free(&a);
+		return;
+	}
 	if (pid == 0) {
 		struct xferk *cx;
 		uint64_t cconn, mr, op;
