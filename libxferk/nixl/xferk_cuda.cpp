@@ -33,7 +33,8 @@ struct XferkCuda::Fns {
 XferkCuda::XferkCuda() {
     const char *env = getenv("XFERK_LIBCUDA");
     path_ = env && *env ? env : "libcuda.so.1";
-    dll_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // Never unloaded: the driver's threads may outlive this engine.
+    dll_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!dll_) {
         why_ = "the CUDA driver library " + path_ + " cannot be loaded (" + dlerror() +
             "): GPU memory needs NVIDIA's driver (open kernel modules, CUDA 11.7 or later)";
@@ -70,6 +71,8 @@ XferkCuda::XferkCuda() {
     usable_ = device_exports(0, why_);
 }
 
+// The library stays loaded (RTLD_NODELETE): dlclose() only drops the
+// reference this engine took.
 XferkCuda::~XferkCuda() {
     delete fn_;
     if (dll_) dlclose(dll_);

@@ -45,6 +45,7 @@ def main():
         # fast-registers in one MR: try 2 MiB).
         n2 = 2 << 20
         gpu.copy_(torch.arange(N, device="cuda").to(torch.uint8))
+        torch.cuda.synchronize()  # the NIC reads it: the copy must be done
         dst = dev.register(gpu2, rw)
         try:
             remote2 = conn.import_token(dst.export(conn, 0, n2).token)

@@ -26,9 +26,11 @@ $PY -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null 
 	skip "torch with CUDA is not importable by $PY"
 [ -e "$BUILD/lib/libxferk.so.0" ] || { echo "no $BUILD/lib/libxferk.so.0: make lib"; exit 1; }
 if [ -z "${XFERK_GPU_PEER:-}" ]; then
-	netdev=$(rdma link show 2>/dev/null | awk '/netdev/ { for (i = 1; i < NF; i++) if ($i == "netdev") { print $(i + 1); exit } }')
+	netdev=$(rdma link show 2>/dev/null |
+		awk '{ for (i = 1; i < NF; i++) if ($i == "netdev") { print $(i + 1); exit } }')
 	[ -n "$netdev" ] || skip "no RDMA device with a netdev (rdma link show)"
-	XFERK_GPU_PEER=$(ip -4 -o addr show dev "$netdev" | awk '{ sub("/.*", "", $4); print $4; exit }')
+	XFERK_GPU_PEER=$(ip -4 -o addr show dev "$netdev" |
+		awk '{ sub("/.*", "", $4); print $4; exit }')
 	[ -n "$XFERK_GPU_PEER" ] || skip "$netdev has no IPv4 address: set XFERK_GPU_PEER"
 fi
 export XFERK_GPU_PEER XFERK_LIB=$BUILD/lib/libxferk.so.0 PYTHONPATH=$SRC/libxferk/python

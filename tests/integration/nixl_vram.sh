@@ -4,7 +4,8 @@
 # VRAM and DRAM in every combination on both ends, READ and WRITE, every
 # byte verified (tests/nixl/vram.py); then, with the double's device
 # unable to export dma-bufs, no VRAM_SEG is offered and a VRAM
-# registration fails, the backend's warning naming why. Not a GPU: tests/gpu/ is for a host with one.
+# registration fails, the backend's warning naming why. Not a GPU:
+# tests/gpu/ is for a host with one.
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"

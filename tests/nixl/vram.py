@@ -16,6 +16,7 @@ driver (tests/gpu/run.sh, on a host with a GPU).
 import ctypes
 import os
 import sys
+import time
 import uuid
 
 # Without $XFERK_CUDA_DOUBLE: a real GPU through torch (tests/gpu/run.sh).
@@ -121,7 +122,8 @@ def main():
                 dst[:] = 0
                 h = init.initialize_xfer(op, ldesc, rdesc, target.name)
                 state = init.transfer(h)
-                while state == "PROC":
+                until = time.monotonic() + 120
+                while state == "PROC" and time.monotonic() < until:
                     state = init.check_xfer_state(h)
                 init.release_xfer_handle(h)
                 lv, rv = (src, dst) if op == "WRITE" else (dst, src)

@@ -205,9 +205,11 @@ def _from_cai(obj):
     return int(ptr or 0), _prod(shape) * itemsize, bool(readonly)
 
 
-_capsule_ptr = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_ptr.restype = ctypes.c_void_p
-_capsule_ptr.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# A prototype of its own: setting argtypes on ctypes.pythonapi's would
+# change them for every other user in the process.
+_capsule_ptr = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object,
+                                 ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
 def _from_dlpack(obj):
