@@ -100,13 +100,21 @@ struct XferkRemoteMD : public nixlBackendMD {
 };
 
 // A transfer: its fragments (fixed at prepXfer), the keys of the local
-// regions they use, the xferk op of the last post (0: none), what the last
+// regions they use and how many remote handles they name; the xferk ops of
+// the last post (none: not posted), each with at most XFERK_MAX_FRAGS
+// fragments, their group (0: the fragments name more remote handles than a
+// group takes), what each op ended as once reusable (NIXL_IN_PROG before),
+// why the post could not submit them all (0: it did); what the last
 // checkXfer() said, and whether a release was already refused.
 struct XferkReqH : public nixlBackendReqH {
     std::vector<xferk_frag> frags;
     std::set<xferk_key_t> regions;
+    size_t remotes = 0;
     std::string remote_agent;
-    uint64_t op = 0;
+    std::vector<uint64_t> ops;
+    std::vector<nixl_status_t> outcome;
+    uint64_t group = 0;
+    int submit_error = 0;
     nixl_status_t last_check = NIXL_ERR_NOT_POSTED;
     bool refused = false;
 };
@@ -229,7 +237,7 @@ XferkEngine::deregisterMem(nixlBackendMD *meta) {
     {
         std::lock_guard<std::mutex> guard(lock_);
         for (XferkReqH *req : md->users)
-            ops.push_back(req->op);
+            ops.insert(ops.end(), req->ops.begin(), req->ops.end());
     }
     // NIXL's agent drops the region whatever this returns: wait instead of
     // refusing (NIXL excludes transfers on this agent meanwhile).
@@ -306,13 +314,15 @@ std::string
 XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
     if (frame[0] == 'N') {
         uint64_t tag;
+        uint32_t ops;
         uint16_t namelen;
-        if (frame.size() < 11) return "";
+        if (frame.size() < 15) return "";
         memcpy(&tag, frame.data() + 1, 8);
-        memcpy(&namelen, frame.data() + 9, 2);
-        if (frame.size() < 11u + namelen) return "";
-        std::string agent = frame.substr(11, namelen), msg = frame.substr(11 + namelen);
-        arrive(tag, false, false, &agent, &msg);
+        memcpy(&ops, frame.data() + 9, 4);
+        memcpy(&namelen, frame.data() + 13, 2);
+        if (frame.size() < 15u + namelen || (tag && !ops)) return "";
+        std::string agent = frame.substr(15, namelen), msg = frame.substr(15 + namelen);
+        arrive(tag, false, false, &agent, &msg, ops);
         return "";
     }
 
@@ -454,6 +464,7 @@ XferkEngine::prepXfer(const nixl_xfer_op_t &operation,
         local.descCount() != remote.descCount())
         return NIXL_ERR_INVALID_PARAM;
     auto req = std::make_unique<XferkReqH>();
+    std::set<uint64_t> remotes;
     req->remote_agent = remote_agent;
     for (int i = 0; i < local.descCount(); i++) {
         auto *lmd = dynamic_cast<XferkLocalMD *>(local[i].metadataP);
@@ -471,9 +482,51 @@ XferkEngine::prepXfer(const nixl_xfer_op_t &operation,
         f.opcode = operation == NIXL_READ ? XFERK_OP_READ : XFERK_OP_WRITE;
         req->frags.push_back(f);
         req->regions.insert(lmd->key);
+        remotes.insert(rmd->remote);
     }
+    req->remotes = remotes.size();
     handle = req.release();
     return NIXL_SUCCESS;
+}
+
+// What a submit's errno means to NIXL.
+static nixl_status_t
+submit_status(int err) {
+    return err == -EINVAL || err == -ERANGE || err == -E2BIG ? NIXL_ERR_INVALID_PARAM :
+                                                              NIXL_ERR_BACKEND;
+}
+
+// Submits @req's fragments as ops of at most XFERK_MAX_FRAGS each (fewer
+// where one would pass the kernel's per-op bounds: E2BIG halves the batch),
+// in one group where the fragments name few enough remote handles, each op
+// with the notification @tag if @opts asks for it. Stops at the first
+// error, which it returns; the ops submitted before it are in @req->ops.
+int
+XferkEngine::submit_ops(XferkReqH *req, const xferk_submit_opts &opts, uint64_t tag) const {
+    size_t done = 0, total = req->frags.size();
+    uint64_t gen;
+    int ret = 0;
+
+    if (req->remotes <= XFERK_GROUP_MAX_TARGETS && total > XFERK_MAX_FRAGS) {
+        ret = xferk_group_create(x_, tag, &req->group, &gen);
+        if (ret) return ret;
+    }
+    while (done < total) {
+        size_t n = std::min<size_t>(total - done, XFERK_MAX_FRAGS);
+        uint64_t op;
+
+        for (;;) {
+            ret = xferk_submit_group(x_, &req->frags[done], n, XFERK_DEADLINE_NONE, &opts,
+                                     req->group, tag, &op);
+            if (ret != -E2BIG || n == 1) break;
+            n /= 2;
+        }
+        if (ret) return ret;
+        req->ops.push_back(op);
+        req->outcome.push_back(NIXL_IN_PROG);
+        done += n;
+    }
+    return 0;
 }
 
 nixl_status_t
@@ -488,10 +541,8 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
     xferk_submit_opts opts = {};
     uint64_t tag = 0;
 
-    if (req->op) {
-        xferk_op_snapshot snap;
-        if (xferk_query(x_, req->op, &snap) || !snap.buffer_reusable)
-            return NIXL_ERR_REPOST_ACTIVE;
+    if (!req->ops.empty()) {
+        if (!reusable(req)) return NIXL_ERR_REPOST_ACTIVE;
         finish(req);
     }
     req->refused = false;
@@ -499,13 +550,19 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
         opts.flags = XFERK_SUBMIT_NOTIFY;
         tag = random_tag();
     }
-    int ret = xferk_submit_group(x_, req->frags.data(), req->frags.size(), XFERK_DEADLINE_NONE,
-                                 &opts, 0, tag, &req->op);
+    int ret = submit_ops(req, opts, tag);
     if (ret) {
-        req->op = 0;
-        NIXL_ERROR << "XFERK: submit: " << strerror(-ret);
-        return ret == -EINVAL || ret == -ERANGE || ret == -E2BIG ? NIXL_ERR_INVALID_PARAM :
-                                                                  NIXL_ERR_BACKEND;
+        NIXL_ERROR << "XFERK: submit of " << req->frags.size() << " descriptors, after "
+                   << req->ops.size() << " ops: " << strerror(-ret);
+        if (req->ops.empty()) {
+            finish(req);
+            return submit_status(ret);
+        }
+        // The ops submitted run on (cancelling them now would kill their
+        // paths at once); the error is reported once they are reusable
+        // (checkXfer()), and releaseReqH() cancels them.
+        req->submit_error = ret;
+        notif = false;
     }
     {
         std::lock_guard<std::mutex> guard(lock_);
@@ -515,41 +572,82 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
         }
     }
     // The message goes to the target's control listener; the target hands
-    // it out once xferk's DATA event says the data has landed.
-    if (notif && send_notif(req->remote_agent, tag, opt_args->notifMsg) != NIXL_SUCCESS)
+    // it out once xferk's DATA events say the data of every op has landed.
+    if (notif &&
+        send_notif(req->remote_agent, tag, req->ops.size(), opt_args->notifMsg) != NIXL_SUCCESS)
         NIXL_ERROR << "XFERK: notification to " << req->remote_agent
                    << " not sent; the transfer goes on without it";
     return checkXfer(req);
 }
 
-// An error only once the op is physically complete, or QUARANTINED (then
-// its memory must not be reused until releaseReqH() succeeds).
-nixl_status_t
-XferkEngine::checkXfer(nixlBackendReqH *handle) const {
-    auto *req = static_cast<XferkReqH *>(handle);
-    xferk_op_snapshot snap;
-
-    if (!req->op) return req->last_check = NIXL_ERR_NOT_POSTED;
-    if (xferk_query(x_, req->op, &snap)) return req->last_check = NIXL_ERR_BACKEND;
-    if (snap.state == XFERK_STATE_QUARANTINED) return req->last_check = NIXL_ERR_BACKEND;
-    if (!snap.buffer_reusable) return req->last_check = NIXL_IN_PROG;
+// What an op that is reusable ended as, for NIXL.
+static nixl_status_t
+op_status(const xferk_op_snapshot &snap) {
     switch (snap.state) {
     case XFERK_STATE_SUCCEEDED:
-        return req->last_check = NIXL_SUCCESS;
+        return NIXL_SUCCESS;
     case XFERK_STATE_DRAINED:
-        return req->last_check = NIXL_ERR_CANCELED;
+        return NIXL_ERR_CANCELED;
     default:
-        return req->last_check = snap.failure == XFERK_FAILURE_PATH ?
-            NIXL_ERR_REMOTE_DISCONNECT :
-            NIXL_ERR_BACKEND;
+        return snap.failure == XFERK_FAILURE_PATH ? NIXL_ERR_REMOTE_DISCONNECT : NIXL_ERR_BACKEND;
     }
 }
 
-// Releases the op of @req (physically complete) and forgets its regions.
+// In progress until every op of the request is reusable; then its first
+// error, or success. An error before that only while an op is
+// QUARANTINED (its memory must not be reused until releaseReqH()
+// succeeds). Ops once seen reusable are not queried again.
+nixl_status_t
+XferkEngine::checkXfer(nixlBackendReqH *handle) const {
+    auto *req = static_cast<XferkReqH *>(handle);
+    nixl_status_t status = NIXL_SUCCESS;
+    bool busy = false;
+
+    if (req->ops.empty()) return req->last_check = NIXL_ERR_NOT_POSTED;
+    for (size_t i = 0; i < req->ops.size(); i++) {
+        xferk_op_snapshot snap;
+
+        if (req->outcome[i] == NIXL_IN_PROG) {
+            if (xferk_query(x_, req->ops[i], &snap)) return req->last_check = NIXL_ERR_BACKEND;
+            if (snap.state == XFERK_STATE_QUARANTINED)
+                return req->last_check = NIXL_ERR_BACKEND;
+            if (!snap.buffer_reusable) {
+                busy = true;
+                continue;
+            }
+            req->outcome[i] = op_status(snap);
+        }
+        if (status == NIXL_SUCCESS) status = req->outcome[i];
+    }
+    if (busy) return req->last_check = NIXL_IN_PROG;
+    if (req->submit_error) return req->last_check = submit_status(req->submit_error);
+    return req->last_check = status;
+}
+
+// Whether every op of @req is reusable (queried; none is once submitted).
+bool
+XferkEngine::reusable(XferkReqH *req) const {
+    for (size_t i = 0; i < req->ops.size(); i++) {
+        xferk_op_snapshot snap;
+
+        if (req->outcome[i] != NIXL_IN_PROG) continue;
+        if (xferk_query(x_, req->ops[i], &snap) || !snap.buffer_reusable) return false;
+        req->outcome[i] = op_status(snap);
+    }
+    return true;
+}
+
+// Releases the ops of @req (physically complete) and their group, and
+// forgets its regions.
 void
 XferkEngine::finish(XferkReqH *req) const {
-    xferk_release(x_, req->op);
-    req->op = 0;
+    for (uint64_t op : req->ops)
+        xferk_release(x_, op);
+    if (req->group) xferk_group_release(x_, req->group);
+    req->ops.clear();
+    req->outcome.clear();
+    req->group = 0;
+    req->submit_error = 0;
     std::lock_guard<std::mutex> guard(lock_);
     for (const xferk_key_t &key : req->regions) {
         auto it = regions_.find(key);
@@ -571,44 +669,60 @@ XferkEngine::wait_reusable(uint64_t op) const {
     }
 }
 
-// Cancels the op and drains it for at most drain_budget_ms. NIXL calls this
-// for a transfer in progress right after a checkXfer() that said so (then an
-// error keeps the handle and makes NIXL report NIXL_ERR_REPOST_ACTIVE), and
-// for every other handle it destroys, ignoring the result and reporting
-// success. So an op that is still not reusable fails the first kind of call
+// Cancels the request's ops and drains them together for at most
+// drain_budget_ms: its group aborted, or (no group) each op cancelled
+// against the same drain deadline. NIXL calls this for a transfer in
+// progress right after a checkXfer() that said so (then an error keeps the
+// handle and makes NIXL report NIXL_ERR_REPOST_ACTIVE), and for every other
+// handle it destroys, ignoring the result and reporting success. So a
+// request whose ops are not all reusable fails the first kind of call
 // once, and otherwise is waited for: success always means reusable.
 nixl_status_t
 XferkEngine::releaseReqH(nixlBackendReqH *handle) const {
     auto *req = static_cast<XferkReqH *>(handle);
-    xferk_op_snapshot snap = {};
 
-    if (req->op) {
-        int ret = xferk_query(x_, req->op, &snap);
-        if (!ret && !snap.buffer_reusable)
-            ret = xferk_cancel_drain(x_, req->op, xferk_now_ns() + drain_budget_ns_, &snap);
-        if (ret || !snap.buffer_reusable) {
+    if (!req->ops.empty() && !reusable(req)) {
+        uint64_t deadline = xferk_now_ns() + drain_budget_ns_;
+        bool done = true;
+
+        if (req->group) {
+            xferk_group_snapshot gs;
+            done = !xferk_group_abort(x_, req->group, deadline, &gs);
+        } else {
+            for (uint64_t op : req->ops) {
+                xferk_op_snapshot snap;
+                if (xferk_cancel_drain(x_, op, deadline, &snap) || !snap.buffer_reusable)
+                    done = false;
+            }
+        }
+        if (!done) {
             if (req->last_check == NIXL_IN_PROG && !req->refused) {
-                NIXL_ERROR << "XFERK: releaseReqH: the op is " << xferk_state_name(snap.state)
-                           << ": its memory is not reusable yet; release again to wait";
+                NIXL_ERROR << "XFERK: releaseReqH: an op of the transfer is not reusable yet;"
+                           << " release again to wait";
                 req->refused = true;
                 return NIXL_ERR_BACKEND;
             }
-            wait_reusable(req->op);
+            for (uint64_t op : req->ops)
+                wait_reusable(op);
         }
-        finish(req);
     }
+    if (!req->ops.empty()) finish(req);
     delete req;
     return NIXL_SUCCESS;
 }
 
-// A notification's message or its data's arrival. Tag 0: a notification
-// without data (genNotif), ready at once.
+// A notification's message (@msg, with the number of ops that carry its
+// tag: @ops) or the arrival of one op's data (@landed, or @failed: not
+// all of it). Tag 0: a notification without data (genNotif), ready at
+// once. A message is handed out once every op's data has landed, and
+// dropped if one's did not.
 void
 XferkEngine::arrive(uint64_t tag,
                     bool landed,
                     bool failed,
                     const std::string *agent,
-                    const std::string *msg) const {
+                    const std::string *msg,
+                    uint32_t ops) const {
     std::lock_guard<std::mutex> guard(lock_);
     size_t bytes = msg ? agent->size() + msg->size() : 0;
     if (pending_bytes_ + bytes > kMaxPendingBytes) {
@@ -626,10 +740,11 @@ XferkEngine::arrive(uint64_t tag,
         a.have_msg = true;
         a.agent = *agent;
         a.msg = *msg;
+        a.ops = ops;
     }
-    a.landed |= landed;
+    a.landed += landed && !failed;
     a.failed |= failed;
-    if (!a.have_msg || !(a.landed || a.failed)) return;
+    if (!a.have_msg || !(a.landed >= a.ops || a.failed)) return;
     if (a.failed)
         pending_bytes_ -= a.agent.size() + a.msg.size();
     else
@@ -648,7 +763,8 @@ XferkEngine::getNotifs(notif_list_t &notif_list) {
         if (dropped) NIXL_ERROR << "XFERK: " << dropped << " notifications dropped (queue full)";
         for (uint32_t i = 0; i < n; i++)
             if (ev[i].type == XFERK_EVENT_DATA)
-                arrive(ev[i].tag, true, ev[i].flags & XFERK_EVENT_INCOMPLETE, nullptr, nullptr);
+                arrive(ev[i].tag, true, ev[i].flags & XFERK_EVENT_INCOMPLETE, nullptr, nullptr,
+                       0);
     }
     std::lock_guard<std::mutex> guard(lock_);
     for (const auto &n : ready_)
@@ -664,25 +780,31 @@ XferkEngine::find_peer(const std::string &agent) const {
     return it == peers_.end() ? nullptr : it->second;
 }
 
-// Sends notification @msg with @tag (0: no data to wait for) to @agent's
-// control listener, or hands it to this engine when @agent is itself.
+// Sends notification @msg with @tag (0: no data to wait for), carried by
+// @ops ops, to @agent's control listener, or hands it to this engine when
+// @agent is itself. Frame: 'N', tag (8 bytes), ops (4), name length (2),
+// the sender's name, the message.
 nixl_status_t
-XferkEngine::send_notif(const std::string &agent, uint64_t tag, const std::string &msg) const {
+XferkEngine::send_notif(const std::string &agent,
+                        uint64_t tag,
+                        uint32_t ops,
+                        const std::string &msg) const {
     uint16_t namelen = localAgent.size();
 
     if (agent == localAgent) {
-        arrive(tag, false, false, &localAgent, &msg);
+        arrive(tag, false, false, &localAgent, &msg, ops);
         return NIXL_SUCCESS;
     }
     std::shared_ptr<Peer> peer = find_peer(agent);
     if (!peer) return NIXL_ERR_NOT_FOUND;
     if (localAgent.size() > UINT16_MAX) return NIXL_ERR_INVALID_PARAM;
     std::string frame = "N" + std::string((const char *)&tag, sizeof(tag)) +
+        std::string((const char *)&ops, sizeof(ops)) +
         std::string((const char *)&namelen, sizeof(namelen)) + localAgent + msg;
     return peer->ctrl.post(frame) ? NIXL_SUCCESS : NIXL_ERR_REMOTE_DISCONNECT;
 }
 
 nixl_status_t
 XferkEngine::genNotif(const std::string &remote_agent, const std::string &msg) const {
-    return send_notif(remote_agent, 0, msg);
+    return send_notif(remote_agent, 0, 0, msg);
 }

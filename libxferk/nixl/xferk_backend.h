@@ -115,7 +115,8 @@ private:
     /* A notification on its way in: the message (control channel) and, for
      * one sent with a transfer, xferk's event that the data has landed. */
     struct Arrival {
-        bool landed = false;
+        uint32_t ops = 0;    /* ops that carry it (known with the message) */
+        uint32_t landed = 0; /* of them, whose data has all landed */
         bool failed = false; /* the data did not all land: not delivered */
         bool have_msg = false;
         std::string agent, msg;
@@ -128,7 +129,11 @@ private:
     std::shared_ptr<Peer>
     find_peer(const std::string &agent) const;
     nixl_status_t
-    send_notif(const std::string &agent, uint64_t tag, const std::string &msg) const;
+    send_notif(const std::string &agent, uint64_t tag, uint32_t ops, const std::string &msg) const;
+    int
+    submit_ops(XferkReqH *req, const xferk_submit_opts &opts, uint64_t tag) const;
+    bool
+    reusable(XferkReqH *req) const;
     std::string
     handle_ctrl(const std::string &frame, const std::string &peer_ip);
     nixl_status_t
@@ -136,7 +141,7 @@ private:
                   size_t len, nixlBackendMD *&output);
     void
     arrive(uint64_t tag, bool landed, bool failed, const std::string *agent,
-           const std::string *msg) const;
+           const std::string *msg, uint32_t ops) const;
     void
     wait_reusable(uint64_t op) const;
     int

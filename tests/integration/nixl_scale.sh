@@ -1,0 +1,14 @@
+#!/bin/bash
+# NIXL requests of more descriptors than one xferk op takes: 8,192, 65,536
+# and 262,144 descriptors of 256 bytes (8,192 on the debug kernel), WRITE with
+# a notification and READ back, every byte verified, the notification
+# only after the data; one released right after posting and its buffer
+# reused at once (tests/nixl/many_descs.py).
+set -u
+# shellcheck source=tests/nixl/env.sh
+. "$XFERK_SRC/tests/nixl/env.sh"
+/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+counts=(8192 65536 262144)
+[ "${XFERK_KERNEL:-stock}" = debug ] && counts=(8192)
+cd /tmp || exit 1
+/usr/bin/python3 "$XFERK_SRC/tests/nixl/many_descs.py" "${counts[@]}"
