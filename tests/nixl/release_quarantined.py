@@ -3,8 +3,10 @@
 """A transfer through NIXL whose completion the device swallows (fault
 swallow_completions) is released: the first release_xfer_handle fails
 (NIXL_ERR_REPOST_ACTIVE: the op is quarantined after a 1 ms drain), the
-second returns only once the op is reusable and released: the kernel's
-stats/ops_live is back to where it was when it returns. Regression: the
+second returns only once the op is physically complete: releasing its
+handle then does not orphan it (the kernel's stats/ops_orphaned does not
+move). stats/ops_live, which falls only when the kernel drops its last
+reference a moment later, must then be back within a bound. Regression: the
 second release returned success at once (NIXL's agent ignores the backend's
 answer there) with the op still quarantined. Exit 0 pass, 1 fail.
 """
@@ -42,6 +44,7 @@ def main():
     local = init.get_xfer_descs([(src.ctypes.data, 4096, 0)], "DRAM")
     remote = target.get_xfer_descs([(dst.ctypes.data, 4096, 0)], "DRAM")
     live = read_int(STATS + "ops_live")
+    orphaned = read_int(STATS + "ops_orphaned")
 
     with open(FAULT, "w") as f:
         f.write("1")
@@ -62,10 +65,17 @@ def main():
     t0 = time.monotonic()
     init.release_xfer_handle(h)
     waited = time.monotonic() - t0
-    now = read_int(STATS + "ops_live")
-    print(f"second release returned after {waited:.2f} s; ops_live {live} before, {now} after")
-    if now != live:
+    now = read_int(STATS + "ops_orphaned")
+    print(f"second release returned after {waited:.2f} s; ops_orphaned {orphaned} before, {now} after")
+    if now != orphaned:
         print("the second release returned while the op was still live")
+        return 1
+    # The kernel's own references (the drain, the completion) go right after.
+    deadline = time.monotonic() + 30
+    while read_int(STATS + "ops_live") != live and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if read_int(STATS + "ops_live") != live:
+        print(f"ops_live {read_int(STATS + 'ops_live')}, was {live}: the op was not freed")
         return 1
     return 0
 
