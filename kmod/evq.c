@@ -13,6 +13,7 @@
 #include <kunit/visibility.h>
 
 #include "evq.h"
+#include "ready.h"
 #include "stats.h"
 #include "xferk.h"
 
@@ -24,10 +25,11 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_events_per_file);
 
 /**
  * xferk_evq_create() - an empty event queue of events_per_file entries
+ * @ready: its file's readiness, told of each event that arrives
  *
  * Return: the queue (one reference) or NULL.
  */
-struct xferk_evq *xferk_evq_create(void)
+struct xferk_evq *xferk_evq_create(struct xferk_ready *ready)
 {
 	u32 size = clamp_t(u32, READ_ONCE(xferk_events_per_file), 16, 65536);
 	struct xferk_evq *q;
@@ -36,6 +38,8 @@ struct xferk_evq *xferk_evq_create(void)
 	if (!q)
 		return NULL;
 	kref_init(&q->ref);
+	xferk_ready_get(ready);
+	q->ready = ready;
 	spin_lock_init(&q->lock);
 	mutex_init(&q->read_lock);
 	init_waitqueue_head(&q->wq);
@@ -46,7 +50,10 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_evq_create);
 
 static void evq_release(struct kref *ref)
 {
-	kvfree(container_of(ref, struct xferk_evq, ref));
+	struct xferk_evq *q = container_of(ref, struct xferk_evq, ref);
+
+	xferk_ready_put(q->ready);
+	kvfree(q);
 }
 
 void xferk_evq_put(struct xferk_evq *q)
@@ -75,6 +82,8 @@ void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev)
 		q->dropped++;
 	}
 	spin_unlock_bh(&q->lock);
+	/* A drop is news too: the next take reports it. Counted first. */
+	xferk_ready_bump(q->ready);
 	if (posted)
 		wake_up_all(&q->wq);
 	else

@@ -17,6 +17,7 @@
 /**
  * struct xferk_evq - a file's queue of events
  * @ref: its file, each of its exports
+ * @ready: its file's readiness (ref): told of each event that arrives
  * @lock: guards @head, @count, @dropped and @ring (bh-safe)
  * @read_lock: one reader at a time: events are peeked, written out, then
  *	taken
@@ -32,6 +33,7 @@
  */
 struct xferk_evq {
 	struct kref ref;
+	struct xferk_ready *ready;
 	spinlock_t lock;	/* bh-safe */
 	struct mutex read_lock;
 	wait_queue_head_t wq;
@@ -45,7 +47,9 @@ struct xferk_evq {
 };
 
 extern unsigned int xferk_events_per_file;
-struct xferk_evq *xferk_evq_create(void);
+struct xferk_ready;
+
+struct xferk_evq *xferk_evq_create(struct xferk_ready *ready);
 void xferk_evq_put(struct xferk_evq *q);
 void xferk_evq_post(struct xferk_evq *q, const struct xferk_event *ev);
 u32 xferk_evq_peek(struct xferk_evq *q, struct xferk_event *out, u32 max);

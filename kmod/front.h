@@ -21,6 +21,7 @@ struct xferk_op;
 struct xferk_op_settle;
 struct xferk_dmabuf_acct;
 struct xferk_qacct;
+struct xferk_ready;
 
 /**
  * struct xferk_file - state of one open file of /dev/xferk
@@ -28,6 +29,7 @@ struct xferk_qacct;
  * @handles: the file's handles (counted per kind against the limits)
  * @qacct: the file's account: queue admission and chunk budget (ref)
  * @evq: the file's event queue (ref), made on first use (@lock)
+ * @ready: the file's readiness for poll(2) and read(2) (ref)
  * @dmabuf_acct: the pages its dma-buf regions span (ref), against
  *	max_dmabuf_pages_per_file, until each region goes
  *
@@ -40,6 +42,7 @@ struct xferk_file {
 	struct xferk_handles handles;
 	struct xferk_qacct *qacct;
 	struct xferk_evq *evq;
+	struct xferk_ready *ready;
 	struct xferk_dmabuf_acct *dmabuf_acct;
 };
 

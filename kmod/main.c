@@ -10,6 +10,8 @@
 #include <linux/slab.h>
 #include <linux/inet.h>
 #include <linux/nsproxy.h>
+#include <linux/poll.h>
+#include <linux/uaccess.h>
 #include <net/net_namespace.h>
 #include <kunit/visibility.h>
 
@@ -21,6 +23,7 @@
 #include "limits.h"
 #include "op.h"
 #include "queue.h"
+#include "ready.h"
 #include "region.h"
 #include "stats.h"
 #include "transport.h"
@@ -313,9 +316,12 @@ static int xferk_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	xf->qacct = xferk_qacct_create();
 	xf->dmabuf_acct = xferk_dmabuf_acct_create();
-	if (!xf->qacct || !xf->dmabuf_acct) {
+	xf->ready = xferk_ready_create();
+	if (!xf->qacct || !xf->dmabuf_acct || !xf->ready) {
 		if (xf->qacct)
 			xferk_qacct_put(xf->qacct);
+		if (xf->ready)
+			xferk_ready_put(xf->ready);
 		kfree(xf->dmabuf_acct);
 		kfree(xf);
 		return -ENOMEM;
@@ -341,9 +347,45 @@ static int xferk_release(struct inode *inode, struct file *file)
 	if (xf->evq)
 		xferk_evq_put(xf->evq);
 	xferk_qacct_put(xf->qacct);
+	xferk_ready_put(xf->ready);
 	xferk_dmabuf_acct_put(xf->dmabuf_acct);
 	kfree(xf);
 	return 0;
+}
+
+/*
+ * EPOLLIN while an op of the file has woken its waiters, or an event was
+ * queued for it, since the last read(2) (ready.c).
+ */
+static __poll_t xferk_poll(struct file *file, poll_table *pt)
+{
+	struct xferk_ready *r = ((struct xferk_file *)file->private_data)->ready;
+
+	poll_wait(file, &r->wq, pt);
+	/* Pairs with ready_add()'s: queued on @r->wq before the count is read. */
+	smp_mb();
+	return atomic64_read(&r->count) ? EPOLLIN | EPOLLRDNORM : 0;
+}
+
+/*
+ * Takes the file's wakeups since the last read: 8 bytes, a native-endian
+ * count (0 included); never blocks. A short buffer is -EINVAL; a fault
+ * gives the count back (-EFAULT).
+ */
+static ssize_t xferk_read(struct file *file, char __user *buf, size_t len,
+			  loff_t *ppos)
+{
+	struct xferk_ready *r = ((struct xferk_file *)file->private_data)->ready;
+	u64 n;
+
+	if (len < sizeof(n))
+		return -EINVAL;
+	n = xferk_ready_take(r);
+	if (copy_to_user(buf, &n, sizeof(n))) {
+		xferk_ready_untake(r, n);
+		return -EFAULT;
+	}
+	return sizeof(n);
 }
 
 static long xferk_unlocked_ioctl(struct file *file, unsigned int cmd,
@@ -357,6 +399,8 @@ static const struct file_operations xferk_fops = {
 	.owner		= THIS_MODULE,
 	.open		= xferk_open,
 	.release	= xferk_release,
+	.poll		= xferk_poll,
+	.read		= xferk_read,
 	.unlocked_ioctl	= xferk_unlocked_ioctl,
 	.uring_cmd	= xferk_uring_cmd,
 	.compat_ioctl	= compat_ptr_ioctl,

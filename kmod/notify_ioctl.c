@@ -31,7 +31,7 @@ struct xferk_evq *xferk_file_evq(struct xferk_file *xf)
 
 	mutex_lock(&xf->lock);
 	if (!xf->evq)
-		xf->evq = xferk_evq_create();
+		xf->evq = xferk_evq_create(xf->ready);
 	q = xf->evq;
 	if (q)
 		kref_get(&q->ref);

@@ -43,6 +43,7 @@
 #include "op.h"
 #include "op_internal.h"
 #include "queue.h"
+#include "ready.h"
 #include "region.h"
 #include "stats.h"
 #include "trace.h"
@@ -66,12 +67,24 @@ static void op_release(struct kref *ref)
 	if (op->q.qdev)
 		xferk_qdev_put(op->q.qdev);
 	xferk_qacct_put(op->qacct);
+	xferk_ready_put(op->ready);
 	spin_lock(&xferk_ops_lock);
 	list_del(&op->node);
 	spin_unlock(&xferk_ops_lock);
 	kvfree(op->conns);
 	kfree(op);
 	atomic64_dec(&xferk_stats.ops_live);
+}
+
+/*
+ * Counts the wakeup for the op's file's poll(2), then wakes the op's
+ * waiters: one that returns then reads the count with this one in it.
+ * Any context, hardirq included.
+ */
+void op_wake(struct xferk_op *op)
+{
+	xferk_ready_bump(op->ready);
+	wake_up_all(&op->wq);
 }
 
 void xferk_op_put(struct xferk_op *op)
@@ -143,7 +156,7 @@ static void op_apply(struct xferk_op *op, unsigned int what, u32 state)
 			xferk_group_op_physical(op->group);
 	}
 	if (what & XFERK_LIFE_WAKE)
-		wake_up_all(&op->wq);
+		op_wake(op);
 	if (what & XFERK_LIFE_PHYSICAL) {
 		if (op->settled)
 			op->settled(op, state);
@@ -300,7 +313,7 @@ static void op_chunk_posted(struct xferk_chunk *ch)
 	what = xferk_life_posted(&op->life, ch->wr.len);
 	spin_unlock_irqrestore(&op->lock, flags);
 	if (what & XFERK_LIFE_WAKE)
-		wake_up_all(&op->wq);
+		op_wake(op);
 }
 
 /*

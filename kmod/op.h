@@ -39,6 +39,7 @@ struct xferk_hobj;
 struct xferk_notify;
 struct xferk_qacct;
 struct xferk_qdev;
+struct xferk_ready;
 struct xferk_region;
 struct xferk_send;
 
@@ -83,6 +84,8 @@ struct xferk_send;
  * @q: its place in its device's admission queue (queue.h): the queue
  *	(ref, NULL when bypassed), its scheduler item, its next chunk
  * @qacct: its file's account (ref): queue admission, chunk budget
+ * @ready: its file's readiness (ref), told each time the op wakes its
+ *	waiters (op_wake())
  * @nr_conns: connections in @conns
  * @conns: the distinct connections its chunks use (one ref each), for
  *	cancel; they outlive @chunks
@@ -123,6 +126,7 @@ struct xferk_op {
 	struct work_struct expire_work;
 	struct xferk_qentry q;
 	struct xferk_qacct *qacct;
+	struct xferk_ready *ready;
 	u32 nr_conns;
 	struct xferk_conn **conns;
 	u32 nr_chunks;
@@ -201,6 +205,7 @@ extern struct list_head xferk_ops;
  *	op's publication
  * @handles: the file's handles, which the fragments name
  * @acct: the file's account: charged the op's chunks and notification
+ * @ready: the file's readiness: counts the op's wakeups (poll(2))
  * @max_chunks: the chunks @acct may hold at once (-EBUSY beyond)
  * @publish: gives the op its handle in @handles within the file's limit
  *	(with @lock held): 0, -EMFILE or -ENOMEM
@@ -209,6 +214,7 @@ struct xferk_submitter {
 	struct mutex *lock;	/* the file's lock */
 	struct xferk_handles *handles;
 	struct xferk_qacct *acct;
+	struct xferk_ready *ready;
 	unsigned long max_chunks;
 	int (*publish)(const struct xferk_submitter *s, struct xferk_hobj *obj);
 };

@@ -133,7 +133,7 @@ static void op_drain_begin(struct xferk_op *op)
 	spin_unlock_irqrestore(&op->lock, flags);
 	trace_xferk_op_cancel(op->id, state);
 	if ((what | drain) & XFERK_LIFE_WAKE)
-		wake_up_all(&op->wq);
+		op_wake(op);
 	if (drain)
 		atomic64_inc(&xferk_stats.drains);
 	atomic64_inc(&xferk_stats.cancel_requests);
@@ -152,7 +152,7 @@ static void op_drain_expire(struct xferk_op *op)
 		trace_xferk_op_quarantine(op->id, XFERK_STATE_QUARANTINED);
 		atomic64_inc(&xferk_stats.drain_timeouts);
 		atomic64_inc(&xferk_stats.quarantine_events);
-		wake_up_all(&op->wq);
+		op_wake(op);
 		if (op->settled)
 			op->settled(op, XFERK_STATE_QUARANTINED);
 	}
@@ -221,7 +221,7 @@ enum hrtimer_restart op_deadline_fired(struct hrtimer *t)
 	if (what & XFERK_LIFE_WAKE) {
 		trace_xferk_op_deadline(op->id, XFERK_STATE_TIMED_OUT);
 		atomic64_inc(&xferk_stats.ops_timed_out);
-		wake_up_all(&op->wq);
+		op_wake(op);
 		kref_get(&op->ref);
 		queue_work(xferk_op_wq, &op->expire_work);
 		if (op->submit_flags & XFERK_SUBMIT_CANCEL_ON_DEADLINE)

@@ -20,6 +20,9 @@ extern struct workqueue_struct *xferk_op_wq;
 /* op.c: the references of an op's filled chunks dropped */
 void op_put_chunks(struct xferk_op *op);
 
+/* op.c: wakes the op's waiters and counts it for its file's poll(2) */
+void op_wake(struct xferk_op *op);
+
 /* op_cancel.c: an op's timers and work items, set up by xferk_op_submit() */
 void op_drain_work(struct work_struct *work);
 enum hrtimer_restart op_drain_timer_fired(struct hrtimer *t);

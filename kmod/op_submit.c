@@ -31,6 +31,7 @@
 #include "op_internal.h"
 #include "queue.h"
 #include "rail.h"
+#include "ready.h"
 #include "region.h"
 #include "stats.h"
 #include "transport.h"
@@ -383,6 +384,7 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 		}
 	}
 	op->qacct = s->acct;
+	op->ready = s->ready;
 	op->nr_chunks = nr_chunks;
 	xferk_life_init(&op->life, total_bytes, a->nr_frags, nr_chunks,
 			ktime_get());
@@ -447,6 +449,7 @@ int xferk_op_submit(const struct xferk_submitter *s, struct xferk_ioc_submit *a,
 	 * keeps it until it is started.
 	 */
 	kref_get(&s->acct->ref);
+	xferk_ready_get(s->ready);
 	kref_get(&op->ref);	/* physical reference */
 	kref_get(&op->ref);	/* until started, below */
 	if (settle) {

@@ -38,7 +38,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	10
+#define XFERK_ABI_VERSION	11
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -66,6 +66,8 @@
 #define XFERK_FEAT_QPS		(1ULL << 11)
 /* XFERK_MR_DMABUF: regions of dma-bufs (Documentation/gpu.md) */
 #define XFERK_FEAT_DMABUF	(1ULL << 12)
+/* poll(2) and read(2) of the file: a count of its ops' wakeups and events */
+#define XFERK_FEAT_POLL		(1ULL << 13)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file

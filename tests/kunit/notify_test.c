@@ -12,6 +12,7 @@
 #include "../../kmod/export.h"
 #include "../../kmod/notify.h"
 #include "../../kmod/queue.h"
+#include "../../kmod/ready.h"
 #include "../../kmod/stats.h"
 #include "../../kmod/transport.h"
 #include "../../kmod/wire.h"
@@ -68,6 +69,7 @@ static void conn_init(struct notify_fixture *f, struct xferk_conn *c)
 static int notify_init(struct kunit *test)
 {
 	struct notify_fixture *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	struct xferk_ready *ready;
 
 	KUNIT_ASSERT_NOT_NULL(test, f);
 	conn_init(f, &f->from);
@@ -77,7 +79,10 @@ static int notify_init(struct kunit *test)
 	f->rm = (struct xferk_remote) { .conn = &f->from, .id = 9, .gen = 1 };
 	f->e = (struct xferk_export) { .conn = &f->to, .id = 9, .live = true };
 	f->e.hobj.handle = 0x1234;
-	f->e.evq = xferk_evq_create();
+	ready = xferk_ready_create();
+	KUNIT_ASSERT_NOT_NULL(test, ready);
+	f->e.evq = xferk_evq_create(ready);
+	xferk_ready_put(ready);		/* the queue holds its own */
 	KUNIT_ASSERT_NOT_NULL(test, f->e.evq);
 	KUNIT_ASSERT_EQ(test, xa_insert(&f->to.export_ids, 9, &f->e,
 					GFP_KERNEL), 0);
@@ -232,22 +237,32 @@ static void notify_invalid(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, xferk_evq_peek(f->e.evq, &ev, 1), 0U);
 }
 
-/* A full queue drops and counts; the count is reported once. */
+/*
+ * A full queue drops and counts; the count is reported once. Every event
+ * posted, dropped ones included, is one wakeup of the file's readiness.
+ */
 static void evq_overflow_counted(struct kunit *test)
 {
 	unsigned int saved = xferk_events_per_file;
 	struct xferk_event ev = { .tag = 1 }, out[16];
+	struct xferk_ready *ready;
 	struct xferk_evq *q;
 	unsigned int i;
 
+	ready = xferk_ready_create();
+	KUNIT_ASSERT_NOT_NULL(test, ready);
 	xferk_events_per_file = 16;
-	q = xferk_evq_create();
+	q = xferk_evq_create(ready);
 	xferk_events_per_file = saved;
 	KUNIT_ASSERT_NOT_NULL(test, q);
 	for (i = 0; i < 20; i++) {
 		ev.tag = i;
 		xferk_evq_post(q, &ev);
 	}
+	KUNIT_EXPECT_EQ(test, xferk_ready_take(ready), 20ULL);
+	KUNIT_EXPECT_EQ(test, xferk_ready_take(ready), 0ULL);
+	xferk_ready_untake(ready, 3);
+	KUNIT_EXPECT_EQ(test, xferk_ready_take(ready), 3ULL);
 	KUNIT_ASSERT_EQ(test, xferk_evq_peek(q, out, 16), 16U);
 	KUNIT_EXPECT_EQ(test, out[0].tag, 0ULL);
 	KUNIT_EXPECT_EQ(test, out[15].tag, 15ULL);
@@ -267,7 +282,9 @@ static void evq_overflow_counted(struct kunit *test)
 	xferk_evq_post(q, &ev);
 	KUNIT_EXPECT_EQ(test, xferk_evq_peek(q, out, 16), 1U);
 	KUNIT_EXPECT_EQ(test, out[0].tag, 99ULL);
+	KUNIT_EXPECT_EQ(test, xferk_ready_take(ready), 2ULL);
 	xferk_evq_put(q);
+	xferk_ready_put(ready);
 }
 
 static struct kunit_case notify_cases[] = {

@@ -24,8 +24,8 @@ layer_table() {
 front      main.c uarg.c uring.c sysfs.c debugfs.c limits.c op_ioctl.c
 front      conn_query.c group_ioctl.c notify_ioctl.c export_ioctl.c
 front      front.h limits.h uring.h uring_compat.h
-requests   op.c op_submit.c op_cancel.c group.c export.c evq.c
-requests   op.h op_internal.h export.h evq.h
+requests   op.c op_submit.c op_cancel.c group.c export.c evq.c ready.c
+requests   op.h op_internal.h export.h evq.h ready.h
 sessions   conn.c conn_post.c conn_timer.c conn_lookup.c conn_path.c
 sessions   conn_connect.c conn_handshake.c
 sessions   revoke.c notify.c rail.c remote.c queue.c fence.c
