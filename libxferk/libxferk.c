@@ -70,6 +70,20 @@ XFERK_EXPORT int xferk_fd(const struct xferk *x)
 	return x->fd;
 }
 
+XFERK_EXPORT int xferk_wakeups(struct xferk *x, uint64_t *count)
+{
+	ssize_t n;
+
+	if (!(x->features & XFERK_FEAT_POLL))
+		return -EOPNOTSUPP;
+	do
+		n = read(x->fd, count, sizeof(*count));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return n == sizeof(*count) ? 0 : -EIO;
+}
+
 XFERK_EXPORT uint32_t xferk_abi_version(const struct xferk *x)
 {
 	return x->abi_version;

@@ -34,6 +34,7 @@ struct xferk_token {
 int xferk_open(struct xferk **xp);
 void xferk_close(struct xferk *x);
 int xferk_fd(const struct xferk *x);
+int xferk_wakeups(struct xferk *x, uint64_t *count);
 uint32_t xferk_abi_version(const struct xferk *x);
 uint64_t xferk_features(const struct xferk *x);
 
