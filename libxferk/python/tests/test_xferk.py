@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """The xferk package against the running module (see conftest.py)."""
+import asyncio
 import ctypes
 import errno
 import gc
@@ -403,6 +404,50 @@ def test_group_and_events(loop, dev):
     assert got[0].bytes == 4096 and not got[0].incomplete
     assert got[0].export == loop.export.handle
     assert dev.events(16, timeout=0) == ([], 0)
+
+
+def test_asyncio(loop, dev, null_loop):
+    """Ops awaited in an asyncio loop through Device.fd (XFERK_FEAT_POLL):
+    several at once, each woken when it settles, one by its deadline timer
+    alone; a timeout raises WaitTimeout and cancels nothing; a notification
+    wakes Device.readable()."""
+    if not dev.has(xferk.Feature.POLL):
+        pytest.skip("no XFERK_FEAT_POLL")
+    region, remote = null_loop
+    _, slow = remote(600000)  # a fragment takes ten minutes
+    n = 64 << 10
+    data = pattern(n, 4)
+    loop.src_buf[:n] = data
+
+    async def main():
+        writes = [dev.write(loop.src, loop.remote, [(i * 4096, i * 4096, 4096)])
+                  for i in range(n // 4096)]
+        timed = dev.write(region, slow, [(0, 0, 4096)],
+                          deadline_ns=xferk.now_ns() + 200 * MS)
+        stuck = dev.write(region, slow, [(4096, 4096, 4096)])
+        with pytest.raises(xferk.WaitTimeout) as e:
+            await stuck.wait_async(0.05)
+        assert not e.value.snapshot.settled
+        done = await asyncio.wait_for(asyncio.gather(
+            *(w.result_async() for w in writes),
+            timed.wait_async()), 120)
+        assert all(s.succeeded for s in done[:-1])
+        assert done[-1].state == xferk.State.TIMED_OUT
+        dev.wakeups()
+        loop.remote.notify(13)
+        assert await asyncio.wait_for(dev.readable(), 60) >= 1
+        return writes, timed, stuck
+
+    writes, timed, stuck = asyncio.run(main())
+    assert loop.dst_buf[:n] == data
+    assert stuck.query().cancel_requests == 0  # the timeout cancelled nothing
+    for op in writes:
+        op.release()
+    for op in (timed, stuck):
+        op.cancel(drain_timeout=(120 if DEBUG else 60))
+        op.release()
+    evs, _ = dev.events(16, timeout=0)
+    assert [(e.type, e.tag) for e in evs] == [(xferk.EventType.NOTE, 13)]
 
 
 def test_window(loop, dev):

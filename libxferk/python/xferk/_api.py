@@ -12,6 +12,7 @@ object for as long as an op may still touch it, and refuses (raises
 :class:`QuarantinedError`, changes nothing) to deregister a region, release
 an op or close a device while one of their ops is not ``buffer_reusable``.
 """
+import asyncio
 import ctypes
 import errno as _errno
 import enum
@@ -57,6 +58,7 @@ class Feature(enum.IntFlag):
     RAILS = L.FEAT_RAILS
     QPS = L.FEAT_QPS
     DMABUF = L.FEAT_DMABUF
+    POLL = L.FEAT_POLL
 
 
 class Access(enum.IntFlag):
@@ -764,11 +766,40 @@ class Op:
     def result(self, timeout=None, *, deadline_ns=None):
         """Waits until physically complete and returns the snapshot if the
         op SUCCEEDED; raises TransferError (errno: first_error) otherwise."""
-        s = self.wait(timeout, deadline_ns=deadline_ns, physical=True)
+        return self._succeeded(self.wait(timeout, deadline_ns=deadline_ns,
+                                         physical=True))
+
+    def _succeeded(self, s):
         if not s.succeeded:
             raise TransferError(-s.first_error or _errno.EIO,
                                 f"op {self.handle:#x}", s)
         return s
+
+    async def wait_async(self, timeout=None, *, physical=False):
+        """wait() for asyncio (XFERK_FEAT_POLL): the Device's fd joins the
+        running loop, which sleeps until the kernel says something happened
+        (Device.readable()). Never cancels; raises WaitTimeout (with the
+        snapshot) after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while True:
+            # Armed before the query: a wakeup after it is not missed.
+            woken = self.device._next_wakeup(loop)
+            try:
+                s = self.query()
+                if s.buffer_reusable if physical else s.settled:
+                    return s
+                left = None if end is None else max(0.0, end - loop.time())
+                done, _ = await asyncio.wait({woken}, timeout=left)
+                if not done:
+                    raise WaitTimeout(_errno.ETIMEDOUT, "wait_async",
+                                      self.query())
+            finally:
+                self.device._forget_wakeup(loop, woken)
+
+    async def result_async(self, timeout=None):
+        """result() for asyncio (wait_async(physical=True))."""
+        return self._succeeded(await self.wait_async(timeout, physical=True))
 
     def cancel(self, drain_timeout=None, *, drain_deadline_ns=None):
         """xferk_cancel_drain(): returns the snapshot when the op is
@@ -916,6 +947,7 @@ class Device:
         self._regions = {}
         self._ops = {}
         self._orphans = []  # regions an orphaned op may still touch
+        self._waiters = {}  # asyncio loop: futures of its next wakeup
         self.abi_version = lib().abi_version(self._x)
         self.features = Feature(lib().features(self._x))
 
@@ -951,6 +983,75 @@ class Device:
     @property
     def fd(self):
         return lib().fd(self._live())
+
+    def wakeups(self):
+        """xferk_wakeups() (XFERK_FEAT_POLL): how many times since the last
+        call an op of this device woke its waiters (first work request
+        posted, settled, timed out, cancelled, quarantined, physically
+        complete) or an event was queued
+        for it. ``fd`` is readable while that is not 0."""
+        fn = lib().wakeups
+        if fn is None:
+            raise XferkError(_errno.EOPNOTSUPP, "xferk_wakeups")
+        n = ctypes.c_uint64()
+        _check(fn(self._live(), ctypes.byref(n)), "xferk_wakeups")
+        return n.value
+
+    async def readable(self):
+        """For asyncio: sleeps until ``fd`` is readable (something happened
+        since the last wakeups()), then takes and returns the count. What
+        happened is for the caller to query (its ops, events()). A Device
+        serves one event loop at a time, from that loop's thread."""
+        loop = asyncio.get_running_loop()
+        fut = self._next_wakeup(loop)
+        try:
+            return await fut
+        finally:
+            self._forget_wakeup(loop, fut)
+
+    def _next_wakeup(self, loop):
+        """A future of @loop that the next readability of ``fd`` resolves
+        with the wakeups it takes. One loop at a time: the count is the
+        file's, and a reader of another loop would take it."""
+        if not self.has(Feature.POLL):
+            raise XferkError(_errno.EOPNOTSUPP, "poll of /dev/xferk")
+        waiters = self._waiters.get(loop)
+        if waiters is None:
+            if self._waiters:
+                raise XferkError(_errno.EBUSY, "the Device is awaited in "
+                                 "another event loop")
+            loop.add_reader(self.fd, self._on_readable, loop)
+            waiters = self._waiters[loop] = []
+        fut = loop.create_future()
+        waiters.append(fut)
+        return fut
+
+    def _on_readable(self, loop):
+        waiters = self._waiters.pop(loop, [])
+        loop.remove_reader(lib().fd(self._x))
+        try:
+            n, err = self.wakeups(), None
+        except XferkError as e:
+            n, err = None, e
+        for f in waiters:
+            if f.done():
+                continue
+            if err is None:
+                f.set_result(n)
+            else:
+                f.set_exception(err)
+
+    def _forget_wakeup(self, loop, fut):
+        """@fut, of _next_wakeup(), is no longer awaited (done or not)."""
+        fut.cancel()
+        waiters = self._waiters.get(loop)
+        if waiters is None:
+            return
+        if fut in waiters:
+            waiters.remove(fut)
+        if not waiters:
+            del self._waiters[loop]
+            loop.remove_reader(lib().fd(self._x))
 
     def info(self):
         """abi_version, features (Feature flags), fd, and the library path."""
@@ -1153,6 +1254,12 @@ class Device:
         self._close()
 
     def _close(self):
+        for loop, waiters in self._waiters.items():
+            loop.remove_reader(lib().fd(self._x))
+            for f in waiters:
+                if not f.done():
+                    f.set_exception(XferkError(_errno.EBADF, "device is closed"))
+        self._waiters.clear()
         lib().close(self._x)
         self.closed = True
         for r in list(self._regions.values()):

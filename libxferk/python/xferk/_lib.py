@@ -36,6 +36,7 @@ FEAT_NOTIFY = 1 << 9
 FEAT_RAILS = 1 << 10
 FEAT_QPS = 1 << 11
 FEAT_DMABUF = 1 << 12
+FEAT_POLL = 1 << 13
 
 ACCESS_LOCAL_SRC = 1 << 0
 ACCESS_LOCAL_DST = 1 << 1
@@ -164,7 +165,7 @@ _P = ctypes.POINTER
 _c_int = ctypes.c_int
 _vp = ctypes.c_void_p
 
-# name: (restype, argtypes); XFERK_0.1 .. XFERK_0.7 of libxferk.map.
+# name: (restype, argtypes); XFERK_0.1 .. XFERK_0.8 of libxferk.map.
 _PROTOS = {
     "xferk_open": (_c_int, [_P(_vp)]),
     "xferk_close": (None, [_vp]),
@@ -221,6 +222,8 @@ _PROTOS = {
                                    ctypes.c_uint, ctypes.c_uint, _P(u64)]),
     # XFERK_0.7
     "xferk_mr_reg_dmabuf": (_c_int, [_vp, _c_int, u64, u64, u32, _P(u64)]),
+    # XFERK_0.8
+    "xferk_wakeups": (_c_int, [_vp, _P(u64)]),
 }
 
 
