@@ -15,7 +15,12 @@
 
 namespace {
 constexpr unsigned int kConnectTimeoutMs = 5000;
-constexpr size_t kMaxPendingBytes = 64 << 20; /* notification messages held */
+constexpr size_t kMaxPendingBytes = 64 << 20; /* notifications held */
+constexpr size_t kArrivalCost = 256; /* a held notification's entry */
+/* A held notification with no news (its message, an event) this long goes. */
+constexpr auto kArrivalTtl = std::chrono::minutes(30);
+/* Ops one request may have: far more than the descriptors NIXL can carry. */
+constexpr uint32_t kMaxNotifOps = 1u << 24;
 constexpr uint64_t kWaitRoundNs = 10ULL * 1000000000ULL;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
@@ -72,7 +77,7 @@ random_tag() {
 
 // A region this engine registered. @exports: its export and token for each
 // peer host (and this host, for local transfers), undone at deregister.
-// @users: request handles whose op may use the region.
+// @users: request handles whose ops may use the region.
 struct XferkLocalMD : public nixlBackendMD {
     XferkLocalMD() : nixlBackendMD(true) {}
 
@@ -102,8 +107,9 @@ struct XferkRemoteMD : public nixlBackendMD {
 // A transfer: its fragments (fixed at prepXfer), the keys of the local
 // regions they use and how many remote handles they name; the xferk ops of
 // the last post (none: not posted), each with at most XFERK_MAX_FRAGS
-// fragments, their group (0: the fragments name more remote handles than a
-// group takes), what each op ended as once reusable (NIXL_IN_PROG before),
+// fragments, their group (0: one op, or the fragments name more remote
+// handles than a group takes), what each op ended as once reusable
+// (NIXL_IN_PROG before),
 // why the post could not submit them all (0: it did); what the last
 // checkXfer() said, and whether a release was already refused.
 struct XferkReqH : public nixlBackendReqH {
@@ -312,7 +318,7 @@ XferkEngine::disconnect(const std::string &remote_agent) {
 // peer presents the key of, to the host the request came from.
 std::string
 XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
-    if (frame[0] == 'N') {
+    if (frame[0] == 'M') {
         uint64_t tag;
         uint32_t ops;
         uint16_t namelen;
@@ -320,9 +326,8 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
         memcpy(&tag, frame.data() + 1, 8);
         memcpy(&ops, frame.data() + 9, 4);
         memcpy(&namelen, frame.data() + 13, 2);
-        if (frame.size() < 15u + namelen || (tag && !ops)) return "";
-        std::string agent = frame.substr(15, namelen), msg = frame.substr(15 + namelen);
-        arrive(tag, false, false, &agent, &msg, ops);
+        if (frame.size() < 15u + namelen || (tag && !ops) || ops > kMaxNotifOps) return "";
+        arrive_msg(tag, frame.substr(15, namelen), frame.substr(15 + namelen), ops);
         return "";
     }
 
@@ -496,30 +501,32 @@ submit_status(int err) {
                                                               NIXL_ERR_BACKEND;
 }
 
-// Submits @req's fragments as ops of at most XFERK_MAX_FRAGS each (fewer
-// where one would pass the kernel's per-op bounds: E2BIG halves the batch),
-// in one group where the fragments name few enough remote handles, each op
-// with the notification @tag if @opts asks for it. Stops at the first
-// error, which it returns; the ops submitted before it are in @req->ops.
+// Submits @req's fragments as ops of at most XFERK_MAX_FRAGS fragments
+// (fewer where the kernel says E2BIG: too many work requests; the smaller
+// size is kept for the ops after), with the notification @tag if @opts
+// asks for it. A request of more than one op gets a group for them, made
+// before the first (an op joins at submit only), if it names no more
+// remote handles than a group takes. Stops at the first error, which it
+// returns; the ops submitted before it are in @req->ops.
 int
 XferkEngine::submit_ops(XferkReqH *req, const xferk_submit_opts &opts, uint64_t tag) const {
-    size_t done = 0, total = req->frags.size();
-    uint64_t gen;
-    int ret = 0;
+    size_t done = 0, total = req->frags.size(), n = XFERK_MAX_FRAGS;
+    int ret;
 
-    if (req->remotes <= XFERK_GROUP_MAX_TARGETS && total > XFERK_MAX_FRAGS) {
-        ret = xferk_group_create(x_, tag, &req->group, &gen);
-        if (ret) return ret;
-    }
     while (done < total) {
-        size_t n = std::min<size_t>(total - done, XFERK_MAX_FRAGS);
         uint64_t op;
 
-        for (;;) {
-            ret = xferk_submit_group(x_, &req->frags[done], n, XFERK_DEADLINE_NONE, &opts,
-                                     req->group, tag, &op);
-            if (ret != -E2BIG || n == 1) break;
+        n = std::min(n, total - done);
+        if (!req->group && req->ops.empty() && n < total &&
+            req->remotes <= XFERK_GROUP_MAX_TARGETS) {
+            ret = xferk_group_create(x_, tag, &req->group, nullptr);
+            if (ret) return ret;
+        }
+        ret = xferk_submit_group(x_, &req->frags[done], n, XFERK_DEADLINE_NONE, &opts,
+                                 req->group, tag, &op);
+        if (ret == -E2BIG && n > 1) {
             n /= 2;
+            continue;
         }
         if (ret) return ret;
         req->ops.push_back(op);
@@ -624,7 +631,8 @@ XferkEngine::checkXfer(nixlBackendReqH *handle) const {
     return req->last_check = status;
 }
 
-// Whether every op of @req is reusable (queried; none is once submitted).
+// Whether every op of @req is reusable now: those not yet seen reusable
+// are queried, and what each ended as is noted.
 bool
 XferkEngine::reusable(XferkReqH *req) const {
     for (size_t i = 0; i < req->ops.size(); i++) {
@@ -638,21 +646,25 @@ XferkEngine::reusable(XferkReqH *req) const {
 }
 
 // Releases the ops of @req (physically complete) and their group, and
-// forgets its regions.
+// forgets its regions. Its ops leave it under lock_, with it leaving its
+// regions' users: deregisterMem() reads them there.
 void
 XferkEngine::finish(XferkReqH *req) const {
-    for (uint64_t op : req->ops)
+    std::vector<uint64_t> ops;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (const xferk_key_t &key : req->regions) {
+            auto it = regions_.find(key);
+            if (it != regions_.end()) it->second->users.erase(req);
+        }
+        ops.swap(req->ops);
+    }
+    for (uint64_t op : ops)
         xferk_release(x_, op);
     if (req->group) xferk_group_release(x_, req->group);
-    req->ops.clear();
     req->outcome.clear();
     req->group = 0;
     req->submit_error = 0;
-    std::lock_guard<std::mutex> guard(lock_);
-    for (const xferk_key_t &key : req->regions) {
-        auto it = regions_.find(key);
-        if (it != regions_.end()) it->second->users.erase(req);
-    }
 }
 
 // Waits until @op's memory is reusable, however long the kernel takes to
@@ -711,45 +723,113 @@ XferkEngine::releaseReqH(nixlBackendReqH *handle) const {
     return NIXL_SUCCESS;
 }
 
-// A notification's message (@msg, with the number of ops that carry its
-// tag: @ops) or the arrival of one op's data (@landed, or @failed: not
-// all of it). Tag 0: a notification without data (genNotif), ready at
-// once. A message is handed out once every op's data has landed, and
-// dropped if one's did not.
+// What a notification held costs against kMaxPendingBytes: its strings
+// and a share for its entry, so that entries without a message yet (data
+// that landed first) count too.
+size_t
+XferkEngine::Arrival::cost() const {
+    return kArrivalCost + agent.size() + msg.size();
+}
+
+// The entry of @tag, made (and charged) if new, with news now; nullptr
+// when the budget is spent. With lock_.
+XferkEngine::Arrival *
+XferkEngine::arrival(uint64_t tag) const {
+    auto it = arrivals_.find(tag);
+    if (it != arrivals_.end()) {
+        it->second.news = std::chrono::steady_clock::now();
+        return &it->second;
+    }
+    if (pending_bytes_ + kArrivalCost > kMaxPendingBytes) {
+        NIXL_ERROR << "XFERK: " << pending_bytes_
+                   << " bytes of notifications not yet taken; dropped one";
+        return nullptr;
+    }
+    pending_bytes_ += kArrivalCost;
+    Arrival &a = arrivals_[tag];
+    a.news = std::chrono::steady_clock::now();
+    return &a;
+}
+
+// Hands @a's message out once it and the DATA event of every op that
+// carries its tag are in, or drops it if one op's data did not all land.
+// With lock_.
 void
-XferkEngine::arrive(uint64_t tag,
-                    bool landed,
-                    bool failed,
-                    const std::string *agent,
-                    const std::string *msg,
-                    uint32_t ops) const {
+XferkEngine::arrival_settle(uint64_t tag, Arrival &a) const {
+    if (!a.have_msg || a.ended < a.ops) return;
+    pending_bytes_ -= a.cost();
+    if (!a.failed) {
+        pending_bytes_ += a.agent.size() + a.msg.size();
+        ready_.emplace_back(std::move(a.agent), std::move(a.msg));
+    }
+    arrivals_.erase(tag);
+}
+
+// A notification's message, carried by @ops ops with @tag; tag 0: one
+// without data (genNotif), ready at once. A second message for a tag is
+// ignored.
+void
+XferkEngine::arrive_msg(uint64_t tag,
+                        const std::string &agent,
+                        const std::string &msg,
+                        uint32_t ops) const {
     std::lock_guard<std::mutex> guard(lock_);
-    size_t bytes = msg ? agent->size() + msg->size() : 0;
+    size_t bytes = agent.size() + msg.size();
+
     if (pending_bytes_ + bytes > kMaxPendingBytes) {
         NIXL_ERROR << "XFERK: " << pending_bytes_
                    << " bytes of notifications not yet taken; dropped one";
         return;
     }
-    pending_bytes_ += bytes;
     if (!tag) {
-        if (msg) ready_.emplace_back(*agent, *msg);
+        pending_bytes_ += bytes;
+        ready_.emplace_back(agent, msg);
         return;
     }
-    Arrival &a = arrivals_[tag];
-    if (msg) {
-        a.have_msg = true;
-        a.agent = *agent;
-        a.msg = *msg;
-        a.ops = ops;
+    Arrival *a = arrival(tag);
+    if (!a || a->have_msg) return;
+    pending_bytes_ += bytes;
+    a->have_msg = true;
+    a->agent = agent;
+    a->msg = msg;
+    a->ops = ops;
+    arrival_settle(tag, *a);
+}
+
+// The DATA event of one op that carries @tag: its data all landed, or
+// not (@failed).
+void
+XferkEngine::arrive_data(uint64_t tag, bool failed) const {
+    std::lock_guard<std::mutex> guard(lock_);
+    Arrival *a = arrival(tag);
+
+    if (!a) return;
+    a->ended++;
+    a->failed |= failed;
+    arrival_settle(tag, *a);
+}
+
+// Drops what had no news for kArrivalTtl: the data of a transfer whose
+// initiator sent no message (its submit failed part way, or it died), or a
+// message whose data will not come (the session ended under it). Scans at
+// most once a second. With lock_.
+void
+XferkEngine::expire_arrivals() const {
+    auto now = std::chrono::steady_clock::now();
+
+    if (now - expired_ < std::chrono::seconds(1)) return;
+    expired_ = now;
+    for (auto it = arrivals_.begin(); it != arrivals_.end();) {
+        if (now - it->second.news < kArrivalTtl) {
+            ++it;
+            continue;
+        }
+        NIXL_ERROR << "XFERK: dropped a notification that had no news for "
+                   << std::chrono::duration_cast<std::chrono::minutes>(kArrivalTtl).count()
+                   << " min, waiting for " << (it->second.have_msg ? "its data" : "its message");
+        pending_bytes_ -= it->second.cost();
+        it = arrivals_.erase(it);
     }
-    a.landed += landed && !failed;
-    a.failed |= failed;
-    if (!a.have_msg || !(a.landed >= a.ops || a.failed)) return;
-    if (a.failed)
-        pending_bytes_ -= a.agent.size() + a.msg.size();
-    else
-        ready_.emplace_back(a.agent, a.msg);
-    arrivals_.erase(tag);
 }
 
 nixl_status_t
@@ -763,10 +843,10 @@ XferkEngine::getNotifs(notif_list_t &notif_list) {
         if (dropped) NIXL_ERROR << "XFERK: " << dropped << " notifications dropped (queue full)";
         for (uint32_t i = 0; i < n; i++)
             if (ev[i].type == XFERK_EVENT_DATA)
-                arrive(ev[i].tag, true, ev[i].flags & XFERK_EVENT_INCOMPLETE, nullptr, nullptr,
-                       0);
+                arrive_data(ev[i].tag, ev[i].flags & XFERK_EVENT_INCOMPLETE);
     }
     std::lock_guard<std::mutex> guard(lock_);
+    expire_arrivals();
     for (const auto &n : ready_)
         pending_bytes_ -= n.first.size() + n.second.size();
     notif_list.swap(ready_);
@@ -782,7 +862,7 @@ XferkEngine::find_peer(const std::string &agent) const {
 
 // Sends notification @msg with @tag (0: no data to wait for), carried by
 // @ops ops, to @agent's control listener, or hands it to this engine when
-// @agent is itself. Frame: 'N', tag (8 bytes), ops (4), name length (2),
+// @agent is itself. Frame: 'M', tag (8 bytes), ops (4), name length (2),
 // the sender's name, the message.
 nixl_status_t
 XferkEngine::send_notif(const std::string &agent,
@@ -792,13 +872,13 @@ XferkEngine::send_notif(const std::string &agent,
     uint16_t namelen = localAgent.size();
 
     if (agent == localAgent) {
-        arrive(tag, false, false, &localAgent, &msg, ops);
+        arrive_msg(tag, localAgent, msg, ops);
         return NIXL_SUCCESS;
     }
     std::shared_ptr<Peer> peer = find_peer(agent);
     if (!peer) return NIXL_ERR_NOT_FOUND;
     if (localAgent.size() > UINT16_MAX) return NIXL_ERR_INVALID_PARAM;
-    std::string frame = "N" + std::string((const char *)&tag, sizeof(tag)) +
+    std::string frame = "M" + std::string((const char *)&tag, sizeof(tag)) +
         std::string((const char *)&ops, sizeof(ops)) +
         std::string((const char *)&namelen, sizeof(namelen)) + localAgent + msg;
     return peer->ctrl.post(frame) ? NIXL_SUCCESS : NIXL_ERR_REMOTE_DISCONNECT;

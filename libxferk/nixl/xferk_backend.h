@@ -4,10 +4,10 @@
  *
  * What it adds to NIXL is the guarantee xferk gives: a transfer's memory is
  * never reported reusable while a work request may still touch it.
- * checkXfer() reports an error only once the op's memory is reusable, or
- * when it is QUARANTINED; releaseReqH() cancels and drains, and succeeds
- * only once the memory is reusable; deregisterMem() waits for the ops on
- * the region.
+ * A request is one or more xferk ops. checkXfer() reports an error only
+ * once every op's memory is reusable, or when one is QUARANTINED;
+ * releaseReqH() cancels and drains them, and succeeds only once their
+ * memory is reusable; deregisterMem() waits for the ops on the region.
  *
  * Locking: lock_ guards every map of the engine; libxferk calls are made
  * outside it except the short ones. A request handle is used by one NIXL
@@ -16,6 +16,7 @@
 #ifndef XFERK_BACKEND_H
 #define XFERK_BACKEND_H
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -113,13 +114,19 @@ private:
     };
 
     /* A notification on its way in: the message (control channel) and, for
-     * one sent with a transfer, xferk's event that the data has landed. */
+     * one sent with a transfer, xferk's DATA event of each op that carries
+     * its tag. Held until both are complete, or until it had no news
+     * (its message, an event) for kArrivalTtl. */
     struct Arrival {
         uint32_t ops = 0;    /* ops that carry it (known with the message) */
-        uint32_t landed = 0; /* of them, whose data has all landed */
-        bool failed = false; /* the data did not all land: not delivered */
+        uint32_t ended = 0;  /* of them, whose DATA event came */
+        bool failed = false; /* one's data did not all land: not delivered */
         bool have_msg = false;
         std::string agent, msg;
+        std::chrono::steady_clock::time_point news; /* the last */
+
+        size_t
+        cost() const; /* against kMaxPendingBytes */
     };
 
     bool
@@ -140,8 +147,16 @@ private:
     import_region(const std::string &ip, const xferk_token &token, uintptr_t base,
                   size_t len, nixlBackendMD *&output);
     void
-    arrive(uint64_t tag, bool landed, bool failed, const std::string *agent,
-           const std::string *msg, uint32_t ops) const;
+    arrive_msg(uint64_t tag, const std::string &agent, const std::string &msg,
+               uint32_t ops) const;
+    void
+    arrive_data(uint64_t tag, bool failed) const;
+    Arrival *
+    arrival(uint64_t tag) const;
+    void
+    arrival_settle(uint64_t tag, Arrival &a) const;
+    void
+    expire_arrivals() const;
     void
     wait_reusable(uint64_t op) const;
     int
@@ -164,7 +179,8 @@ private:
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
     mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
     mutable notif_list_t ready_;
-    mutable size_t pending_bytes_ = 0; /* of arrivals_' and ready_'s messages */
+    mutable size_t pending_bytes_ = 0; /* arrivals_' and ready_'s cost */
+    mutable std::chrono::steady_clock::time_point expired_;     /* last scan */
 };
 
 #endif

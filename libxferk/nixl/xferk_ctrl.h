@@ -14,7 +14,10 @@
  *   'E' key[16]                     export the region with this key to the
  *                                   host the connection comes from
  *   'T' token | 'X' errno (4 bytes) the reply to 'E'
- *   'N' tag[8] namelen[2] name msg  a notification (no reply)
+ *   'M' tag[8] ops[4] namelen[2] name msg
+ *                                   a notification (no reply), carried by
+ *                                   @ops ops with @tag (tag 0, ops 0: no
+ *                                   data); at most 2^24 ops
  * The listener closes a connection whose first frame is not a hello with
  * its secret, that sends no hello within 5 s, or whose frame length is out
  * of range; an unknown or short frame after the hello is ignored ('X' for

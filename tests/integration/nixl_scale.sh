@@ -3,7 +3,10 @@
 # and 262,144 descriptors of 256 bytes (8,192 on the debug kernel), WRITE with
 # a notification and READ back, every byte verified, the notification
 # only after the data; one released right after posting and its buffer
-# reused at once (tests/nixl/many_descs.py).
+# reused at once (tests/nixl/many_descs.py). Then a notification whose
+# transfer has one op held (a swallowed completion) is not delivered while
+# the other op's data event is in, nor after the release aborted it
+# (tests/nixl/notif_held.py).
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
@@ -12,3 +15,6 @@ counts=(8192 65536 262144)
 [ "${XFERK_KERNEL:-stock}" = debug ] && counts=(8192)
 cd /tmp || exit 1
 /usr/bin/python3 "$XFERK_SRC/tests/nixl/many_descs.py" "${counts[@]}"
+rc=$?
+/usr/bin/python3 "$XFERK_SRC/tests/nixl/notif_held.py" || rc=1
+exit $rc
