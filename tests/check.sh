@@ -19,15 +19,22 @@ start=$(date +%s)
 record() { echo "$1 host/$2" | tee -a "$summary/host"; }
 
 ensure_packages
+# A host program: 0 passes, 77 skips (a tool is missing), anything else
+# fails.
+host_script() {
+	local name=$1 rc=0
+	shift
+	"$@" >"$logs/${name//\//_}.log" 2>&1 || rc=$?
+	case $rc in
+	0) record PASS "$name" ;;
+	77) record SKIP "$name"; sed 's/^/    | /' "$logs/${name//\//_}.log" ;;
+	*) record FAIL "$name"; sed 's/^/    | /' "$logs/${name//\//_}.log" ;;
+	esac
+}
 if make -s lib tools tests EXTRA_CFLAGS=-Werror >"$logs/build.log" 2>&1; then
 	record PASS build
 	for t in "$XFERK_BUILD"/tests/unit/*; do
-		if "$t" >"$logs/unit.log" 2>&1; then
-			record PASS "unit/$(basename "$t")"
-		else
-			record FAIL "unit/$(basename "$t")"
-			sed 's/^/    | /' "$logs/unit.log"
-		fi
+		host_script "unit/$(basename "$t")" "$t"
 	done
 else
 	record FAIL build
@@ -39,17 +46,6 @@ else
 	record FAIL checkpatch
 	sed 's/^/    | /' "$logs/lint.log"
 fi
-# A host script: 0 passes, 77 skips (a tool is missing), anything else fails.
-host_script() {
-	local name=$1 rc=0
-	shift
-	"$@" >"$logs/$name.log" 2>&1 || rc=$?
-	case $rc in
-	0) record PASS "$name" ;;
-	77) record SKIP "$name"; sed 's/^/    | /' "$logs/$name.log" ;;
-	*) record FAIL "$name"; sed 's/^/    | /' "$logs/$name.log" ;;
-	esac
-}
 host_script manlint tests/manlint.sh
 host_script dkms tests/dkms.sh
 # NIXL and the plugin (cached after the first run); 77 without the sources.
