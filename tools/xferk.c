@@ -3,13 +3,16 @@
  * xferk: the operator's view of the loaded module (man/xferk.8).
  *
  *   xferk [status|peers|ops|quarantine|queue|stats] [--json] [--watch N]
+ *   xferk stats --format=prometheus
  *
  * status and stats read sysfs (/sys/module/xferk, /sys/class/misc/xferk)
  * and, for status, the device's XFERK_IOC_INFO; peers, ops, quarantine
  * and queue read the module's debugfs tables (/sys/kernel/debug/xferk).
  * The debugfs tables are for people, not an ABI: a table with a header
  * line is parsed by its header, so a new column is shown without a
- * change here. Output is an aligned table, or one JSON object (--json).
+ * change here. Output is an aligned table, or one JSON object (--json);
+ * stats also in Prometheus's text format, with the per-peer numbers of
+ * debugfs peers, for a textfile collector.
  *
  * Exit status: 0 ok, 1 something could not be read (module not loaded,
  * debugfs not mounted or not readable), 2 usage.
@@ -51,9 +54,12 @@
 #define WIDTH_MAX	64		/* a text column's alignment width */
 #define WATCH_MAX	86400		/* seconds between two --watch rounds */
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+/* A metric name: a sysfs file name with a prefix and a suffix. */
+#define METRIC_MAX	(NAME_MAX + 64)
 
 static const char *root = "";	/* XFERK_ROOT */
 static bool json;
+static bool prometheus;		/* stats --format=prometheus */
 static int key_width;		/* text mode: width of put_*()'s key column */
 static bool json_comma;		/* JSON: a value precedes, the next needs ',' */
 static volatile sig_atomic_t interrupted;
@@ -857,10 +863,260 @@ static int show_group(const char *group)
 	return ret;
 }
 
+/* Prometheus label value @s, escaped (backslash, quote, newline). */
+static void prom_label(const char *name, const char *s)
+{
+	printf("%s=\"", name);
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			printf("\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void prom_type(const char *metric, bool counter)
+{
+	printf("# TYPE %s %s\n", metric, counter ? "counter" : "gauge");
+}
+
+/* sysfs stats/ files that say how much there is now, not how often. */
+static const char *const stats_gauges[] = {
+	"ops_live", "pinned_pages", "quarantined_pages", "regions",
+	"dmabuf_regions", "peers_connected", "exports", "uring_parked",
+	"close_ack_ns_max",
+};
+
+/* queue/ files that count since the module loaded. */
+static const char *const queue_counters[] = {
+	"enqueued", "dispatched", "completed", "cancelled", "aged",
+	"rejects_queued_ops", "rejects_queued_bytes", "rejects_file_ops",
+	"rejects_file_bytes",
+};
+
+static const char *const prio_classes[] = {
+	"normal", "critical", "bulk", "internal",
+};
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static bool listed(const char *name, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(name, list[i]))
+			return true;
+	return false;
+}
+
+/* Is @val a decimal number Prometheus can take? */
+static bool prom_number(const char *val)
+{
+	return *val && is_number(val, strlen(val));
+}
+
+/*
+ * A queue/ file: per-class ones (depth_CLASS, bytes_CLASS, weight_CLASS)
+ * as one metric with a class label, the log2 histograms as counters per
+ * bucket (lo_us, hi_us), the rest as xferk_queue_NAME.
+ */
+static void prom_queue(const char *name, char *val)
+{
+	static char family[METRIC_MAX];	/* of the last per-class file */
+	char metric[METRIC_MAX], *tok, *save;
+	const char *cls;
+	unsigned int b = 0;
+	size_t i, len;
+
+	if (strstr(name, "_hist_us")) {
+		len = strlen(name) - strlen("_hist_us");
+		snprintf(metric, sizeof(metric), "xferk_queue_%.*s_us_bucket_total",
+			 (int)len, name);
+		prom_type(metric, true);
+		for (tok = strtok_r(val, " ", &save); tok;
+		     tok = strtok_r(NULL, " ", &save), b++)
+			if (prom_number(tok))
+				printf("%s{lo_us=\"%llu\",hi_us=\"%llu\"} %s\n",
+				       metric, 1ULL << b, 2ULL << b, tok);
+		return;
+	}
+	if (!prom_number(val))
+		return;
+	for (i = 0; i < ARRAY_SIZE(prio_classes); i++) {
+		cls = strrchr(name, '_');
+		if (cls && !strcmp(cls + 1, prio_classes[i]))
+			break;
+	}
+	if (i < ARRAY_SIZE(prio_classes)) {
+		snprintf(metric, sizeof(metric), "xferk_queue_%.*s",
+			 (int)(cls - name), name);
+		/* Files come sorted: a family's classes are together. */
+		if (strcmp(metric, family)) {
+			prom_type(metric, false);
+			snprintf(family, sizeof(family), "%s", metric);
+		}
+		printf("%s{", metric);
+		prom_label("class", prio_classes[i]);
+		printf("} %s\n", val);
+		return;
+	}
+	i = listed(name, queue_counters, ARRAY_SIZE(queue_counters));
+	snprintf(metric, sizeof(metric), "xferk_queue_%s%s", name,
+		 i ? "_total" : "");
+	prom_type(metric, i);
+	printf("%s %s\n", metric, val);
+}
+
+/* Numeric columns of debugfs peers, and whether each counts events. */
+static const struct {
+	const char *col;
+	bool counter;
+} peer_metrics[] = {
+	{ "outstanding", false }, { "qps", false }, { "qps_live", false },
+	{ "revokes_unanswered", false }, { "answers_owed", false },
+	{ "attempts", true }, { "reconnects", true }, { "reposted", true },
+};
+
+/* A peer row's identifying labels: id, transport, side, peer. */
+static void prom_peer_labels(const struct table *t, size_t r)
+{
+	static const char *const keys[] = { "id", "transport", "side", "peer" };
+	unsigned int c, k;
+	const char *v;
+
+	putchar('{');
+	for (k = 0; k < ARRAY_SIZE(keys); k++) {
+		for (c = 0; c < t->ncols && strcmp(t->cols[c], keys[k]); c++)
+			;
+		v = c < t->ncols ? table_get(t, r, c) : NULL;
+		if (k)
+			putchar(',');
+		prom_label(keys[k], v ? v : "");
+	}
+}
+
+/*
+ * Per connection (debugfs peers): xferk_peer_info{...,state} 1, and each
+ * of peer_metrics as xferk_peer_COL. EXIT_ERROR if debugfs is unreadable.
+ */
+static int prom_peers(void)
+{
+	struct table t = {};
+	struct text text;
+	unsigned int c, state = MAX_COLS;
+	const char *v;
+	size_t m, r;
+
+	if (debugfs_read_or_say("peers", &text))
+		return EXIT_ERROR;
+	parse_rows(text.buf, &t);
+	for (c = 0; c < t.ncols; c++)
+		if (!strcmp(t.cols[c], "state"))
+			state = c;
+	prom_type("xferk_peer_info", false);
+	for (r = 0; r < t.nrec; r++) {
+		fputs("xferk_peer_info", stdout);
+		prom_peer_labels(&t, r);
+		v = state < t.ncols ? table_get(&t, r, state) : NULL;
+		putchar(',');
+		prom_label("state", v ? v : "");
+		puts("} 1");
+	}
+	for (m = 0; m < ARRAY_SIZE(peer_metrics); m++) {
+		for (c = 0; c < t.ncols && strcmp(t.cols[c], peer_metrics[m].col); c++)
+			;
+		if (c == t.ncols)
+			continue;
+		printf("# TYPE xferk_peer_%s%s %s\n", peer_metrics[m].col,
+		       peer_metrics[m].counter ? "_total" : "",
+		       peer_metrics[m].counter ? "counter" : "gauge");
+		for (r = 0; r < t.nrec; r++) {
+			v = table_get(&t, r, c);
+			if (!v || !prom_number(v))
+				continue;
+			printf("xferk_peer_%s%s", peer_metrics[m].col,
+			       peer_metrics[m].counter ? "_total" : "");
+			prom_peer_labels(&t, r);
+			printf("} %s\n", v);
+		}
+	}
+	table_free(&t);
+	free(text.buf);
+	return EXIT_OK;
+}
+
+/*
+ * sysfs file @name of group @group (stats: xferk_NAME, counters with
+ * _total; queue: prom_queue()); false if it cannot be read.
+ */
+static bool prom_file(const char *group, const char *name)
+{
+	char rel[PATH_MAX], val[VALUE_MAX], metric[METRIC_MAX];
+	bool counter;
+	int err;
+
+	snprintf(rel, sizeof(rel), "%s/%s/%s", SYSFS_DIR, group, name);
+	err = read_value(rel, val, sizeof(val));
+	if (err) {
+		fprintf(stderr, "xferk: %s%s: %s\n", root, rel, strerror(-err));
+		return false;
+	}
+	if (!strcmp(group, "queue")) {
+		prom_queue(name, val);
+	} else if (prom_number(val)) {
+		counter = !listed(name, stats_gauges, ARRAY_SIZE(stats_gauges));
+		snprintf(metric, sizeof(metric), "xferk_%s%s", name,
+			 counter && !ends_with(name, "_total") ? "_total" : "");
+		prom_type(metric, counter);
+		printf("%s %s\n", metric, val);
+	}
+	return true;
+}
+
+/* stats --format=prometheus: stats/ and queue/, then prom_peers(). */
+static int prom_stats(void)
+{
+	static const char *const groups[] = { "stats", "queue" };
+	char rel[PATH_MAX], path[PATH_MAX];
+	struct dirent **names;
+	int ret = EXIT_OK, n, i;
+	size_t g;
+
+	for (g = 0; g < ARRAY_SIZE(groups); g++) {
+		snprintf(rel, sizeof(rel), "%s/%s", SYSFS_DIR, groups[g]);
+		if (!path_of(path, sizeof(path), rel))
+			return EXIT_ERROR;
+		n = scandir(path, &names, NULL, alphasort);
+		if (n < 0) {
+			fprintf(stderr, "xferk: %s: %s\n", path, strerror(errno));
+			return EXIT_ERROR;
+		}
+		for (i = 0; i < n; i++) {
+			if (names[i]->d_name[0] != '.' &&
+			    !prom_file(groups[g], names[i]->d_name))
+				ret = EXIT_ERROR;
+			free(names[i]);
+		}
+		free(names);
+	}
+	return prom_peers() ? EXIT_ERROR : ret;
+}
+
 static int cmd_stats(void)
 {
 	int ret;
 
+	if (prometheus)
+		return prom_stats();
 	key_width = 32;
 	ret = show_group("stats");
 	return show_group("queue") ? EXIT_ERROR : ret;
@@ -868,7 +1124,8 @@ static int cmd_stats(void)
 
 static const char *const feature_names[] = {
 	"info", "datapath", "null_peer", "cancel", "uring", "queue",
-	"sessions", "windows", "groups", "notify",
+	"sessions", "windows", "groups", "notify", "rails", "qps", "dmabuf",
+	"poll",
 };
 
 /* The XFERK_FEAT_* names of @features, bitN for bits this tool predates. */
@@ -1073,7 +1330,9 @@ static void usage(FILE *f)
 		"  queue       the admission queue of each device (debugfs queue)\n"
 		"  stats       every sysfs counter (stats/, queue/)\n"
 		"options:\n"
-		"  -j, --json      one JSON object\n"
+		"  -j, --json      one JSON object (--format=json)\n"
+		"  -f, --format F  text, json, or prometheus (stats only: Prometheus's\n"
+		"                  text format, per-peer numbers included)\n"
 		"  -w, --watch N   repeat every N seconds until interrupted\n"
 		"  -h, --help      this text\n"
 		"exit status: 0 ok, 1 cannot read (module not loaded, no debugfs), 2 usage\n");
@@ -1083,6 +1342,7 @@ int main(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "format", required_argument, NULL, 'f' },
 		{ "watch", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -1094,10 +1354,18 @@ int main(int argc, char **argv)
 	size_t i;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "jw:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jf:w:h", options, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 'f':
+			json = !strcmp(optarg, "json");
+			prometheus = !strcmp(optarg, "prometheus");
+			if (!json && !prometheus && strcmp(optarg, "text")) {
+				fprintf(stderr, "xferk: --format is text, json or prometheus\n");
+				return EXIT_USAGE;
+			}
 			break;
 		case 'w':
 			errno = 0;
@@ -1133,6 +1401,10 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 		cmd = &commands[i];
+	}
+	if (prometheus && (strcmp(cmd->name, "stats") || secs)) {
+		fprintf(stderr, "xferk: --format=prometheus is for stats, once\n");
+		return EXIT_USAGE;
 	}
 	env = getenv("XFERK_ROOT");
 	if (env)

@@ -20,6 +20,8 @@
 #    commands exit 1 saying so and stats/status work; as an unprivileged
 #    user likewise (debugfs is root's); no module (XFERK_ROOT elsewhere):
 #    exit 1 saying so;
+#  - stats --format=prometheus is Prometheus's text format, with the values
+#    of sysfs, the RDMA connection and the queued ops;
 #  - a made-up debugfs tree (XFERK_ROOT): a new column appears in text and
 #    JSON, quotes, backslashes, control characters and bytes that are not
 #    UTF-8 still give valid JSON, a row of 70 fields is cut with a warning.
@@ -198,6 +200,45 @@ st=$("$X" status --json)
 jpy "assert (d['ops'] >= $NOPS and d['quarantine_entries'] >= 1 and
 	d['connections'] >= 2 and d['ops_live'] >= $NOPS and 'null' in d['devices'])" <<<"$st" ||
 	fail "status counts: $st"
+
+# stats --format=prometheus: every line a TYPE line or a sample of the
+# family the last TYPE line named (text format 0.0.4), each family once;
+# counters end in _total; values match sysfs; the RDMA connection and
+# the helper's queued ops are there with their labels.
+"$X" stats --format=prometheus >"$TMP/prom" 2>"$TMP/err"
+expect "prometheus: exit" 0 $?
+[ -s "$TMP/err" ] && fail "prometheus: stderr: $(cat "$TMP/err")"
+"${PY[@]}" - "$TMP/prom" "$PEER:$PORT" "$(cat $SYS/stats/ops_submitted)" \
+	"$(cat $SYS/stats/ops_live)" <<'PY' || fail "prometheus: not what it should be"
+import re, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+sample = re.compile(r'([a-zA-Z_:][a-zA-Z0-9_:]*)'
+                    r'(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*\})? (-?[0-9]+)$')
+families, family, got = set(), None, {}
+for line in lines:
+    m = re.fullmatch(r"# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge)", line)
+    if m:
+        assert m[1] not in families, f"family twice: {line}"
+        assert (m[2] == "counter") == m[1].endswith("_total"), line
+        families.add(m[1])
+        family = m[1]
+        continue
+    m = sample.fullmatch(line)
+    assert m and m[1] == family, f"not a sample of {family}: {line}"
+    got[m[1] + (m[2] or "")] = int(m[3])
+assert got["xferk_ops_submitted_total"] == int(sys.argv[3]), "ops_submitted"
+assert got["xferk_ops_live"] == int(sys.argv[4]), "ops_live"
+assert any(k.startswith("xferk_peer_info{") and 'transport="rdma"' in k and
+           f'peer="{sys.argv[2]}"' in k and 'state="up"' in k for k in got), "peer"
+assert got['xferk_queue_depth{class="normal"}'] >= 3, "queue depth"
+assert any(k.startswith("xferk_queue_wait_us_bucket_total{") for k in got)
+PY
+"$X" peers --format=prometheus >/dev/null 2>&1
+expect "peers --format=prometheus: exit" 2 $?
+"$X" stats --format=yaml >/dev/null 2>&1
+expect "--format=yaml: exit" 2 $?
+"$X" stats --format=prometheus --watch 1 >/dev/null 2>&1
+expect "--format=prometheus --watch: exit" 2 $?
 
 # --watch: rounds until SIGINT, each one JSON object; exit 0.
 timeout --preserve-status -s INT 3 "$X" stats --json --watch 1 >"$TMP/watch" 2>"$TMP/err"
