@@ -17,6 +17,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 BINDIR	?= $(PREFIX)/bin
 UDEVDIR	?= /etc/udev/rules.d
 MANDIR	?= $(PREFIX)/share/man
+DOCDIR	?= $(PREFIX)/share/doc/xferk
 PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 DESTDIR	?=
 
@@ -60,8 +61,9 @@ help:
 	@echo 'make repro      reproductions of kernel bugs xferk works around (debug kernel, KASAN)'
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
-	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule, Python package'
-	@echo '                (PREFIX, DESTDIR, LIBDIR, BINDIR, MANDIR, UDEVDIR, PYTHONDIR)'
+	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule, Python package,'
+	@echo '                the modprobe.d example'
+	@echo '                (PREFIX, DESTDIR, LIBDIR, BINDIR, MANDIR, UDEVDIR, PYTHONDIR, DOCDIR)'
 	@echo 'make install-man  only the man pages, $$(MANDIR)/man{3,4,8}, with a .so link per function'
 	@echo 'make dkms-install the module sources to /usr/src/xferk-$(VERSION), then dkms add, build,'
 	@echo '                install for KVER=$(KVER) (DKMS rebuilds it for later kernels)'
@@ -163,6 +165,8 @@ install: all install-man
 	install -m 0644 libxferk/python/xferk/*.py $(DESTDIR)$(PYTHONDIR)/xferk/
 	install -d $(DESTDIR)$(UDEVDIR)
 	install -m 0644 tools/60-xferk.rules $(DESTDIR)$(UDEVDIR)/
+	install -d $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 tools/xferk.modprobe.conf $(DESTDIR)$(DOCDIR)/examples/xferk.conf
 	if [ -z "$(DESTDIR)" ] && ! getent group xferk >/dev/null; then \
 		groupadd --system xferk; fi
 

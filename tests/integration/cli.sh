@@ -21,7 +21,8 @@
 #    user likewise (debugfs is root's); no module (XFERK_ROOT elsewhere):
 #    exit 1 saying so;
 #  - stats --format=prometheus is Prometheus's text format, with the values
-#    of sysfs, the RDMA connection and the queued ops;
+#    of sysfs, the RDMA connection and the queued ops; the modprobe.d
+#    example names real parameters;
 #  - a made-up debugfs tree (XFERK_ROOT): a new column appears in text and
 #    JSON, quotes, backslashes, control characters and bytes that are not
 #    UTF-8 still give valid JSON, a row of 70 fields is cut with a warning.
@@ -233,6 +234,11 @@ assert any(k.startswith("xferk_peer_info{") and 'transport="rdma"' in k and
 assert got['xferk_queue_depth{class="normal"}'] >= 3, "queue depth"
 assert any(k.startswith("xferk_queue_wait_us_bucket_total{") for k in got)
 PY
+# The shipped modprobe.d example names real parameters only.
+for kv in $(sed -n 's/^#\?options xferk //p' "$XFERK_SRC/tools/xferk.modprobe.conf"); do
+	[ -e "/sys/module/xferk/parameters/${kv%%=*}" ] ||
+		fail "xferk.modprobe.conf: no parameter ${kv%%=*}"
+done
 "$X" peers --format=prometheus >/dev/null 2>&1
 expect "peers --format=prometheus: exit" 2 $?
 "$X" stats --format=yaml >/dev/null 2>&1
