@@ -133,6 +133,12 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
     drain_budget_ns_ =
         std::clamp<uint64_t>(param_u64(params, "drain_budget_ms", 100), 1, 60000) * 1000000ULL;
     ip_ = choose_ip(params);
+    qps_ = param_u64(params, "qps", 0);
+    if (qps_ > XFERK_MAX_QPS) {
+        NIXL_ERROR << "XFERK: qps " << qps_ << ": at most " << XFERK_MAX_QPS;
+        initErr = true;
+        return;
+    }
     int ret = xferk_open(&x_);
     if (ret) {
         NIXL_ERROR << "XFERK: cannot open /dev/xferk: " << strerror(-ret);
@@ -172,7 +178,7 @@ XferkEngine::conn_to(const std::string &ip, uint64_t &conn) const {
             return true;
         }
     }
-    int ret = xferk_connect(x_, ip.c_str(), 0, kConnectTimeoutMs, &conn);
+    int ret = xferk_connect_qps(x_, ip.c_str(), 0, kConnectTimeoutMs, qps_, &conn);
     if (ret) {
         NIXL_ERROR << "XFERK: connect to " << ip << ": " << strerror(-ret);
         return false;

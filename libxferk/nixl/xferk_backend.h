@@ -171,6 +171,7 @@ private:
     std::string ip_;
     xferk_key_t secret_;
     uint64_t drain_budget_ns_;
+    unsigned int qps_ = 0; /* RC QPs per session path; 0: the module's */
     std::unique_ptr<XferkCtrlServer> server_;
 
     mutable std::mutex lock_;

@@ -10,9 +10,13 @@ namespace {
 //                    address of an interface that is up, not loopback)
 //   drain_budget_ms  how long releaseReqH() drains a cancelled op before it
 //                    reports it quarantined (default 100)
+//   qps              RC QPs each path of a session this engine opens has,
+//                    1 to XFERK_MAX_QPS (8); 0 (default): the module's
+//                    qps_per_session. A session that exists is shared as
+//                    it is.
 nixl_b_params_t
 xferk_options() {
-    return {{"ip_addr", ""}, {"drain_budget_ms", "100"}};
+    return {{"ip_addr", ""}, {"drain_budget_ms", "100"}, {"qps", "0"}};
 }
 } // namespace
 

@@ -1,0 +1,9 @@
+#!/bin/bash
+# The XFERK backend's parameters through NIXL's Python API
+# (tests/nixl/params.py): qps out of range refused, qps 2 used.
+set -u
+# shellcheck source=tests/nixl/env.sh
+. "$XFERK_SRC/tests/nixl/env.sh"
+/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+cd /tmp || exit 1
+/usr/bin/python3 "$XFERK_SRC/tests/nixl/params.py"
