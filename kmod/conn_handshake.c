@@ -228,8 +228,14 @@ void xferk_handshake_rejected(struct xferk_conn *c, int error)
  * The session a new path's or a QP's request names, with a reference, if
  * the request comes from its peer end (both ids, under its key) and host;
  * @fresh: a new path's, whose sequence number must be newer than every
- * one the session took (a replay is refused). NULL if not, with the
- * request rejected as stale (a new instance of the peer, or a forgery).
+ * one the session took. An error pointer if not, with the request
+ * rejected: -ESTALE (a new instance of the peer, or a forgery), or
+ * -EAGAIN for a new path's request whose number is not new. That is a
+ * replay, or a retransmission: once we rejected a request, the IB CM
+ * forgets it and delivers a copy the initiator's CM sends again (its
+ * answer was lost or late) as a new request. It changes nothing, and
+ * the peer's next attempt has a newer number; "stale" would end the
+ * session at the peer.
  */
 static struct xferk_conn *handshake_find(struct xferk_cm_req *r,
 					 const struct xferk_cm_msg *req,
@@ -239,13 +245,19 @@ static struct xferk_conn *handshake_find(struct xferk_cm_req *r,
 
 	c = xferk_conn_find_resumed(be64_to_cpu(req->resume_id),
 				    xferk_cm_req_peer(r));
-	if (c && (!cm_msg_resumes(req, c) ||
-		  (fresh && !xferk_conn_resume_fresh(c, cm_msg_seq(req))))) {
+	if (c && !cm_msg_resumes(req, c)) {
 		xferk_conn_put(c);
 		c = NULL;
 	}
-	if (!c)
+	if (!c) {
 		xferk_cm_req_reject(r, XFERK_REJ_STALE);
+		return ERR_PTR(-ESTALE);
+	}
+	if (fresh && !xferk_conn_resume_fresh(c, cm_msg_seq(req))) {
+		xferk_conn_put(c);
+		xferk_cm_req_reject(r, XFERK_REJ_RETRY);
+		return ERR_PTR(-EAGAIN);
+	}
 	return c;
 }
 
@@ -265,8 +277,8 @@ static int handshake_resume(struct xferk_cm_req *r,
 	int ret;
 
 	c = handshake_find(r, req, true);
-	if (!c)
-		return -ESTALE;
+	if (IS_ERR(c))
+		return PTR_ERR(c);
 	if (!xferk_conn_path_attach(c, cm_msg_seq(req))) {
 		/* Its peer made a new path: the one we think up is dead. */
 		if (READ_ONCE(c->state) == XFERK_CONN_UP)
@@ -308,8 +320,8 @@ static int handshake_join(struct xferk_cm_req *r,
 	int ret;
 
 	c = handshake_find(r, req, false);
-	if (!c)
-		return -ESTALE;
+	if (IS_ERR(c))
+		return PTR_ERR(c);
 	mutex_lock(&c->lock);
 	if (req->lane < c->path.nr_qps && cm_msg_seq(req) == c->resume_seq &&
 	    xferk_conn_qp_live(c) && !c->path.lanes[req->lane].cm_id) {
