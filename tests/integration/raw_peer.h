@@ -18,6 +18,7 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 #include <infiniband/verbs.h>
@@ -33,6 +34,8 @@
 #define RAW_REJ_MALFORMED	2
 #define RAW_REJ_BUSY		3
 #define RAW_REJ_RESOURCES	4
+#define RAW_REJ_STALE		5
+#define RAW_REJ_RETRY		6
 
 /* IB CM reject reason of rdma_reject(): consumer defined (IB spec 12.6.7). */
 #define RAW_IB_REJ_CONSUMER	28
@@ -60,8 +63,21 @@ struct raw_rej {
 	uint32_t reason;
 };
 
+/*
+ * A request for a session's new path: struct raw_msg with nr_qps 0, the
+ * path's sequence number in the first 8 bytes of key_half (the rest 0),
+ * the acceptor's connection id, and SipHash-2-4 of the 48 bytes before
+ * mac under the session's token key. An accept of it has the same form.
+ */
+struct raw_resume {
+	struct raw_msg msg;
+	uint64_t resume_id;
+	uint64_t mac;
+};
+
 _Static_assert(sizeof(struct raw_msg) == 40, "raw_msg wire size");
 _Static_assert(sizeof(struct raw_rej) == 12, "raw_rej wire size");
+_Static_assert(sizeof(struct raw_resume) == 56, "raw_resume wire size");
 
 /* A valid version-2 request from connection @conn_id. */
 static inline void raw_msg_init(struct raw_msg *m, uint64_t conn_id)
@@ -74,6 +90,92 @@ static inline void raw_msg_init(struct raw_msg *m, uint64_t conn_id)
 	m->conn_id = htobe64(conn_id);
 	for (i = 0; i < 16; i++)
 		m->key_half[i] = (uint8_t)rand();
+}
+
+static inline uint64_t raw_rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define RAW_SIPROUND(v0, v1, v2, v3) do {				\
+	v0 += v1; v1 = raw_rotl(v1, 13); v1 ^= v0; v0 = raw_rotl(v0, 32); \
+	v2 += v3; v3 = raw_rotl(v3, 16); v3 ^= v2;			\
+	v0 += v3; v3 = raw_rotl(v3, 21); v3 ^= v0;			\
+	v2 += v1; v1 = raw_rotl(v1, 17); v1 ^= v2; v2 = raw_rotl(v2, 32); \
+} while (0)
+
+/* SipHash-2-4 of @len bytes (a multiple of 8), as the kernel's siphash(). */
+static inline uint64_t raw_siphash(const void *data, size_t len,
+				   const uint64_t key[2])
+{
+	uint64_t v0 = 0x736f6d6570736575ULL ^ key[0];
+	uint64_t v1 = 0x646f72616e646f6dULL ^ key[1];
+	uint64_t v2 = 0x6c7967656e657261ULL ^ key[0];
+	uint64_t v3 = 0x7465646279746573ULL ^ key[1];
+	uint64_t b = (uint64_t)len << 56, m;
+	const uint8_t *p = data;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&m, p + i, 8);
+		m = le64toh(m);
+		v3 ^= m;
+		RAW_SIPROUND(v0, v1, v2, v3);
+		RAW_SIPROUND(v0, v1, v2, v3);
+		v0 ^= m;
+	}
+	v3 ^= b;
+	RAW_SIPROUND(v0, v1, v2, v3);
+	RAW_SIPROUND(v0, v1, v2, v3);
+	v0 ^= b;
+	v2 ^= 0xff;
+	RAW_SIPROUND(v0, v1, v2, v3);
+	RAW_SIPROUND(v0, v1, v2, v3);
+	RAW_SIPROUND(v0, v1, v2, v3);
+	RAW_SIPROUND(v0, v1, v2, v3);
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The token key of a session whose two ends sent key halves @a and @b. */
+static inline void raw_session_key(const uint8_t a[16], const uint8_t b[16],
+				   uint64_t key[2])
+{
+	uint8_t k[16];
+	int i;
+
+	for (i = 0; i < 16; i++)
+		k[i] = a[i] ^ b[i];
+	memcpy(&key[0], k, 8);
+	memcpy(&key[1], k + 8, 8);
+	key[0] = le64toh(key[0]);
+	key[1] = le64toh(key[1]);
+}
+
+/* The MAC a new path's request or accept @m carries under @key. */
+static inline uint64_t raw_resume_mac(const struct raw_resume *m,
+				      const uint64_t key[2])
+{
+	return raw_siphash(m, offsetof(struct raw_resume, mac), key);
+}
+
+/*
+ * A request from connection @conn_id for path @seq of the session whose
+ * accepting end is @resume_id, under @key.
+ */
+static inline void raw_resume_init(struct raw_resume *m, uint64_t conn_id,
+				   uint64_t resume_id, uint64_t seq,
+				   const uint64_t key[2])
+{
+	uint64_t be_seq = htobe64(seq);
+
+	memset(m, 0, sizeof(*m));
+	m->msg.magic = htobe32(RAW_MAGIC);
+	m->msg.version = htobe16(RAW_VERSION);
+	m->msg.caps = htobe64(RAW_CAPS);
+	m->msg.conn_id = htobe64(conn_id);
+	memcpy(m->msg.key_half, &be_seq, sizeof(be_seq));
+	m->resume_id = htobe64(resume_id);
+	m->mac = htobe64(raw_resume_mac(m, key));
 }
 
 static inline void raw_rej_init(struct raw_rej *r, uint32_t magic,
