@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+// The NIXL backend's choice of RDMA devices (libxferk/nixl/xferk_topo.h) on
+// a made-up sysfs tree: two PCI root complexes, a GPU and a NIC under one
+// PCIe switch (NUMA node 0), a NIC on the other root complex (node 1), a
+// NIC without an address and a soft-RoCE device on a virtual network
+// device. Exit 0 pass, 1 fail.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "xferk_topo.h"
+
+namespace fs = std::filesystem;
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
+            std::fprintf(stderr, __VA_ARGS__);                                                     \
+            std::fprintf(stderr, "\n");                                                            \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static void
+write_file(const fs::path &p, const std::string &text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text << "\n";
+}
+
+static const char *kSwitch = "pci0000:00/0000:00:01.0/0000:01:00.0";
+static const std::string kGpu = std::string(kSwitch) + "/0000:02:08.0/0000:65:00.0";
+static const std::string kNic0 = std::string(kSwitch) + "/0000:02:10.0/0000:66:00.0";
+static const std::string kNic1 = "pci0000:80/0000:80:01.0/0000:81:00.0";
+static const std::string kNic2 = "pci0000:80/0000:80:02.0/0000:82:00.0";
+
+// An RDMA device @name on the device at @dev (under devices/), with port 1
+// on network device @netdev.
+static void
+add_nic(const fs::path &root, const std::string &name, const std::string &dev, int node,
+        const std::string &netdev) {
+    fs::path d = root / "devices" / dev;
+    fs::create_directories(d);
+    if (node != -2) write_file(d / "numa_node", std::to_string(node));
+    fs::path ib = root / "class" / "infiniband" / name;
+    fs::create_directories(ib);
+    fs::create_symlink(fs::path("../../../devices") / dev, ib / "device");
+    write_file(ib / "ports" / "1" / "gid_attrs" / "ndevs" / "0", netdev);
+}
+
+static XferkAddr
+addr(const char *ifname, const char *ip, uint32_t a, uint32_t mask) {
+    XferkAddr x;
+    x.ifname = ifname;
+    x.ip = ip;
+    x.addr = a;
+    x.mask = mask;
+    return x;
+}
+
+static std::string
+names(const std::vector<XferkNic> &nics) {
+    std::string s;
+    for (const XferkNic &n : nics)
+        s += (s.empty() ? "" : ",") + n.name;
+    return s;
+}
+
+int
+main() {
+    char tmpl[] = "/tmp/nixl_topo.XXXXXX";
+    if (!mkdtemp(tmpl)) return 1;
+    fs::path root = tmpl;
+
+    add_nic(root, "mlx5_1", kNic1, 1, "ens2");
+    add_nic(root, "mlx5_0", kNic0, 0, "ens1");
+    add_nic(root, "mlx5_2", kNic2, 1, "ens3"); /* no address */
+    add_nic(root, "rxe0", "virtual/net/dummy0", -2, "dummy0");
+    fs::create_directories(root / "devices" / kGpu);
+    fs::create_directories(root / "bus" / "pci" / "devices");
+    fs::create_symlink(fs::path("../../../devices") / kGpu,
+                       root / "bus" / "pci" / "devices" / "0000:65:00.0");
+    write_file(root / "devices/system/node/node0/cpulist", "0-3,8");
+    write_file(root / "devices/system/node/node1/cpulist", "4-7");
+    write_file(root / "devices/system/node/possible", "0-1");
+
+    std::vector<XferkAddr> addrs = {
+        addr("ens1", "10.1.0.1", 0x0a010001, 0xffff0000),
+        addr("ens2", "10.2.0.1", 0x0a020001, 0xffff0000),
+        addr("dummy0", "10.3.0.1", 0x0a030001, 0xffffff00),
+    };
+
+    // What sysfs says of each device.
+    std::vector<XferkNic> nics = xferk_scan_nics(root.string());
+    EXPECT(names(nics) == "mlx5_0,mlx5_1,mlx5_2,rxe0", "scanned %s", names(nics).c_str());
+    if (nics.size() == 4) {
+        EXPECT(nics[0].pci == kNic0 && nics[0].numa_node == 0 && nics[0].netdev == "ens1",
+               "mlx5_0: %s node %d netdev %s", nics[0].pci.c_str(), nics[0].numa_node,
+               nics[0].netdev.c_str());
+        EXPECT(nics[1].pci == kNic1 && nics[1].numa_node == 1, "mlx5_1: %s node %d",
+               nics[1].pci.c_str(), nics[1].numa_node);
+        EXPECT(nics[3].pci == "virtual/net/dummy0" && nics[3].numa_node == -1 &&
+                   nics[3].netdev == "dummy0",
+               "rxe0: %s node %d netdev %s", nics[3].pci.c_str(), nics[3].numa_node,
+               nics[3].netdev.c_str());
+    }
+    EXPECT(xferk_scan_nics((root / "none").string()).empty(), "a tree without devices");
+
+    // The NUMA node of a set of CPUs.
+    EXPECT(xferk_cpus_node(root.string(), {0, 1, 8}) == 0, "CPUs 0,1,8");
+    EXPECT(xferk_cpus_node(root.string(), {5}) == 1, "CPU 5");
+    EXPECT(xferk_cpus_node(root.string(), {3, 4}) == -1, "CPUs of two nodes");
+    EXPECT(xferk_cpus_node(root.string(), {}) == -1, "no CPUs");
+    EXPECT(xferk_cpus_node(root.string(), {64}) == -1, "a CPU of no node");
+
+    // A GPU's PCI path; a name that is not a device, or escapes.
+    std::string gpu = xferk_pci_path(root.string(), "0000:65:00.0");
+    EXPECT(gpu == kGpu, "GPU at %s", gpu.c_str());
+    EXPECT(xferk_pci_path(root.string(), "0000:99:00.0").empty(), "no such device");
+    EXPECT(xferk_pci_path(root.string(), "../../devices").empty(), "a path");
+    EXPECT(xferk_pci_path(root.string(), "").empty(), "no bus id");
+
+    // Nearest: the GPU's switch beats the NUMA node; then the node; then
+    // all with an address (mlx5_2 has none).
+    EXPECT(names(xferk_nearest_nics(nics, addrs, gpu, 1)) == "mlx5_0", "near the GPU: %s",
+           names(xferk_nearest_nics(nics, addrs, gpu, 1)).c_str());
+    EXPECT(names(xferk_nearest_nics(nics, addrs, "", 1)) == "mlx5_1", "node 1: %s",
+           names(xferk_nearest_nics(nics, addrs, "", 1)).c_str());
+    EXPECT(names(xferk_nearest_nics(nics, addrs, "", 0)) == "mlx5_0", "node 0: %s",
+           names(xferk_nearest_nics(nics, addrs, "", 0)).c_str());
+    EXPECT(names(xferk_nearest_nics(nics, addrs, "", -1)) == "mlx5_0,mlx5_1,rxe0",
+           "anywhere: %s", names(xferk_nearest_nics(nics, addrs, "", -1)).c_str());
+    EXPECT(names(xferk_nearest_nics(nics, addrs, "", 3)) == "mlx5_0,mlx5_1,rxe0",
+           "a node without devices: %s", names(xferk_nearest_nics(nics, addrs, "", 3)).c_str());
+    EXPECT(xferk_nearest_nics(nics, {}, gpu, 0).empty(), "no addresses");
+
+    // Addresses: a device's, the one on a peer's subnet.
+    const XferkAddr *a = nics.empty() ? nullptr : xferk_nic_addr(nics[0], addrs);
+    EXPECT(a && a->ip == "10.1.0.1", "mlx5_0's address");
+    a = xferk_addr_on_subnet(addrs, "10.2.77.9");
+    EXPECT(a && a->ip == "10.2.0.1", "10.2.77.9's subnet");
+    EXPECT(!xferk_addr_on_subnet(addrs, "10.3.1.1"), "10.3.1.1 is on none");
+    EXPECT(!xferk_addr_on_subnet(addrs, "not an address"), "not an address");
+
+    EXPECT(xferk_split(",a,,b,", ',') == std::vector<std::string>({"a", "b"}), "split");
+    EXPECT(xferk_split("", ',').empty(), "split nothing");
+
+    fs::remove_all(root);
+    if (!failures) std::printf("device choice: all checks passed\n");
+    return failures ? 1 : 0;
+}
