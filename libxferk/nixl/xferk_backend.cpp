@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <sched.h>
+#include <sstream>
 #include <unistd.h>
 
 #include "common/nixl_log.h"
@@ -25,31 +27,10 @@ constexpr uint64_t kWaitRoundNs = 10ULL * 1000000000ULL;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
-// The address xferk connects to this host by: the backend parameter
-// "ip_addr", else NIXL_XFERK_IP_ADDR, else the first IPv4 address of an
-// interface that is up and not loopback.
 std::string
-choose_ip(const nixl_b_params_t &params) {
-    auto it = params.find("ip_addr");
-    if (it != params.end() && !it->second.empty()) return it->second;
-    if (const char *env = getenv("NIXL_XFERK_IP_ADDR")) return env;
-
-    struct ifaddrs *ifaddr;
-    std::string ip;
-    if (getifaddrs(&ifaddr)) return ip;
-    for (struct ifaddrs *ifa = ifaddr; ifa && ip.empty(); ifa = ifa->ifa_next) {
-        char buf[INET_ADDRSTRLEN];
-        if (!ifa->ifa_addr || ifa->ifa_addr->sa_family != AF_INET ||
-            (ifa->ifa_flags & IFF_LOOPBACK) || !(ifa->ifa_flags & IFF_UP))
-            continue;
-        if (inet_ntop(AF_INET,
-                      &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr,
-                      buf,
-                      sizeof(buf)))
-            ip = buf;
-    }
-    freeifaddrs(ifaddr);
-    return ip;
+param_str(const nixl_b_params_t &params, const char *key) {
+    auto it = params.find(key);
+    return it == params.end() ? "" : it->second;
 }
 
 uint64_t
@@ -72,6 +53,43 @@ random_tag() {
         memcpy(&tag, k.data(), sizeof(tag));
     }
     return tag;
+}
+
+// The address of @names among @addrs: itself, or the address of the RDMA
+// device of that name. nullptr if none.
+const XferkAddr *
+device_addr(const std::string &name,
+            const std::vector<XferkNic> &nics,
+            const std::vector<XferkAddr> &addrs) {
+    for (const XferkAddr &a : addrs)
+        if (a.ip == name) return &a;
+    for (const XferkNic &n : nics)
+        if (n.name == name) return xferk_nic_addr(n, addrs);
+    return nullptr;
+}
+
+// Is @ip on @a's subnet?
+bool
+on_subnet(const XferkAddr &a, const std::string &ip) {
+    return xferk_addr_on_subnet({a}, ip) != nullptr;
+}
+
+// The NUMA node of every CPU this thread may run on, or -1.
+int
+affinity_node() {
+    cpu_set_t set;
+    std::vector<int> cpus;
+
+    if (sched_getaffinity(0, sizeof(set), &set)) return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return xferk_cpus_node("/sys", cpus);
+}
+
+bool
+valid_ipv4(const std::string &ip) {
+    struct in_addr in;
+    return ip.size() < INET_ADDRSTRLEN && inet_pton(AF_INET, ip.c_str(), &in) == 1;
 }
 } // namespace
 
@@ -132,13 +150,19 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
 
     drain_budget_ns_ =
         std::clamp<uint64_t>(param_u64(params, "drain_budget_ms", 100), 1, 60000) * 1000000ULL;
-    ip_ = choose_ip(params);
     qps_ = param_u64(params, "qps", 0);
     if (qps_ > XFERK_MAX_QPS) {
         NIXL_ERROR << "XFERK: qps " << qps_ << ": at most " << XFERK_MAX_QPS;
         initErr = true;
         return;
     }
+    rails_ = param_u64(params, "rails", 0);
+    if (rails_ > XFERK_MAX_RAILS) {
+        NIXL_ERROR << "XFERK: rails " << rails_ << ": at most " << XFERK_MAX_RAILS;
+        initErr = true;
+        return;
+    }
+    if (!rails_) rails_ = XFERK_MAX_RAILS;
     int ret = xferk_open(&x_);
     if (ret) {
         NIXL_ERROR << "XFERK: cannot open /dev/xferk: " << strerror(-ret);
@@ -151,6 +175,12 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         NIXL_WARN << "XFERK: VRAM_SEG not offered: " << cuda_.why();
     else if (!cuda_.usable())
         NIXL_INFO << "XFERK: VRAM_SEG not offered: " << cuda_.why();
+    std::string why;
+    if (!choose_devices(params, why)) {
+        NIXL_ERROR << "XFERK: " << why;
+        initErr = true;
+        return;
+    }
     server_ = std::make_unique<XferkCtrlServer>(
         ip_, secret_, [this](const std::string &frame, const std::string &peer_ip) {
             return handle_ctrl(frame, peer_ip);
@@ -166,6 +196,63 @@ XferkEngine::~XferkEngine() {
     // Closing the file never unpins early: the kernel keeps every page an
     // op may still touch pinned until the op is physically complete.
     if (x_) xferk_close(x_);
+}
+
+// The devices this engine uses: ip_addr; else devices; else
+// NIXL_XFERK_IP_ADDR; else the devices nearest the current CUDA device or
+// the NUMA node of this thread's CPUs (xferk_topo.h); else, with no RDMA
+// device in sysfs, the first IPv4 address that is up and not loopback. The
+// first carries the sessions and the control channel; of the others, the
+// first on each further subnet is a rail (routing cannot tell two devices
+// of one subnet apart). False, with @why, if a parameter names no device.
+bool
+XferkEngine::choose_devices(const nixl_b_params_t &params, std::string &why) {
+    std::string ip = param_str(params, "ip_addr"), devices = param_str(params, "devices");
+    std::vector<XferkAddr> addrs = xferk_host_addrs(), chosen;
+    std::vector<XferkNic> nics = xferk_scan_nics("/sys");
+    const char *env = getenv("NIXL_XFERK_IP_ADDR");
+    bool named = !devices.empty();
+
+    if (!ip.empty() && named) {
+        why = "ip_addr and devices exclude each other";
+        return false;
+    }
+    if (!ip.empty() || (!named && env && *env)) {
+        ip_ = !ip.empty() ? ip : env;
+        return true;
+    }
+    if (named) {
+        for (const std::string &d : xferk_split(devices, ',')) {
+            const XferkAddr *a = device_addr(d, nics, addrs);
+            if (!a) {
+                why = "devices: " + d +
+                    ": no RDMA device or address of this host with an IPv4 address that is up";
+                return false;
+            }
+            chosen.push_back(*a);
+        }
+    } else {
+        std::string gpu = xferk_pci_path("/sys", cuda_.current_pci_bus_id());
+        for (const XferkNic &n : xferk_nearest_nics(nics, addrs, gpu, affinity_node()))
+            chosen.push_back(*xferk_nic_addr(n, addrs));
+        if (chosen.empty() && nics.empty() && !addrs.empty()) chosen.push_back(addrs[0]);
+    }
+    if (chosen.empty()) {
+        why = "no RDMA device with an IPv4 address that is up (set devices or ip_addr)";
+        return false;
+    }
+    ip_ = chosen[0].ip;
+    for (size_t i = 1; i < chosen.size(); i++) {
+        bool shared = on_subnet(chosen[i], ip_);
+        for (const XferkAddr &r : rail_addrs_)
+            shared |= on_subnet(chosen[i], r.ip);
+        if (shared && named) {
+            why = "devices: " + chosen[i].ip + " shares a subnet with another device";
+            return false;
+        }
+        if (!shared && rail_addrs_.size() + 1 < XFERK_MAX_RAILS) rail_addrs_.push_back(chosen[i]);
+    }
+    return true;
 }
 
 bool
@@ -275,26 +362,37 @@ XferkEngine::getPublicData(const nixlBackendMD *meta, std::string &str) const {
     return NIXL_SUCCESS;
 }
 
+// "ip port secret [rail,rail...]": the rails are the addresses of the
+// engine's other devices (an engine without them sends three fields).
 nixl_status_t
 XferkEngine::getConnInfo(std::string &str) const {
     str = ip_ + " " + std::to_string(server_->port()) + " " +
         xferk_hex(secret_.data(), secret_.size());
+    for (size_t i = 0; i < rail_addrs_.size(); i++)
+        str += (i ? "," : " ") + rail_addrs_[i].ip;
     return NIXL_SUCCESS;
 }
 
 nixl_status_t
 XferkEngine::loadRemoteConnInfo(const std::string &remote_agent,
                                 const std::string &remote_conn_info) {
-    char ip[INET_ADDRSTRLEN], secret_hex[33];
-    unsigned int port;
+    std::istringstream in(remote_conn_info);
+    std::string ip, secret_hex, rails, extra;
+    unsigned int port = 0;
     xferk_key_t secret;
 
-    if (sscanf(remote_conn_info.c_str(), "%15s %u %32s", ip, &port, secret_hex) != 3 ||
-        port == 0 || port > 65535 || !xferk_unhex(secret_hex, secret.data(), secret.size()))
+    if (!(in >> ip >> port >> secret_hex) || !valid_ipv4(ip) || port == 0 || port > 65535 ||
+        secret_hex.size() != 32 || !xferk_unhex(secret_hex, secret.data(), secret.size()))
         return NIXL_ERR_INVALID_PARAM;
+    in >> rails;
+    if (in >> extra) return NIXL_ERR_INVALID_PARAM;
     auto peer = std::make_shared<Peer>();
     peer->ip = ip;
-    if (!peer->ctrl.open(ip, port, secret)) {
+    peer->rails = xferk_split(rails, ',');
+    if (peer->rails.size() >= XFERK_MAX_RAILS ||
+        !std::all_of(peer->rails.begin(), peer->rails.end(), valid_ipv4))
+        return NIXL_ERR_INVALID_PARAM;
+    if (!peer->ctrl.open(ip, (uint16_t)port, secret)) {
         NIXL_ERROR << "XFERK: control connection to " << remote_agent << " at " << ip << ":"
                    << port << " failed";
         return NIXL_ERR_BACKEND;
@@ -343,8 +441,16 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
     if (frame[0] == 'E' && frame.size() == 1 + key.size()) {
         memcpy(key.data(), frame.data() + 1, key.size());
         err = export_region(key, peer_ip, tok);
-        if (!err) return "T" + std::string((const char *)tok.bytes, sizeof(tok.bytes));
+    } else if (frame[0] == 'R' && frame.size() > 1 + key.size()) {
+        // A rail: export to the peer's address on one of our rails' subnets.
+        std::string ip = frame.substr(1 + key.size());
+        memcpy(key.data(), frame.data() + 1, key.size());
+        bool ours = false;
+        for (const XferkAddr &r : rail_addrs_)
+            ours |= valid_ipv4(ip) && on_subnet(r, ip);
+        err = ours ? export_region(key, ip, tok) : -EADDRNOTAVAIL;
     }
+    if (!err) return "T" + std::string((const char *)tok.bytes, sizeof(tok.bytes));
     return "X" + std::string((const char *)&err, sizeof(err));
 }
 
@@ -426,18 +532,63 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
     if (nixl_mem != DRAM_SEG && nixl_mem != VRAM_SEG) return NIXL_ERR_NOT_SUPPORTED;
     if (!xferk_unhex(input.metaInfo, key.data(), key.size())) return NIXL_ERR_INVALID_PARAM;
     if (!peer) return NIXL_ERR_NOT_FOUND;
-    std::string reply;
-    if (!peer->ctrl.call("E" + std::string(key.begin(), key.end()), reply))
-        return NIXL_ERR_REMOTE_DISCONNECT;
     xferk_token tok;
-    if (reply.size() != 1 + sizeof(tok.bytes) || reply[0] != 'T') {
-        int32_t err = 0;
-        if (reply.size() == 1 + sizeof(err)) memcpy(&err, reply.data() + 1, sizeof(err));
-        NIXL_ERROR << "XFERK: " << remote_agent << " refused an export: " << strerror(-err);
+    int32_t why = 0;
+    int err = ask_token(*peer, "E" + std::string(key.begin(), key.end()), tok, why);
+    if (err == -ENOTCONN) return NIXL_ERR_REMOTE_DISCONNECT;
+    if (err) {
+        NIXL_ERROR << "XFERK: " << remote_agent << " refused an export: " << strerror(-why);
         return NIXL_ERR_BACKEND;
     }
-    memcpy(tok.bytes, reply.data() + 1, sizeof(tok.bytes));
-    return import_region(peer->ip, tok, input.addr, input.len, output);
+    nixl_status_t ret = import_region(peer->ip, tok, input.addr, input.len, output);
+    if (ret == NIXL_SUCCESS)
+        import_rails(*peer, key, static_cast<XferkRemoteMD *>(output)->remote);
+    return ret;
+}
+
+// The token the peer answers @frame with: 0, -ENOTCONN (no answer) or
+// -EACCES (refused; @why: the errno the peer gave, only ever printed).
+int
+XferkEngine::ask_token(Peer &peer, const std::string &frame, xferk_token &tok,
+                       int32_t &why) const {
+    std::string reply;
+
+    if (!peer.ctrl.call(frame, reply)) return -ENOTCONN;
+    if (reply.size() == 1 + sizeof(tok.bytes) && reply[0] == 'T') {
+        memcpy(tok.bytes, reply.data() + 1, sizeof(tok.bytes));
+        return 0;
+    }
+    why = -EPROTO;
+    if (reply.size() == 1 + sizeof(why) && reply[0] == 'X') memcpy(&why, reply.data() + 1, sizeof(why));
+    return -EACCES;
+}
+
+// Makes the rest of @peer's devices rails of @remote, the import of its
+// region @key: for each of our rails (up to rails_ with the first) the
+// peer's address on that rail's subnet, if it has one, exports the region
+// to our address there, and we import it through the session between the
+// two. A rail that cannot be made leaves the region with fewer.
+void
+XferkEngine::import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote) {
+    unsigned int rails = 1;
+
+    for (const XferkAddr &mine : rail_addrs_) {
+        if (rails >= rails_) break;
+        auto theirs = std::find_if(peer.rails.begin(), peer.rails.end(),
+                                   [&](const std::string &ip) { return on_subnet(mine, ip); });
+        if (theirs == peer.rails.end() || on_subnet(mine, peer.ip)) continue;
+        xferk_token tok;
+        uint64_t conn;
+        int32_t why = 0;
+        int ret = ask_token(peer, "R" + std::string(key.begin(), key.end()) + mine.ip, tok, why);
+        if (!ret) ret = conn_to(*theirs, conn) ? xferk_import_rail(x_, conn, &tok, remote) : -ENOTCONN;
+        if (ret) {
+            NIXL_WARN << "XFERK: no rail through " << mine.ip << " to " << *theirs << ": "
+                      << strerror(why ? -why : -ret);
+            continue;
+        }
+        rails++;
+    }
 }
 
 // This agent's own region as the remote side of a local transfer.

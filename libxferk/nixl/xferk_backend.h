@@ -28,6 +28,7 @@
 #include "libxferk.h"
 #include "xferk_ctrl.h"
 #include "xferk_cuda.h"
+#include "xferk_topo.h"
 
 struct XferkLocalMD;
 struct XferkReqH;
@@ -107,9 +108,11 @@ public:
     genNotif(const std::string &remote_agent, const std::string &msg) const override;
 
 private:
-    /* A remote agent this engine loaded the connection info of. */
+    /* A remote agent this engine loaded the connection info of: its
+     * first device's address and its other devices' (rails). */
     struct Peer {
         std::string ip;
+        std::vector<std::string> rails;
         XferkCtrlClient ctrl;
     };
 
@@ -129,6 +132,12 @@ private:
         cost() const; /* against kMaxPendingBytes */
     };
 
+    bool
+    choose_devices(const nixl_b_params_t &params, std::string &why);
+    void
+    import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote);
+    int
+    ask_token(Peer &peer, const std::string &frame, xferk_token &tok, int32_t &why) const;
     bool
     conn_to(const std::string &ip, uint64_t &conn) const;
     int
@@ -168,7 +177,9 @@ private:
 
     struct xferk *x_ = nullptr;
     XferkCuda cuda_;
-    std::string ip_;
+    std::string ip_;                 /* the first device's address */
+    std::vector<XferkAddr> rail_addrs_; /* the other devices' */
+    unsigned int rails_ = 1;         /* rails per remote region, the first's too */
     xferk_key_t secret_;
     uint64_t drain_budget_ns_;
     unsigned int qps_ = 0; /* RC QPs per session path; 0: the module's */

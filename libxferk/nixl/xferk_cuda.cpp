@@ -2,6 +2,7 @@
 // The CUDA driver, loaded at run time (xferk_cuda.h).
 #include "xferk_cuda.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -28,6 +29,8 @@ struct XferkCuda::Fns {
     int (*ctx_push)(void *);
     int (*ctx_pop)(void **);
     int (*range_handle)(void *, unsigned long long, size_t, int, unsigned long long);
+    int (*ctx_get_device)(int *);                 /* optional */
+    int (*device_pci_bus_id)(char *, int, int);   /* optional */
 };
 
 XferkCuda::XferkCuda() {
@@ -62,6 +65,8 @@ XferkCuda::XferkCuda() {
             return;
         }
     }
+    fn_->ctx_get_device = (int (*)(int *))dlsym(dll_, "cuCtxGetDevice");
+    fn_->device_pci_bus_id = (int (*)(char *, int, int))dlsym(dll_, "cuDeviceGetPCIBusId");
     int res = fn_->init(0);
     if (res != kSuccess) {
         why_ = "cuInit: " + name(res) + " (" + path_ + ")";
@@ -83,6 +88,22 @@ XferkCuda::name(int res) const {
     const char *s = nullptr;
     if (fn_->error_name(res, &s) != kSuccess || !s) return "CUresult " + std::to_string(res);
     return s;
+}
+
+std::string
+XferkCuda::current_pci_bus_id() const {
+    char bus_id[32] = "";
+    int dev = 0;
+
+    if (!loaded_ || !fn_->ctx_get_device || !fn_->device_pci_bus_id ||
+        fn_->ctx_get_device(&dev) != kSuccess ||
+        fn_->device_pci_bus_id(bus_id, sizeof(bus_id), dev) != kSuccess)
+        return "";
+    bus_id[sizeof(bus_id) - 1] = 0;
+    /* sysfs names PCI devices in lower case. */
+    for (char *c = bus_id; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    return bus_id;
 }
 
 bool

@@ -44,6 +44,13 @@ public:
     }
 
     /*
+     * The PCI bus id ("0000:65:00.0", lower case) of the device of the
+     * calling thread's current CUDA context, or "" (none, or no driver).
+     */
+    std::string
+    current_pci_bus_id() const;
+
+    /*
      * A new dma-buf fd (the caller closes it) for the page-aligned range
      * around [addr, addr + len) of device memory, and addr's offset in it.
      * Return: 0, or -ENODEV (no driver), -EOPNOTSUPP (the device exports no

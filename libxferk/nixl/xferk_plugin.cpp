@@ -5,9 +5,16 @@
 
 namespace {
 // Backend parameters (nixl_agent.create_backend("XFERK", params)):
-//   ip_addr          this host's address for xferk and the control channel
-//                    (default: NIXL_XFERK_IP_ADDR, else the first IPv4
-//                    address of an interface that is up, not loopback)
+//   ip_addr          this host's address for xferk and the control channel:
+//                    one device, no rails
+//   devices          the RDMA devices to use, by name or IPv4 address,
+//                    comma separated: the first carries the sessions and
+//                    the control channel, the others are rails
+//                    (default: NIXL_XFERK_IP_ADDR if set, else the devices
+//                    nearest the current CUDA device or the process's NUMA
+//                    node, xferk_topo.h); not with ip_addr
+//   rails            how many of them a remote region is reached through,
+//                    1 to XFERK_MAX_RAILS (8); 0 (default): all
 //   drain_budget_ms  how long releaseReqH() drains a cancelled op before it
 //                    reports it quarantined (default 100)
 //   qps              RC QPs each path of a session this engine opens has,
@@ -16,7 +23,8 @@ namespace {
 //                    it is.
 nixl_b_params_t
 xferk_options() {
-    return {{"ip_addr", ""}, {"drain_budget_ms", "100"}, {"qps", "0"}};
+    return {{"ip_addr", ""}, {"devices", ""}, {"rails", "0"}, {"drain_budget_ms", "100"},
+            {"qps", "0"}};
 }
 } // namespace
 
