@@ -49,7 +49,7 @@ DKMS_FILES := Kbuild Makefile dkms.conf kmod/Kbuild uapi/xferk.h \
 	$(filter-out %.mod.c,$(wildcard kmod/*.[ch]))
 
 .PHONY: all module lib tools tests examples install install-man dkms-src dkms-install \
-	check demo bench fuzz repro lint clean help nixl
+	check demo bench fuzz repro lint clean help nixl nixl-install
 
 all: module lib tools tests examples
 
@@ -60,6 +60,7 @@ help:
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
 	@echo 'make repro      reproductions of kernel bugs xferk works around (debug kernel, KASAN)'
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
+	@echo 'make nixl-install  the NIXL plugin into the plugin directory of an installed NIXL'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
 	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule, Python package,'
 	@echo '                the modprobe.d example'
@@ -172,12 +173,18 @@ install: all install-man
 	install -m 0644 tools/60-xferk.rules $(DESTDIR)$(UDEVDIR)/
 	install -d $(DESTDIR)$(DOCDIR)/examples
 	install -m 0644 tools/xferk.modprobe.conf $(DESTDIR)$(DOCDIR)/examples/xferk.conf
+	libxferk/nixl/install.sh --if-built
 	if [ -z "$(DESTDIR)" ] && ! getent group xferk >/dev/null; then \
 		groupadd --system xferk; fi
 
 # NIXL core and UCX from NIXL_SRC_DIR (cached), and libplugin_XFERK.so.
 nixl:
 	libxferk/nixl/build.sh
+
+# libplugin_XFERK.so into the plugin directory of the NIXL found
+# (NIXL_PLUGIN_DIR, NIXL_PREFIX, Python's nixl or ldconfig's libnixl.so).
+nixl-install:
+	libxferk/nixl/install.sh
 
 # Each page in man<section>, and for every other name of its NAME section
 # (the functions it documents) a one-line page that sources it.

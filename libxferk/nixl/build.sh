@@ -148,7 +148,12 @@ g++ -std=c++20 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror -fPIC -shared 
 	-I"$XFERK_SRC/libxferk/nixl" -I"$XFERK_SRC/libxferk" -I"$XFERK_SRC/uapi" \
 	-I"$src/src/api/cpp" -I"$src/src/utils" -I"$src/src/core/telemetry" \
 	-isystem "$src/subprojects/abseil-cpp-20250814.1" \
-	-L"$nixl_lib" -lnixl_common -L"$XFERK_BUILD/lib" -lxferk -ldl
+	-L"$nixl_lib" -lnixl_common -L"$XFERK_BUILD/lib" -lxferk -ldl \
+	-Wl,-rpath,'$ORIGIN/..'
+# The backend interface it was built against (install.sh compares it with
+# an installed NIXL's headers).
+(cd "$src/src/api/cpp" && sha256sum backend/backend_engine.h backend/backend_aux.h \
+	backend/backend_plugin.h nixl_types.h nixl_descriptors.h) >"$out/interface.sha256"
 # Every symbol must resolve: NIXL's plugin manager would only log it.
 LD_LIBRARY_PATH="$nixl_lib:$XFERK_BUILD/lib" /usr/bin/python3 -c \
 	"import ctypes, os, sys; ctypes.CDLL(sys.argv[1], os.RTLD_NOW)" "$out/libplugin_XFERK.so"

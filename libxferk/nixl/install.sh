@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# make nixl-install (and make install, with --if-built): installs
+# libplugin_XFERK.so, built by `make nixl`, into the directory NIXL loads
+# plugins from when NIXL_PLUGIN_DIR is not set: "plugins" next to
+# libnixl.so. Which NIXL:
+#
+#   NIXL_PLUGIN_DIR  that directory itself
+#   NIXL_PREFIX      a NIXL installed there (meson install): its libnixl.so
+#   otherwise        the nixl Python package python3 imports (its
+#                    libnixl.so), else the libnixl.so ldconfig knows
+#
+# The plugin is built against the NIXL of `make nixl` (NIXL_SRC_DIR): where
+# the NIXL found has its headers installed, its backend interface headers
+# must be the same files, else nothing is installed (NIXL's plugin API
+# version does not change with that interface). DESTDIR is prepended.
+# --if-built: exit 0 with a note when the plugin is not built or no NIXL
+# is found. Exit 1 on any other failure.
+set -euo pipefail
+XFERK_SRC=$(cd "$(dirname "$0")/../.." && pwd)
+XFERK_BUILD=${XFERK_BUILD:-$XFERK_SRC/build}
+plugin=$XFERK_BUILD/nixl/libplugin_XFERK.so
+stamp=$XFERK_BUILD/nixl/interface.sha256
+if_built=0
+[ "${1:-}" = --if-built ] && if_built=1
+log() { printf '[xferk-nixl-install] %s\n' "$*" >&2; }
+give_up() {
+	log "$*"
+	[ "$if_built" = 1 ] && exit 0
+	exit 1
+}
+
+[ -e "$plugin" ] && [ -e "$stamp" ] ||
+	give_up "no $plugin: run 'make nixl' first (the NIXL plugin is not installed)"
+
+# The libnixl.so of the NIXL to install into, if any.
+find_libnixl() {
+	local f
+	if [ -n "${NIXL_PREFIX:-}" ]; then
+		find "$NIXL_PREFIX" -name libnixl.so -path '*/lib*' 2>/dev/null | head -n1
+		return
+	fi
+	f=$(python3 - 2>/dev/null <<'EOT' || true
+import glob, os
+import nixl
+d = os.path.dirname(os.path.dirname(nixl.__file__))
+hits = [h for p in ("nixl*", ".nixl*", "*nixl*.libs")
+        for h in glob.glob(os.path.join(d, p, "**", "libnixl.so"), recursive=True)]
+print(hits[0] if hits else "")
+EOT
+)
+	[ -n "$f" ] && { echo "$f"; return; }
+	ldconfig -p 2>/dev/null | awk '$1 == "libnixl.so" { print $NF; exit }'
+}
+
+if [ -n "${NIXL_PLUGIN_DIR:-}" ]; then
+	dir=$NIXL_PLUGIN_DIR
+	include=""
+else
+	libnixl=$(find_libnixl)
+	[ -n "$libnixl" ] ||
+		give_up "no NIXL found (set NIXL_PREFIX or NIXL_PLUGIN_DIR): the NIXL plugin is not installed"
+	dir=$(dirname "$libnixl")/plugins
+	# A meson install's headers: <prefix>/include next to <prefix>/lib*.
+	include=$(dirname "$libnixl")
+	while [ "$include" != / ] && [ ! -d "$include/include/backend" ]; do
+		include=$(dirname "$include")
+	done
+	include=$include/include
+fi
+
+if [ -d "$include/backend" ]; then
+	if ! (cd "$include" && sha256sum --quiet -c "$stamp") >/dev/null 2>&1; then
+		log "the NIXL in $(dirname "$include") has other backend interface headers than the"
+		log "one the plugin was built against ($stamp): build it against that NIXL"
+		exit 1
+	fi
+else
+	log "note: the NIXL whose plugins go to $dir has no headers installed: its backend"
+	log "interface cannot be compared with the one the plugin was built against"
+fi
+install -d "${DESTDIR:-}$dir"
+install -m 0755 "$plugin" "${DESTDIR:-}$dir/libplugin_XFERK.so"
+log "installed ${DESTDIR:-}$dir/libplugin_XFERK.so"

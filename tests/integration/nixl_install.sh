@@ -1,0 +1,73 @@
+#!/bin/bash
+# The NIXL plugin as `make nixl-install` installs it (libxferk/nixl/install.sh):
+# into a copy of the NIXL of `make nixl` (a meson install, NIXL_PREFIX), the
+# plugin lands in "plugins" next to its libnixl.so, and NIXL, with
+# NIXL_PLUGIN_DIR unset, lists XFERK among its plugins and creates the
+# backend, which moves 1 MiB. A NIXL whose backend interface header differs
+# gets nothing installed (exit 1); with --if-built and no NIXL found, the
+# install is skipped with exit 0.
+set -u
+# shellcheck source=tests/nixl/env.sh
+. "$XFERK_SRC/tests/nixl/env.sh"
+/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+export XFERK_BUILD
+prefix=$(mktemp -d /tmp/nixl-prefix.XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+cp -a "$NIXL_CACHE/nixl/." "$prefix/"
+rm -f "$prefix"/lib/*/plugins/libplugin_XFERK.so
+libdir=$(dirname "$(find "$prefix" -name libnixl.so | head -n1)")
+rc=0
+
+unset NIXL_PLUGIN_DIR
+if ! NIXL_PREFIX=$prefix "$XFERK_SRC/libxferk/nixl/install.sh"; then
+	echo "install.sh failed"
+	exit 1
+fi
+[ -e "$libdir/plugins/libplugin_XFERK.so" ] || { echo "not installed in $libdir/plugins"; exit 1; }
+
+cd /tmp || exit 1
+LD_LIBRARY_PATH=$libdir:$XFERK_BUILD/lib \
+PYTHONPATH=$NIXL_SRC/src/bindings/python/nixl-meta:$(find "$prefix" -type d -name dist-packages | head -n1) \
+/usr/bin/python3 - <<'EOT' || rc=1
+import os, uuid
+import numpy as np
+from nixl._api import nixl_agent, nixl_agent_config
+
+assert "NIXL_PLUGIN_DIR" not in os.environ
+a = nixl_agent(str(uuid.uuid4()), nixl_agent_config(backends=[]))
+plugins = a.get_plugin_list()
+print("plugins found without NIXL_PLUGIN_DIR:", plugins)
+assert "XFERK" in plugins, "XFERK is not among them"
+a.create_backend("XFERK")
+src = np.arange(1 << 20, dtype=np.uint8)
+dst = np.zeros(1 << 20, np.uint8)
+a.register_memory([(src.ctypes.data, src.nbytes, 0, ""), (dst.ctypes.data, dst.nbytes, 0, "")], "DRAM")
+h = a.initialize_xfer("WRITE", a.get_xfer_descs([(src.ctypes.data, src.nbytes, 0)], "DRAM"),
+                      a.get_xfer_descs([(dst.ctypes.data, dst.nbytes, 0)], "DRAM"), a.name)
+state = a.transfer(h)
+while state == "PROC":
+    state = a.check_xfer_state(h)
+a.release_xfer_handle(h)
+print("local WRITE through the installed plugin:", state)
+assert state == "DONE" and np.array_equal(src, dst), "the transfer failed"
+EOT
+
+# Another backend interface: nothing installed.
+rm -f "$libdir/plugins/libplugin_XFERK.so"
+echo "// another interface" >>"$prefix/include/backend/backend_engine.h"
+if NIXL_PREFIX=$prefix "$XFERK_SRC/libxferk/nixl/install.sh"; then
+	echo "installed into a NIXL with another backend_engine.h"
+	rc=1
+fi
+[ ! -e "$libdir/plugins/libplugin_XFERK.so" ] || { echo "a plugin was installed anyway"; rc=1; }
+
+# make install's call: no NIXL is no failure.
+empty=$prefix/empty
+mkdir -p "$empty"
+NIXL_PREFIX=$empty "$XFERK_SRC/libxferk/nixl/install.sh" --if-built ||
+	{ echo "--if-built failed without a NIXL"; rc=1; }
+if NIXL_PREFIX=$empty "$XFERK_SRC/libxferk/nixl/install.sh" 2>/dev/null; then
+	echo "nixl-install succeeded without a NIXL"
+	rc=1
+fi
+exit $rc
