@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The XFERK backend's devices and rails, with a second soft-RoCE device
+(rxe1 on dummy1, 10.99.1.1/24, which tests/integration/nixl_rails.sh adds):
+
+- bad parameters fail the backend's creation: a device that does not
+  exist, ip_addr with devices, two devices on one subnet, rails 9;
+- devices "rxe0,rxe1": a 32 MiB WRITE and a READ back move every byte,
+  and both devices carry a share of the packets (their hw_counters);
+- rails 1 with the same devices: rxe1 carries (nearly) none of them;
+- no parameter and no NIXL_XFERK_IP_ADDR: the engine picks the devices
+  itself (xferk_topo.h: here neither has a NUMA node, so both) and
+  stripes over both.
+
+Each transfer runs in a child process, whose exit closes the engines'
+files. Exit 0 pass, 1 fail.
+"""
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import numpy as np
+
+from nixl._api import nixl_agent, nixl_agent_config
+
+LEN = 32 << 20
+
+
+def sent_pkts(dev):
+    with open(f"/sys/class/infiniband/{dev}/ports/1/hw_counters/sent_pkts") as f:
+        return int(f.read())
+
+
+def agent(params):
+    a = nixl_agent(str(uuid.uuid4()), nixl_agent_config(backends=[]))
+    a.create_backend("XFERK", params)
+    return a
+
+
+def xfer(init, target, op, local, remote):
+    h = init.initialize_xfer(op, init.get_xfer_descs([(local.ctypes.data, LEN, 0)], "DRAM"),
+                             target.get_xfer_descs([(remote.ctypes.data, LEN, 0)], "DRAM"),
+                             target.name)
+    state = init.transfer(h)
+    while state == "PROC":
+        state = init.check_xfer_state(h)
+    init.release_xfer_handle(h)
+    return state
+
+
+def transfer(params, want_rxe1):
+    """A WRITE and a READ back of LEN bytes between two engines made with
+    @params: every byte right, and rxe1's share of the packets sent
+    (sent_pkts) at least a quarter (@want_rxe1) or below 1 %. 0 or 1."""
+    init, target = agent(params), agent(params)
+    src = np.random.default_rng(7).integers(0, 256, LEN, dtype=np.uint8)
+    dst = np.zeros(LEN, np.uint8)
+    back = np.zeros(LEN, np.uint8)
+    init.register_memory([(src.ctypes.data, LEN, 0, ""), (back.ctypes.data, LEN, 0, "")], "DRAM")
+    target.register_memory([(dst.ctypes.data, LEN, 0, "")], "DRAM")
+    init.add_remote_agent(target.get_agent_metadata())
+    target.add_remote_agent(init.get_agent_metadata())
+    before = {d: sent_pkts(d) for d in ("rxe0", "rxe1")}
+    w = xfer(init, target, "WRITE", src, dst)
+    r = xfer(init, target, "READ", back, dst)
+    sent = {d: sent_pkts(d) - before[d] for d in before}
+    ok = w == "DONE" and r == "DONE" and np.array_equal(src, dst) and np.array_equal(src, back)
+    share = sent["rxe1"] / max(1, sent["rxe0"] + sent["rxe1"])
+    print(f"{params}: WRITE {w}, READ {r}, data {'verified' if ok else 'WRONG'}; "
+          f"packets sent: rxe0 {sent['rxe0']}, rxe1 {sent['rxe1']} ({share:.0%})")
+    if want_rxe1 and share < 0.25:
+        print("  rxe1 carried less than a quarter: no rail")
+        ok = False
+    if not want_rxe1 and share >= 0.01:
+        print("  rxe1 carried 1 % or more with rails 1")
+        ok = False
+    return int(not ok)
+
+
+def refused(params):
+    try:
+        agent(params)
+    except Exception as e:
+        print(f"{params}: refused ({type(e).__name__})")
+        return 0
+    print(f"{params}: the backend was created")
+    return 1
+
+
+def child(params, want_rxe1, env=None):
+    sys.stdout.flush()
+    return subprocess.run([sys.executable, __file__, "--transfer", json.dumps(params), str(want_rxe1)],
+                          env=env).returncode != 0
+
+
+def main():
+    bad = 0
+    for params in ({"devices": "nosuch0"}, {"devices": "rxe0", "ip_addr": "10.99.0.1"},
+                   {"devices": "rxe0,10.99.0.1"}, {"devices": "rxe0,rxe1", "rails": "9"}):
+        bad |= refused(params)
+    bad |= child({"devices": "rxe0,rxe1"}, 1)
+    bad |= child({"devices": "rxe0,rxe1", "rails": "1"}, 0)
+    env = dict(os.environ)
+    env.pop("NIXL_XFERK_IP_ADDR", None)
+    bad |= child({}, 1, env)
+    return bad
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--transfer"]:
+        sys.exit(transfer(json.loads(sys.argv[2]), sys.argv[3] == "1"))
+    sys.exit(main())
