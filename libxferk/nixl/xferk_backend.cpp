@@ -422,23 +422,26 @@ XferkEngine::disconnect(const std::string &remote_agent) {
 // peer presents the key of, to the host the request came from.
 std::string
 XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
+    xferk_key_t key;
+    xferk_token tok;
+    int32_t err = -EINVAL;
     if (frame[0] == 'M') {
         uint64_t tag;
         uint32_t ops;
         uint16_t namelen;
-        if (frame.size() < 15) return "";
-        memcpy(&tag, frame.data() + 1, 8);
-        memcpy(&ops, frame.data() + 9, 4);
-        memcpy(&namelen, frame.data() + 13, 2);
-        if (frame.size() < 15u + namelen || (tag && !ops) || ops > kMaxNotifOps) return "";
-        arrive_msg(tag, frame.substr(15, namelen), frame.substr(15 + namelen), ops);
-        return "";
-    }
-
-    xferk_key_t key;
-    xferk_token tok;
-    int32_t err = -EINVAL;
-    if (frame[0] == 'E' && frame.size() == 1 + key.size()) {
+        if (frame.size() >= 15) {
+            memcpy(&tag, frame.data() + 1, 8);
+            memcpy(&ops, frame.data() + 9, 4);
+            memcpy(&namelen, frame.data() + 13, 2);
+        }
+        if (frame.size() < 15 || frame.size() < 15u + namelen || (tag && !ops) ||
+            ops > kMaxNotifOps)
+            err = -EINVAL;
+        else if (!arrive_msg(tag, frame.substr(15, namelen), frame.substr(15 + namelen), ops))
+            err = -ENOBUFS;
+        else
+            return "A";
+    } else if (frame[0] == 'E' && frame.size() == 1 + key.size()) {
         memcpy(key.data(), frame.data() + 1, key.size());
         err = export_region(key, peer_ip, tok);
     } else if (frame[0] == 'R' && frame.size() > 1 + key.size()) {
@@ -449,6 +452,8 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
         for (const XferkAddr &r : rail_addrs_)
             ours |= valid_ipv4(ip) && on_subnet(r, ip);
         err = ours ? export_region(key, ip, tok) : -EADDRNOTAVAIL;
+    } else if (frame[0] != 'E' && frame[0] != 'R') {
+        return ""; /* unknown: ignored */
     }
     if (!err) return "T" + std::string((const char *)tok.bytes, sizeof(tok.bytes));
     return "X" + std::string((const char *)&err, sizeof(err));
@@ -553,7 +558,7 @@ XferkEngine::ask_token(Peer &peer, const std::string &frame, xferk_token &tok,
                        int32_t &why) const {
     std::string reply;
 
-    if (!peer.ctrl.call(frame, reply)) return -ENOTCONN;
+    if (!peer.ctrl.call(frame, reply, true)) return -ENOTCONN;
     if (reply.size() == 1 + sizeof(tok.bytes) && reply[0] == 'T') {
         memcpy(tok.bytes, reply.data() + 1, sizeof(tok.bytes));
         return 0;
@@ -654,6 +659,7 @@ XferkEngine::prepXfer(const nixl_xfer_op_t &operation,
 // What a submit's errno means to NIXL.
 static nixl_status_t
 submit_status(int err) {
+    if (err == -ENOTCONN) return NIXL_ERR_REMOTE_DISCONNECT; /* its notification */
     return err == -EINVAL || err == -ERANGE || err == -E2BIG ? NIXL_ERR_INVALID_PARAM :
                                                               NIXL_ERR_BACKEND;
 }
@@ -737,10 +743,14 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
     }
     // The message goes to the target's control listener; the target hands
     // it out once xferk's DATA events say the data of every op has landed.
+    // One that cannot be sent fails the transfer, once its ops are
+    // reusable (the target holds what it may have taken until it expires).
     if (notif &&
-        send_notif(req->remote_agent, tag, req->ops.size(), opt_args->notifMsg) != NIXL_SUCCESS)
+        send_notif(req->remote_agent, tag, req->ops.size(), opt_args->notifMsg) != NIXL_SUCCESS) {
         NIXL_ERROR << "XFERK: notification to " << req->remote_agent
-                   << " not sent; the transfer goes on without it";
+                   << " not sent: the transfer fails";
+        req->submit_error = -ENOTCONN;
+    }
     return checkXfer(req);
 }
 
@@ -925,7 +935,7 @@ XferkEngine::arrival_settle(uint64_t tag, Arrival &a) const {
 // A notification's message, carried by @ops ops with @tag; tag 0: one
 // without data (genNotif), ready at once. A second message for a tag is
 // ignored.
-void
+bool
 XferkEngine::arrive_msg(uint64_t tag,
                         const std::string &agent,
                         const std::string &msg,
@@ -935,22 +945,24 @@ XferkEngine::arrive_msg(uint64_t tag,
 
     if (pending_bytes_ + bytes > kMaxPendingBytes) {
         NIXL_ERROR << "XFERK: " << pending_bytes_
-                   << " bytes of notifications not yet taken; dropped one";
-        return;
+                   << " bytes of notifications not yet taken; refused one";
+        return false;
     }
     if (!tag) {
         pending_bytes_ += bytes;
         ready_.emplace_back(agent, msg);
-        return;
+        return true;
     }
     Arrival *a = arrival(tag);
-    if (!a || a->have_msg) return;
+    if (!a) return false;
+    if (a->have_msg) return true;
     pending_bytes_ += bytes;
     a->have_msg = true;
     a->agent = agent;
     a->msg = msg;
     a->ops = ops;
     arrival_settle(tag, *a);
+    return true;
 }
 
 // The DATA event of one op that carries @tag: its data all landed, or
@@ -1028,17 +1040,18 @@ XferkEngine::send_notif(const std::string &agent,
                         const std::string &msg) const {
     uint16_t namelen = localAgent.size();
 
-    if (agent == localAgent) {
-        arrive_msg(tag, localAgent, msg, ops);
-        return NIXL_SUCCESS;
-    }
+    if (agent == localAgent)
+        return arrive_msg(tag, localAgent, msg, ops) ? NIXL_SUCCESS : NIXL_ERR_BACKEND;
     std::shared_ptr<Peer> peer = find_peer(agent);
     if (!peer) return NIXL_ERR_NOT_FOUND;
     if (localAgent.size() > UINT16_MAX) return NIXL_ERR_INVALID_PARAM;
     std::string frame = "M" + std::string((const char *)&tag, sizeof(tag)) +
         std::string((const char *)&ops, sizeof(ops)) +
         std::string((const char *)&namelen, sizeof(namelen)) + localAgent + msg;
-    return peer->ctrl.post(frame) ? NIXL_SUCCESS : NIXL_ERR_REMOTE_DISCONNECT;
+    std::string reply;
+    // Sent once: a copy could be delivered twice.
+    if (!peer->ctrl.call(frame, reply, false)) return NIXL_ERR_REMOTE_DISCONNECT;
+    return reply == "A" ? NIXL_SUCCESS : NIXL_ERR_BACKEND;
 }
 
 nixl_status_t

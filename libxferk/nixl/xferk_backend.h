@@ -155,7 +155,7 @@ private:
     nixl_status_t
     import_region(const std::string &ip, const xferk_token &token, uintptr_t base,
                   size_t len, nixlBackendMD *&output);
-    void
+    bool
     arrive_msg(uint64_t tag, const std::string &agent, const std::string &msg,
                uint32_t ops) const;
     void

@@ -19,6 +19,17 @@
 namespace {
 constexpr uint32_t kMaxFrame = 1 << 20;
 
+// TCP keepalive: a peer host that is gone is noticed after 10 s idle and
+// three probes 5 s apart.
+void
+keepalive(int fd) {
+    int one = 1, idle = 10, intvl = 5, cnt = 3;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
 bool
 io_all(int fd, void *buf, size_t len, bool write_side) {
     auto *p = static_cast<uint8_t *>(buf);
@@ -170,6 +181,7 @@ XferkCtrlServer::serve() {
                 int one = 1;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
+                keepalive(fd);
                 inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
                 conns[fd] = Conn{false, ip, "", time(nullptr)};
             }
@@ -224,37 +236,48 @@ XferkCtrlClient::~XferkCtrlClient() {
 
 bool
 XferkCtrlClient::open(const std::string &ip, uint16_t port, const xferk_key_t &secret) {
+    std::lock_guard<std::mutex> guard(lock_);
+    ip_ = ip;
+    port_ = port;
+    secret_ = secret;
+    return connect_locked();
+}
+
+bool
+XferkCtrlClient::connect_locked() {
     struct sockaddr_in sin = {};
     int one = 1;
 
+    shut();
     sin.sin_family = AF_INET;
-    sin.sin_port = htons(port);
-    if (inet_pton(AF_INET, ip.c_str(), &sin.sin_addr) != 1) return false;
+    sin.sin_port = htons(port_);
+    if (inet_pton(AF_INET, ip_.c_str(), &sin.sin_addr) != 1) return false;
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return false;
     // Bounds connect() too (Linux applies SO_SNDTIMEO to it).
     setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &kIoTimeout, sizeof(kIoTimeout));
-    if (connect(fd_, (struct sockaddr *)&sin, sizeof(sin))) return false;
+    keepalive(fd_);
+    if (connect(fd_, (struct sockaddr *)&sin, sizeof(sin)) ||
+        !xferk_ctrl_send(fd_, std::string("H") + std::string(secret_.begin(), secret_.end()))) {
+        shut();
+        return false;
+    }
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return xferk_ctrl_send(fd_, std::string("H") + std::string(secret.begin(), secret.end()));
+    return true;
 }
 
 // A call that fails leaves the stream out of step: the connection is
-// closed, and every later call fails.
+// closed, and the next call makes a new one.
 bool
-XferkCtrlClient::call(const std::string &frame, std::string &reply) {
+XferkCtrlClient::call(const std::string &frame, std::string &reply, bool again) {
     std::lock_guard<std::mutex> guard(lock_);
-    if (fd_ >= 0 && xferk_ctrl_send(fd_, frame) && xferk_ctrl_recv(fd_, reply)) return true;
-    shut();
-    return false;
-}
-
-bool
-XferkCtrlClient::post(const std::string &frame) {
-    std::lock_guard<std::mutex> guard(lock_);
-    if (fd_ >= 0 && xferk_ctrl_send(fd_, frame)) return true;
-    shut();
+    for (int attempt = 0; attempt < (again ? 2 : 1); attempt++) {
+        if ((fd_ >= 0 || connect_locked()) && xferk_ctrl_send(fd_, frame) &&
+            xferk_ctrl_recv(fd_, reply))
+            return true;
+        shut();
+    }
     return false;
 }
 

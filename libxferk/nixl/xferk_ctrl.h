@@ -13,15 +13,22 @@
  *   'H' secret[16]                  hello: the first frame of a connection
  *   'E' key[16]                     export the region with this key to the
  *                                   host the connection comes from
- *   'T' token | 'X' errno (4 bytes) the reply to 'E'
+ *   'R' key[16] ip                  the same to address @ip (dotted IPv4),
+ *                                   which must be on the subnet of one of
+ *                                   the listener's rails
+ *   'T' token | 'X' errno (4 bytes) the reply to 'E' and 'R'
  *   'M' tag[8] ops[4] namelen[2] name msg
- *                                   a notification (no reply), carried by
- *                                   @ops ops with @tag (tag 0, ops 0: no
- *                                   data); at most 2^24 ops
+ *                                   a notification, carried by @ops ops
+ *                                   with @tag (tag 0, ops 0: no data); at
+ *                                   most 2^24 ops
+ *   'A' | 'X' errno                 the reply to 'M': taken, or not (the
+ *                                   listener holds too many)
  * The listener closes a connection whose first frame is not a hello with
  * its secret, that sends no hello within 5 s, or whose frame length is out
- * of range; an unknown or short frame after the hello is ignored ('X' for
- * a bad 'E').
+ * of range; an unknown frame after the hello is ignored, a short 'E', 'R'
+ * or 'M' answered with 'X'. Both ends turn on TCP keepalive (a peer host
+ * that is gone is noticed within 25 s), and a client whose connection
+ * failed connects again at its next call.
  */
 #ifndef XFERK_CTRL_H
 #define XFERK_CTRL_H
@@ -85,19 +92,26 @@ public:
     /* Connects and sends the hello; false on failure. */
     bool
     open(const std::string &ip, uint16_t port, const xferk_key_t &secret);
-    /* Sends @frame and returns the reply in @reply; false on failure. */
+    /*
+     * Sends @frame and returns the reply in @reply; false on failure. A
+     * connection that failed before is made again first; with @again, a
+     * call that fails is made once more on a new connection (for frames
+     * that may arrive twice).
+     */
     bool
-    call(const std::string &frame, std::string &reply);
-    /* Sends @frame, no reply expected. */
-    bool
-    post(const std::string &frame);
+    call(const std::string &frame, std::string &reply, bool again);
 
 private:
+    bool
+    connect_locked();
     void
     shut();
 
     std::mutex lock_; /* one request at a time on the socket; guards fd_ */
     int fd_ = -1;
+    std::string ip_;
+    uint16_t port_ = 0;
+    xferk_key_t secret_;
 };
 
 #endif

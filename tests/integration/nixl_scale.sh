@@ -6,7 +6,8 @@
 # reused at once (tests/nixl/many_descs.py). Then a notification whose
 # transfer has one op held (a swallowed completion) is not delivered while
 # the other op's data event is in, nor after the release aborted it
-# (tests/nixl/notif_held.py).
+# (tests/nixl/notif_held.py); and one the target cannot hold fails its
+# transfer (tests/nixl/notif_refused.py).
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
@@ -17,4 +18,5 @@ cd /tmp || exit 1
 /usr/bin/python3 "$XFERK_SRC/tests/nixl/many_descs.py" "${counts[@]}"
 rc=$?
 /usr/bin/python3 "$XFERK_SRC/tests/nixl/notif_held.py" || rc=1
+/usr/bin/python3 "$XFERK_SRC/tests/nixl/notif_refused.py" || rc=1
 exit $rc
