@@ -41,30 +41,6 @@ static void set_param(const char *name, long long val)
 		 strerror(errno));
 }
 
-/*
- * The state of the passive end whose peer is @name ("a.b.c.d:port") in
- * debugfs xferk/peers: 1 and @state, 0 if there is none, -1 without the
- * file.
- */
-static int passive_state(const char *name, char state[16])
-{
-	char line[512], side[16], st[16], peer[64];
-	FILE *f = fopen("/sys/kernel/debug/xferk/peers", "r");
-	int found = 0;
-
-	if (!f)
-		return -1;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*u %*s %15s %15s %63s", side, st, peer) == 3 &&
-		    !strcmp(side, "passive") && !strcmp(peer, name)) {
-			memcpy(state, st, sizeof(st));
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 #define MAX_ENDS	256
 
 /*
@@ -237,7 +213,7 @@ static void reaping(void)
 	set_param("passive_idle_ms", old);
 	/* Its end, the one from @name, is gone. */
 	start = raw_now_ms();
-	while ((ret = passive_state(name, state)) == 1 && !state_over(state) &&
+	while ((ret = raw_passive_state(name, state)) == 1 && !state_over(state) &&
 	       raw_now_ms() - start < step_ms())
 		usleep(50000);
 	T_EXPECT(ret == 0 || (ret == 1 && state_over(state)),
@@ -274,7 +250,7 @@ static void slow_handshake(void)
 		return;
 	}
 	raw_local_name(r.id, name, sizeof(name));
-	ret = passive_state(name, state);
+	ret = raw_passive_state(name, state);
 	T_EXPECT(ret == 0, "%s: %s", name, ret < 0 ? "no debugfs xferk/peers" :
 		 "a passive end already");
 	n = others_alive(name, others);
@@ -286,7 +262,7 @@ static void slow_handshake(void)
 	/* r.ch is never read from here on: librdmacm sends no RTU. */
 	start = raw_now_ms();
 	while (!ret && raw_now_ms() - start < limit_ms) {
-		if (passive_state(name, state) == 1) {
+		if (raw_passive_state(name, state) == 1) {
 			appeared = 1;
 			connecting |= !strcmp(state, "connecting");
 		} else if (appeared) {
@@ -354,7 +330,7 @@ static void qp_missing(void)
 		 strerror(-ret), granted);
 	start = raw_now_ms();
 	while (!ret && raw_now_ms() - start < limit_ms) {
-		if (passive_state(name, state) != 1 || state_over(state)) {
+		if (raw_passive_state(name, state) != 1 || state_over(state)) {
 			gone = 1;
 			break;
 		}

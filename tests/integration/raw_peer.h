@@ -305,6 +305,30 @@ static inline void raw_local_name(struct rdma_cm_id *id, char *buf, size_t len)
 	snprintf(buf, len, "%s:%u", ip, ntohs(rdma_get_src_port(id)));
 }
 
+/*
+ * The state of the passive end whose peer is @name ("a.b.c.d:port") in
+ * debugfs xferk/peers: 1 and @state, 0 if there is none, -1 without the
+ * file.
+ */
+static inline int raw_passive_state(const char *name, char state[16])
+{
+	char line[512], side[16], st[16], peer[64];
+	FILE *f = fopen("/sys/kernel/debug/xferk/peers", "r");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*u %*s %15s %15s %63s", side, st, peer) == 3 &&
+		    !strcmp(side, "passive") && !strcmp(peer, name)) {
+			memcpy(state, st, 16);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 /* A raw active end with a QP, address and route resolved. */
 struct raw_conn {
 	struct rdma_event_channel *ch;

@@ -49,26 +49,6 @@ static struct {
 	uint64_t seq;		/* the last sequence number sent */
 } sess;
 
-/* The state of the passive end from @name in debugfs, as listener.c. */
-static int passive_state(const char *name, char state[16])
-{
-	char line[512], side[16], st[16], peer[64];
-	FILE *f = fopen("/sys/kernel/debug/xferk/peers", "r");
-	int found = 0;
-
-	if (!f)
-		return -1;
-	while (!found && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*u %*s %15s %15s %63s", side, st, peer) == 3 &&
-		    !strcmp(side, "passive") && !strcmp(peer, name)) {
-			memcpy(state, st, sizeof(st));
-			found = 1;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
 /* Waits until the passive end from @name is @want: 0, or -ETIME. */
 static int wait_state(const char *name, const char *want)
 {
@@ -76,7 +56,7 @@ static int wait_state(const char *name, const char *want)
 	char state[16] = "?";
 
 	while (raw_now_ms() - start < step_ms()) {
-		if (passive_state(name, state) == 1 && !strcmp(state, want))
+		if (raw_passive_state(name, state) == 1 && !strcmp(state, want))
 			return 0;
 		usleep(20000);
 	}
@@ -145,6 +125,18 @@ static int resume(struct raw_conn *r, struct raw_resume *m)
 	return ret;
 }
 
+/* @m, sent on a connection of its own, must be answered "retry". */
+static void expect_retry(const struct raw_resume *m, const char *what)
+{
+	struct raw_conn r;
+	int ret = send_resume(&r, m);
+
+	T_EXPECT(ret == RAW_REJ_RETRY, "%s: %d, not reason %d (retry)", what,
+		 ret, RAW_REJ_RETRY);
+	if (!ret)
+		raw_conn_close(&r);
+}
+
 /* The raw end drops its path: xferk's end waits for a new one. */
 static int drop_path(struct raw_conn *r, const char *name)
 {
@@ -209,25 +201,15 @@ int main(void)
 
 	/* That request again, and one of an older path: "retry". */
 	rejected = t_stat("conns_rejected");
-	ret = send_resume(&r, &accepted);
-	T_EXPECT(ret == RAW_REJ_RETRY,
-		 "the accepted request sent again: %d, not reason %d (retry)",
-		 ret, RAW_REJ_RETRY);
-	if (!ret)
-		raw_conn_close(&r);
+	expect_retry(&accepted, "the accepted request sent again");
 	memcpy(&seq, accepted.msg.key_half, sizeof(seq));
 	raw_resume_init(&older, RAW_ID, sess.xferk_id, be64toh(seq) - 1,
 			sess.key);
-	ret = send_resume(&r, &older);
-	T_EXPECT(ret == RAW_REJ_RETRY,
-		 "an older path's request: %d, not reason %d (retry)",
-		 ret, RAW_REJ_RETRY);
-	if (!ret)
-		raw_conn_close(&r);
+	expect_retry(&older, "an older path's request");
 	T_EXPECT(t_stat("conns_rejected") >= rejected + 2,
 		 "conns_rejected %lld, was %lld", t_stat("conns_rejected"),
 		 rejected);
-	T_EXPECT(passive_state(name, state) == 1 &&
+	T_EXPECT(raw_passive_state(name, state) == 1 &&
 		 !strcmp(state, "reconnecting"),
 		 "the session after the copies: %s", state);
 
@@ -249,10 +231,10 @@ int main(void)
 		 strerror(-ret));
 	raw_conn_close(&r);
 	start = raw_now_ms();
-	while (passive_state(name, state) == 1 && strcmp(state, "down") &&
+	while (raw_passive_state(name, state) == 1 && strcmp(state, "down") &&
 	       strcmp(state, "closed") && raw_now_ms() - start < step_ms())
 		usleep(50000);
-	T_EXPECT(passive_state(name, state) != 1 || !strcmp(state, "down") ||
+	T_EXPECT(raw_passive_state(name, state) != 1 || !strcmp(state, "down") ||
 		 !strcmp(state, "closed"), "the session stays: %s", state);
 	return t_result();
 }

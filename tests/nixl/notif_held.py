@@ -20,6 +20,7 @@ import uuid
 import numpy as np
 
 from nixl._api import nixl_agent, nixl_agent_config
+from notes import notes
 
 FAULT = "/sys/kernel/debug/xferk/fault/swallow_completions"
 N, SIZE = 8192, 256
@@ -32,16 +33,6 @@ def agent():
 def read_int(path):
     with open(path) as f:
         return int(f.read())
-
-
-def notes(target, init, seconds):
-    """Messages the target delivers from @init within @seconds."""
-    got = []
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        got += target.get_new_notifs().get(init.name, [])
-        time.sleep(0.01)
-    return got
 
 
 def main():

@@ -20,6 +20,7 @@ import uuid
 import numpy as np
 
 from nixl._api import nixl_agent, nixl_agent_config
+from notes import notes
 
 BIG = 1_000_000
 LEN = 1 << 20
@@ -39,15 +40,6 @@ def write(init, target, src, dst, msg):
         state = init.check_xfer_state(h)
     init.release_xfer_handle(h)
     return state
-
-
-def take(target, init, seconds):
-    got = []
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        got += target.get_new_notifs().get(init.name, [])
-        time.sleep(0.01)
-    return got
 
 
 def main():
@@ -70,11 +62,11 @@ def main():
     print(f"{sent} messages of {BIG} bytes taken before one was refused")
     state = write(init, target, src, dst, b"refused")
     print(f"WRITE with a notification the target cannot hold: {state}")
-    held = take(target, init, 3)
+    held = notes(target, init, 3)
     sizes = sorted({len(m) for m in held})
     print(f"the target then delivered {len(held)} messages (sizes {sizes})")
     state2 = write(init, target, src, dst, b"taken")
-    later = take(target, init, 3)
+    later = notes(target, init, 3)
     print(f"the same WRITE with room: {state2}, notifications {later}")
     ok = (refused and state not in ("DONE", "PROC") and len(held) == sent and
           sizes == [BIG] and state2 == "DONE" and later == [b"taken"] and
