@@ -173,9 +173,9 @@ install: all install-man
 	install -m 0644 tools/60-xferk.rules $(DESTDIR)$(UDEVDIR)/
 	install -d $(DESTDIR)$(DOCDIR)/examples
 	install -m 0644 tools/xferk.modprobe.conf $(DESTDIR)$(DOCDIR)/examples/xferk.conf
-	libxferk/nixl/install.sh --if-built
 	if [ -z "$(DESTDIR)" ] && ! getent group xferk >/dev/null; then \
 		groupadd --system xferk; fi
+	libxferk/nixl/install.sh --if-built
 
 # NIXL core and UCX from NIXL_SRC_DIR (cached), and libplugin_XFERK.so.
 nixl:

@@ -13,13 +13,13 @@
 # the NIXL found has its headers installed, its backend interface headers
 # must be the same files, else nothing is installed (NIXL's plugin API
 # version does not change with that interface). DESTDIR is prepended.
-# --if-built: exit 0 with a note when the plugin is not built or no NIXL
-# is found. Exit 1 on any other failure.
+# --if-built (make install): exit 0 with a note when the plugin is not
+# built, no NIXL is found or its interface differs; without it those fail.
 set -euo pipefail
 XFERK_SRC=$(cd "$(dirname "$0")/../.." && pwd)
 XFERK_BUILD=${XFERK_BUILD:-$XFERK_SRC/build}
-plugin=$XFERK_BUILD/nixl/libplugin_XFERK.so
-stamp=$XFERK_BUILD/nixl/interface.sha256
+plugin=$(realpath -m "$XFERK_BUILD/nixl/libplugin_XFERK.so")
+stamp=$(realpath -m "$XFERK_BUILD/nixl/interface.sha256")
 if_built=0
 [ "${1:-}" = --if-built ] && if_built=1
 log() { printf '[xferk-nixl-install] %s\n' "$*" >&2; }
@@ -36,7 +36,7 @@ give_up() {
 find_libnixl() {
 	local f
 	if [ -n "${NIXL_PREFIX:-}" ]; then
-		find "$NIXL_PREFIX" -name libnixl.so -path '*/lib*' 2>/dev/null | head -n1
+		{ find "$NIXL_PREFIX" -name libnixl.so 2>/dev/null || true; } | head -n1
 		return
 	fi
 	f=$(python3 - 2>/dev/null <<'EOT' || true
@@ -49,7 +49,8 @@ print(hits[0] if hits else "")
 EOT
 )
 	[ -n "$f" ] && { echo "$f"; return; }
-	ldconfig -p 2>/dev/null | awk '$1 == "libnixl.so" { print $NF; exit }'
+	# awk reads it all: an early exit would fail the pipe (SIGPIPE).
+	{ ldconfig -p 2>/dev/null || true; } | awk '$1 == "libnixl.so" && !found { print $NF; found = 1 }'
 }
 
 if [ -n "${NIXL_PLUGIN_DIR:-}" ]; then
@@ -70,9 +71,8 @@ fi
 
 if [ -d "$include/backend" ]; then
 	if ! (cd "$include" && sha256sum --quiet -c "$stamp") >/dev/null 2>&1; then
-		log "the NIXL in $(dirname "$include") has other backend interface headers than the"
-		log "one the plugin was built against ($stamp): build it against that NIXL"
-		exit 1
+		give_up "the NIXL in $(dirname "$include") has other backend interface headers than the" \
+			"one the plugin was built against ($stamp): the plugin is not installed"
 	fi
 else
 	log "note: the NIXL whose plugins go to $dir has no headers installed: its backend"

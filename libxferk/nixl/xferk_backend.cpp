@@ -86,10 +86,33 @@ affinity_node() {
     return xferk_cpus_node("/sys", cpus);
 }
 
+// A dotted IPv4 address in its one canonical spelling (no other string
+// names the same address, so it can key a map).
 bool
 valid_ipv4(const std::string &ip) {
+    char buf[INET_ADDRSTRLEN];
     struct in_addr in;
-    return ip.size() < INET_ADDRSTRLEN && inet_pton(AF_INET, ip.c_str(), &in) == 1;
+    return ip.size() < INET_ADDRSTRLEN && inet_pton(AF_INET, ip.c_str(), &in) == 1 &&
+        inet_ntop(AF_INET, &in, buf, sizeof(buf)) && ip == buf;
+}
+
+// An unsigned parameter: @dflt if absent; false if it is not a number
+// from 0 to @max.
+bool
+param_uint(const nixl_b_params_t &params, const char *key, unsigned int dflt, unsigned int max,
+           unsigned int &out) {
+    auto it = params.find(key);
+    if (it == params.end() || it->second.empty()) {
+        out = dflt;
+        return true;
+    }
+    const char *s = it->second.c_str();
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*s < '0' || *s > '9' || *end || errno || v > max) return false;
+    out = (unsigned int)v;
+    return true;
 }
 } // namespace
 
@@ -108,6 +131,7 @@ struct XferkLocalMD : public nixlBackendMD {
         xferk_token token;
     };
     std::map<std::string, Export> exports; /* by peer ip: one each */
+    std::map<std::string, std::set<std::string>> rails_of; /* rail ips by asking peer */
     std::set<XferkReqH *> users;
 };
 
@@ -150,15 +174,13 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
 
     drain_budget_ns_ =
         std::clamp<uint64_t>(param_u64(params, "drain_budget_ms", 100), 1, 60000) * 1000000ULL;
-    qps_ = param_u64(params, "qps", 0);
-    if (qps_ > XFERK_MAX_QPS) {
-        NIXL_ERROR << "XFERK: qps " << qps_ << ": at most " << XFERK_MAX_QPS;
+    if (!param_uint(params, "qps", 0, XFERK_MAX_QPS, qps_)) {
+        NIXL_ERROR << "XFERK: qps: a number from 0 to " << XFERK_MAX_QPS;
         initErr = true;
         return;
     }
-    rails_ = param_u64(params, "rails", 0);
-    if (rails_ > XFERK_MAX_RAILS) {
-        NIXL_ERROR << "XFERK: rails " << rails_ << ": at most " << XFERK_MAX_RAILS;
+    if (!param_uint(params, "rails", 0, XFERK_MAX_RAILS, rails_)) {
+        NIXL_ERROR << "XFERK: rails: a number from 0 to " << XFERK_MAX_RAILS;
         initErr = true;
         return;
     }
@@ -235,7 +257,7 @@ XferkEngine::choose_devices(const nixl_b_params_t &params, std::string &why) {
         std::string gpu = xferk_pci_path("/sys", cuda_.current_pci_bus_id());
         for (const XferkNic &n : xferk_nearest_nics(nics, addrs, gpu, affinity_node()))
             chosen.push_back(*xferk_nic_addr(n, addrs));
-        if (chosen.empty() && nics.empty() && !addrs.empty()) chosen.push_back(addrs[0]);
+        if (chosen.empty() && !addrs.empty()) chosen.push_back(addrs[0]);
     }
     if (chosen.empty()) {
         why = "no RDMA device with an IPv4 address that is up (set devices or ip_addr)";
@@ -445,13 +467,8 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
         memcpy(key.data(), frame.data() + 1, key.size());
         err = export_region(key, peer_ip, tok);
     } else if (frame[0] == 'R' && frame.size() > 1 + key.size()) {
-        // A rail: export to the peer's address on one of our rails' subnets.
-        std::string ip = frame.substr(1 + key.size());
         memcpy(key.data(), frame.data() + 1, key.size());
-        bool ours = false;
-        for (const XferkAddr &r : rail_addrs_)
-            ours |= valid_ipv4(ip) && on_subnet(r, ip);
-        err = ours ? export_region(key, ip, tok) : -EADDRNOTAVAIL;
+        err = rail_export(key, frame.substr(1 + key.size()), peer_ip, tok);
     } else if (frame[0] != 'E' && frame[0] != 'R') {
         return ""; /* unknown: ignored */
     }
@@ -494,6 +511,33 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, xferk_
     }
     it->second->exports[ip] = {exp, tok};
     return 0;
+}
+
+// A rail's export of the region with @key to @ip, for the peer at
+// @peer_ip: @ip must be a canonical address on one of our rails' subnets,
+// not ours, and the peer gets at most XFERK_MAX_RAILS - 1 such addresses
+// per region. 0 or a negative errno.
+int
+XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip,
+                         const std::string &peer_ip, xferk_token &tok) {
+    bool ours = false, near = false;
+
+    if (!valid_ipv4(ip)) return -EINVAL;
+    ours = ip == ip_;
+    for (const XferkAddr &r : rail_addrs_) {
+        near |= on_subnet(r, ip);
+        ours |= ip == r.ip;
+    }
+    if (!near || ours) return -EADDRNOTAVAIL;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto it = regions_.find(key);
+        if (it == regions_.end()) return -ENOENT;
+        std::set<std::string> &rails = it->second->rails_of[peer_ip];
+        if (!rails.count(ip) && rails.size() + 1 >= XFERK_MAX_RAILS) return -E2BIG;
+        rails.insert(ip);
+    }
+    return export_region(key, ip, tok);
 }
 
 void
@@ -539,7 +583,7 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
     if (!peer) return NIXL_ERR_NOT_FOUND;
     xferk_token tok;
     int32_t why = 0;
-    int err = ask_token(*peer, "E" + std::string(key.begin(), key.end()), tok, why);
+    int err = ask_token(*peer, "E" + std::string(key.begin(), key.end()), true, tok, why);
     if (err == -ENOTCONN) return NIXL_ERR_REMOTE_DISCONNECT;
     if (err) {
         NIXL_ERROR << "XFERK: " << remote_agent << " refused an export: " << strerror(-why);
@@ -551,20 +595,22 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
     return ret;
 }
 
-// The token the peer answers @frame with: 0, -ENOTCONN (no answer) or
-// -EACCES (refused; @why: the errno the peer gave, only ever printed).
+// The token the peer answers @frame with (@again: the call may be made
+// twice): 0, -ENOTCONN (no answer) or -EACCES (refused; @why: the errno
+// the peer gave, only ever printed, -EPROTO if it is none).
 int
-XferkEngine::ask_token(Peer &peer, const std::string &frame, xferk_token &tok,
+XferkEngine::ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok,
                        int32_t &why) const {
     std::string reply;
 
-    if (!peer.ctrl.call(frame, reply, true)) return -ENOTCONN;
+    if (!peer.ctrl.call(frame, reply, again)) return -ENOTCONN;
     if (reply.size() == 1 + sizeof(tok.bytes) && reply[0] == 'T') {
         memcpy(tok.bytes, reply.data() + 1, sizeof(tok.bytes));
         return 0;
     }
-    why = -EPROTO;
+    why = 0;
     if (reply.size() == 1 + sizeof(why) && reply[0] == 'X') memcpy(&why, reply.data() + 1, sizeof(why));
+    if (why >= 0 || why < -4095) why = -EPROTO;
     return -EACCES;
 }
 
@@ -585,7 +631,9 @@ XferkEngine::import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote) {
         xferk_token tok;
         uint64_t conn;
         int32_t why = 0;
-        int ret = ask_token(peer, "R" + std::string(key.begin(), key.end()) + mine.ip, tok, why);
+        // Once: the owner may take up to a connect's timeout to answer.
+        int ret = ask_token(peer, "R" + std::string(key.begin(), key.end()) + mine.ip, false,
+                            tok, why);
         if (!ret) ret = conn_to(*theirs, conn) ? xferk_import_rail(x_, conn, &tok, remote) : -ENOTCONN;
         if (ret) {
             NIXL_WARN << "XFERK: no rail through " << mine.ip << " to " << *theirs << ": "

@@ -137,7 +137,11 @@ private:
     void
     import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote);
     int
-    ask_token(Peer &peer, const std::string &frame, xferk_token &tok, int32_t &why) const;
+    ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok,
+              int32_t &why) const;
+    int
+    rail_export(const xferk_key_t &key, const std::string &ip, const std::string &peer_ip,
+                xferk_token &tok);
     bool
     conn_to(const std::string &ip, uint64_t &conn) const;
     int

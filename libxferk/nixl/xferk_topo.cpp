@@ -35,6 +35,18 @@ devices_path(const std::string &sysfs, const fs::path &path) {
     return rel.string();
 }
 
+// The first name in directory @dir by order, or "".
+std::string
+first_entry(const fs::path &dir) {
+    std::error_code ec;
+    std::string first;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        if (first.empty() || name < first) first = name;
+    }
+    return first;
+}
+
 // The number of leading path components @a and @b share.
 size_t
 common_components(const std::string &a, const std::string &b) {
@@ -85,14 +97,16 @@ xferk_scan_nics(const std::string &sysfs) {
     std::error_code ec;
     fs::path cls = fs::path(sysfs) / "class" / "infiniband";
 
-    for (const auto &e : fs::directory_iterator(cls, ec)) {
+    for (fs::directory_iterator it(cls, ec), end; !ec && it != end; it.increment(ec)) {
+        fs::path dev = it->path();
         XferkNic nic;
-        nic.name = e.path().filename().string();
-        nic.pci = devices_path(sysfs, e.path() / "device");
-        std::string node = read_line(e.path() / "device" / "numa_node");
+        nic.name = dev.filename().string();
+        nic.pci = devices_path(sysfs, dev / "device");
+        std::string node = read_line(dev / "device" / "numa_node");
         nic.numa_node = node.empty() ? -1 : atoi(node.c_str());
         if (nic.numa_node < 0) nic.numa_node = -1;
-        nic.netdev = read_line(e.path() / "ports" / "1" / "gid_attrs" / "ndevs" / "0");
+        nic.netdev = read_line(dev / "ports" / "1" / "gid_attrs" / "ndevs" / "0");
+        if (nic.netdev.empty()) nic.netdev = first_entry(dev / "device" / "net");
         nics.push_back(nic);
     }
     std::sort(nics.begin(), nics.end(),
@@ -132,12 +146,12 @@ xferk_cpus_node(const std::string &sysfs, const std::vector<int> &cpus) {
     int found = -1;
 
     if (cpus.empty()) return -1;
-    for (const auto &e : fs::directory_iterator(nodes, ec)) {
-        std::string name = e.path().filename().string();
+    for (fs::directory_iterator it(nodes, ec), end; !ec && it != end; it.increment(ec)) {
+        std::string name = it->path().filename().string();
         std::vector<int> list;
         if (name.rfind("node", 0) || name.size() == 4 ||
             name.find_first_not_of("0123456789", 4) != std::string::npos ||
-            !parse_cpulist(read_line(e.path() / "cpulist"), list))
+            !parse_cpulist(read_line(it->path() / "cpulist"), list))
             continue;
         size_t in = 0;
         for (int c : cpus)

@@ -19,7 +19,8 @@ struct XferkNic {
     std::string name;   /* class/infiniband/<name> */
     std::string pci;    /* its device's path under devices/ ("" if none) */
     int numa_node = -1; /* its device's NUMA node (-1: unknown) */
-    std::string netdev; /* port 1's network device ("" if none) */
+    std::string netdev; /* port 1's network device (RoCE), else the
+                         * first of its PCI device's (IPoIB); "" if none */
 };
 
 /* An IPv4 address of a network device (host byte order). */

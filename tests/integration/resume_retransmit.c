@@ -155,7 +155,7 @@ int main(void)
 	struct rdma_cm_event *ev = NULL;
 	struct raw_resume accepted, older, m;
 	const struct raw_msg *rep;
-	long long rejected, idle;
+	long long rejected;
 	uint64_t start, seq;
 	char name[64], state[16];
 	struct raw_conn r;
@@ -164,7 +164,6 @@ int main(void)
 
 	if (access("/dev/xferk", F_OK))
 		return T_SKIP;
-	idle = t_param("passive_idle_ms");
 	if (raw_conn_open(&r, PEER, RAW_LISTEN_PORT, step_ms()))
 		return T_FAIL;
 	raw_local_name(r.id, name, sizeof(name));
@@ -215,13 +214,13 @@ int main(void)
 
 	/*
 	 * The next number resumes it. Unclaimed, it is then reaped after
-	 * passive_idle_ms (armed when the path comes up): 1 s, so nothing
-	 * stays behind.
+	 * passive_idle_ms, which the kernel reads when its end of the path
+	 * comes up (after the raw end saw it established): 1 s until this
+	 * program ends, so nothing stays behind.
 	 */
-	T_EXPECT(t_set_param("passive_idle_ms", 1000) == 0,
+	T_EXPECT(t_param_scoped("passive_idle_ms", 1000) == 0,
 		 "set passive_idle_ms: %s", strerror(errno));
 	ret = resume(&r, &m);
-	t_set_param("passive_idle_ms", idle);
 	T_EXPECT(ret == 0, "resume after the copies: %d", ret);
 	if (ret)
 		return t_result();

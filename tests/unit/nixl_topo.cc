@@ -2,8 +2,8 @@
 // The NIXL backend's choice of RDMA devices (libxferk/nixl/xferk_topo.h) on
 // a made-up sysfs tree: two PCI root complexes, a GPU and a NIC under one
 // PCIe switch (NUMA node 0), a NIC on the other root complex (node 1), a
-// NIC without an address and a soft-RoCE device on a virtual network
-// device. Exit 0 pass, 1 fail.
+// NIC without an address, an InfiniBand NIC (its IPoIB device) and a
+// soft-RoCE device on a virtual network device. Exit 0 pass, 1 fail.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -38,19 +38,25 @@ static const std::string kGpu = std::string(kSwitch) + "/0000:02:08.0/0000:65:00
 static const std::string kNic0 = std::string(kSwitch) + "/0000:02:10.0/0000:66:00.0";
 static const std::string kNic1 = "pci0000:80/0000:80:01.0/0000:81:00.0";
 static const std::string kNic2 = "pci0000:80/0000:80:02.0/0000:82:00.0";
+static const std::string kNic3 = "pci0000:80/0000:80:03.0/0000:83:00.0";
 
 // An RDMA device @name on the device at @dev (under devices/), with port 1
 // on network device @netdev.
+// (@roce false: an InfiniBand port, which has no ndevs; its IPoIB network
+// device is its PCI device's.)
 static void
 add_nic(const fs::path &root, const std::string &name, const std::string &dev, int node,
-        const std::string &netdev) {
+        const std::string &netdev, bool roce = true) {
     fs::path d = root / "devices" / dev;
     fs::create_directories(d);
     if (node != -2) write_file(d / "numa_node", std::to_string(node));
     fs::path ib = root / "class" / "infiniband" / name;
     fs::create_directories(ib);
     fs::create_symlink(fs::path("../../../devices") / dev, ib / "device");
-    write_file(ib / "ports" / "1" / "gid_attrs" / "ndevs" / "0", netdev);
+    if (roce)
+        write_file(ib / "ports" / "1" / "gid_attrs" / "ndevs" / "0", netdev);
+    else
+        fs::create_directories(d / "net" / netdev);
 }
 
 static XferkAddr
@@ -81,6 +87,7 @@ main() {
     add_nic(root, "mlx5_0", kNic0, 0, "ens1");
     add_nic(root, "mlx5_2", kNic2, 1, "ens3"); /* no address */
     add_nic(root, "rxe0", "virtual/net/dummy0", -2, "dummy0");
+    add_nic(root, "mlx5_3", kNic3, 1, "ib0", false); /* InfiniBand */
     fs::create_directories(root / "devices" / kGpu);
     fs::create_directories(root / "bus" / "pci" / "devices");
     fs::create_symlink(fs::path("../../../devices") / kGpu,
@@ -93,21 +100,25 @@ main() {
         addr("ens1", "10.1.0.1", 0x0a010001, 0xffff0000),
         addr("ens2", "10.2.0.1", 0x0a020001, 0xffff0000),
         addr("dummy0", "10.3.0.1", 0x0a030001, 0xffffff00),
+        addr("ib0", "10.4.0.1", 0x0a040001, 0xffff0000),
     };
 
     // What sysfs says of each device.
     std::vector<XferkNic> nics = xferk_scan_nics(root.string());
-    EXPECT(names(nics) == "mlx5_0,mlx5_1,mlx5_2,rxe0", "scanned %s", names(nics).c_str());
-    if (nics.size() == 4) {
+    EXPECT(names(nics) == "mlx5_0,mlx5_1,mlx5_2,mlx5_3,rxe0", "scanned %s",
+           names(nics).c_str());
+    if (nics.size() == 5) {
         EXPECT(nics[0].pci == kNic0 && nics[0].numa_node == 0 && nics[0].netdev == "ens1",
                "mlx5_0: %s node %d netdev %s", nics[0].pci.c_str(), nics[0].numa_node,
                nics[0].netdev.c_str());
         EXPECT(nics[1].pci == kNic1 && nics[1].numa_node == 1, "mlx5_1: %s node %d",
                nics[1].pci.c_str(), nics[1].numa_node);
-        EXPECT(nics[3].pci == "virtual/net/dummy0" && nics[3].numa_node == -1 &&
-                   nics[3].netdev == "dummy0",
-               "rxe0: %s node %d netdev %s", nics[3].pci.c_str(), nics[3].numa_node,
+        EXPECT(nics[3].netdev == "ib0", "mlx5_3 (InfiniBand): netdev %s",
                nics[3].netdev.c_str());
+        EXPECT(nics[4].pci == "virtual/net/dummy0" && nics[4].numa_node == -1 &&
+                   nics[4].netdev == "dummy0",
+               "rxe0: %s node %d netdev %s", nics[4].pci.c_str(), nics[4].numa_node,
+               nics[4].netdev.c_str());
     }
     EXPECT(xferk_scan_nics((root / "none").string()).empty(), "a tree without devices");
 
@@ -129,13 +140,13 @@ main() {
     // all with an address (mlx5_2 has none).
     EXPECT(names(xferk_nearest_nics(nics, addrs, gpu, 1)) == "mlx5_0", "near the GPU: %s",
            names(xferk_nearest_nics(nics, addrs, gpu, 1)).c_str());
-    EXPECT(names(xferk_nearest_nics(nics, addrs, "", 1)) == "mlx5_1", "node 1: %s",
+    EXPECT(names(xferk_nearest_nics(nics, addrs, "", 1)) == "mlx5_1,mlx5_3", "node 1: %s",
            names(xferk_nearest_nics(nics, addrs, "", 1)).c_str());
     EXPECT(names(xferk_nearest_nics(nics, addrs, "", 0)) == "mlx5_0", "node 0: %s",
            names(xferk_nearest_nics(nics, addrs, "", 0)).c_str());
-    EXPECT(names(xferk_nearest_nics(nics, addrs, "", -1)) == "mlx5_0,mlx5_1,rxe0",
+    EXPECT(names(xferk_nearest_nics(nics, addrs, "", -1)) == "mlx5_0,mlx5_1,mlx5_3,rxe0",
            "anywhere: %s", names(xferk_nearest_nics(nics, addrs, "", -1)).c_str());
-    EXPECT(names(xferk_nearest_nics(nics, addrs, "", 3)) == "mlx5_0,mlx5_1,rxe0",
+    EXPECT(names(xferk_nearest_nics(nics, addrs, "", 3)) == "mlx5_0,mlx5_1,mlx5_3,rxe0",
            "a node without devices: %s", names(xferk_nearest_nics(nics, addrs, "", 3)).c_str());
     EXPECT(xferk_nearest_nics(nics, {}, gpu, 0).empty(), "no addresses");
 
