@@ -514,21 +514,18 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, xferk_
 }
 
 // A rail's export of the region with @key to @ip, for the peer at
-// @peer_ip: @ip must be a canonical address on one of our rails' subnets,
-// not ours, and the peer gets at most XFERK_MAX_RAILS - 1 such addresses
-// per region. 0 or a negative errno.
+// @peer_ip: @ip must be a canonical address on one of our rails' subnets
+// (this host's own when the peer is on it), and the peer gets at most
+// XFERK_MAX_RAILS - 1 such addresses per region. 0 or a negative errno.
 int
 XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip,
                          const std::string &peer_ip, xferk_token &tok) {
-    bool ours = false, near = false;
+    bool near = false;
 
     if (!valid_ipv4(ip)) return -EINVAL;
-    ours = ip == ip_;
-    for (const XferkAddr &r : rail_addrs_) {
+    for (const XferkAddr &r : rail_addrs_)
         near |= on_subnet(r, ip);
-        ours |= ip == r.ip;
-    }
-    if (!near || ours) return -EADDRNOTAVAIL;
+    if (!near) return -EADDRNOTAVAIL;
     {
         std::lock_guard<std::mutex> guard(lock_);
         auto it = regions_.find(key);
