@@ -5,8 +5,8 @@
 The target holds at most 64 MiB of notifications nobody took. The
 initiator sends it messages of 1,000,000 bytes (genNotif) until one is
 refused: that must happen within 80 of them, and the call must fail.
-Then a 1 MiB WRITE with a notification: the target refuses its message,
-so the transfer must end in an error, not DONE. The target then takes
+Then a 1 MiB WRITE with a notification of as many bytes: the target
+refuses its message, so the transfer must end in an error, not DONE. The target then takes
 what it holds: exactly the messages that were accepted, none of the
 refused ones. Last, the same WRITE with a notification is DONE and its
 notification delivered once. Regression: a message that could not be
@@ -60,7 +60,7 @@ def main():
             refused = 1
             print(f"message {sent + 1} refused ({type(e).__name__})")
     print(f"{sent} messages of {BIG} bytes taken before one was refused")
-    state = write(init, target, src, dst, b"refused")
+    state = write(init, target, src, dst, b"r" * BIG)
     print(f"WRITE with a notification the target cannot hold: {state}")
     held = notes(target, init, 3)
     sizes = sorted({len(m) for m in held})
