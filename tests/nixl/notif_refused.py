@@ -31,13 +31,17 @@ def agent():
 
 
 def write(init, target, src, dst, msg):
+    """The WRITE's end: DONE, or the error NIXL raised or returned."""
     h = init.initialize_xfer("WRITE", init.get_xfer_descs([(src.ctypes.data, LEN, 0)], "DRAM"),
                              target.get_xfer_descs([(dst.ctypes.data, LEN, 0)], "DRAM"),
                              target.name, msg)
-    state = init.transfer(h)
-    until = time.monotonic() + 120
-    while state == "PROC" and time.monotonic() < until:
-        state = init.check_xfer_state(h)
+    try:
+        state = init.transfer(h)
+        until = time.monotonic() + 120
+        while state == "PROC" and time.monotonic() < until:
+            state = init.check_xfer_state(h)
+    except Exception as e:
+        state = type(e).__name__
     init.release_xfer_handle(h)
     return state
 
