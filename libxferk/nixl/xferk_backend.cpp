@@ -704,7 +704,6 @@ XferkEngine::prepXfer(const nixl_xfer_op_t &operation,
 // What a submit's errno means to NIXL.
 static nixl_status_t
 submit_status(int err) {
-    if (err == -ENOTCONN) return NIXL_ERR_REMOTE_DISCONNECT; /* its notification */
     return err == -EINVAL || err == -ERANGE || err == -E2BIG ? NIXL_ERR_INVALID_PARAM :
                                                               NIXL_ERR_BACKEND;
 }
@@ -789,7 +788,9 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
     // The message goes to the target's control listener; the target hands
     // it out once xferk's DATA events say the data of every op has landed.
     // One that cannot be sent fails the transfer, once its ops are
-    // reusable (the target holds what it may have taken until it expires).
+    // reusable (the target holds what it may have taken until it
+    // expires), with NIXL_ERR_BACKEND: NIXL forgets a peer whose transfer
+    // says NIXL_ERR_REMOTE_DISCONNECT, and the peer may well be there.
     if (notif &&
         send_notif(req->remote_agent, tag, req->ops.size(), opt_args->notifMsg) != NIXL_SUCCESS) {
         NIXL_ERROR << "XFERK: notification to " << req->remote_agent
