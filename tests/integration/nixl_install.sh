@@ -7,12 +7,9 @@
 # gets nothing installed (exit 1); with --if-built and no NIXL found, the
 # install is skipped with exit 0.
 set -u
-if [ "${XFERK_KERNEL:-stock}" = debug ]; then
-	echo "SKIP: runs on the stock kernel (the debug kernel's time budget; the install is the same on any kernel)"
-	exit 77
-fi
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
+stock_only "the install is the same on any kernel"
 /usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
 export XFERK_BUILD
 prefix=$(mktemp -d /tmp/nixl-prefix.XXXXXX)

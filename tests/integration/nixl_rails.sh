@@ -3,12 +3,9 @@
 # (tests/nixl/rails.py), with a second soft-RoCE device: rxe1 on dummy1
 # (10.99.1.1/24), added here and removed at the end.
 set -u
-if [ "${XFERK_KERNEL:-stock}" = debug ]; then
-	echo "SKIP: runs on the stock kernel (the debug kernel's time budget; rails themselves run there in the rails test)"
-	exit 77
-fi
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
+stock_only "rails themselves run there in the rails test"
 /usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
 cleanup() {
 	rdma link delete rxe1 2>/dev/null

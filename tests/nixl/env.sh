@@ -12,3 +12,12 @@ fi
 . "$env"
 export NIXL_XFERK_IP_ADDR=${XFERK_TEST_PEER:-10.99.0.1} PYTHONDONTWRITEBYTECODE=1
 export UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=rxe0:1
+
+# stock_only WHY: skips (77) on the debug kernel a test whose subject does
+# not differ between kernels (the debug kernel's time budget).
+stock_only() {
+	if [ "${XFERK_KERNEL:-stock}" = debug ]; then
+		echo "SKIP: runs on the stock kernel (the debug kernel's time budget; $1)"
+		exit 77
+	fi
+}
