@@ -120,9 +120,9 @@ $(B)/tests/integration/%: tests/integration/%.sh
 
 # Helpers that integration scripts run: outside tests/integration/, so the
 # harness does not run them as tests.
-$(B)/tests/helpers/%: tests/helpers/%.c $(LIB_A) $(LIBHDRS)
+$(B)/tests/helpers/%: tests/helpers/%.c tests/integration/test_env.h $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(XCFLAGS) -o $@ $< $(LIB_A) -luring
+	$(CC) $(CFLAGS) $(XCFLAGS) -Itests/integration -o $@ $< $(LIB_A) -luring
 
 # Test doubles: shared objects a test loads in place of a library this
 # machine lacks (the CUDA driver: tests/doubles/cuda_vgem.c).
@@ -131,7 +131,7 @@ $(B)/tests/doubles/libcuda-vgem-double.so: tests/doubles/cuda_vgem.c tests/integ
 	$(CC) $(CFLAGS) $(XCFLAGS) -shared -fPIC -o $@ $<
 
 # Two-host programs (tests/twohost/*.sh run them in either VM).
-$(B)/tests/twohost/%: tests/twohost/%.c tests/integration/test.h $(LIB_A) $(LIBHDRS)
+$(B)/tests/twohost/%: tests/twohost/%.c tests/integration/test.h tests/integration/test_env.h $(LIB_A) $(LIBHDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(XCFLAGS) -Itests/integration -o $@ $< $(LIB_A) -lpthread -luring
 

@@ -22,10 +22,10 @@
 #include <sys/mman.h>
 
 #include "libxferk.h"
+#include "test_env.h"
 
 #define PAGE		4096
 #define NULL_DELAY_NS	(600 * 1000000000ULL)
-#define CONNECT_MS	30000
 
 static int fail(const char *what, int err)
 {
@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	ret = xferk_open(&x);
 	if (ret)
 		return fail("open", ret);
-	ret = xferk_connect(x, argv[2], 0, CONNECT_MS, &rconn);
+	ret = xferk_connect(x, argv[2], 0, t_connect_ms(), &rconn);
 	if (ret)
 		return fail("connect", ret);
 	ret = xferk_connect_null(x, NULL_DELAY_NS, &conn);

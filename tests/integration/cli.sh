@@ -148,9 +148,13 @@ live0=$(counter ops_live)
 null0=$(null_up)
 echo $WINDOW >$SYS/queue/qp_window || fail "qp_window"
 coproc HOLD { exec "$HELPER" $NOPS $PEER; }
+# bash unsets HOLD_PID once the helper has exited: keep it now.
+hp=${HOLD_PID:-}
 read -r -t 120 -u "${HOLD[0]}" line
-expect "helper" ready "${line:-}"
-hp=$HOLD_PID
+if [ "${line:-}" != ready ] || [ -z "$hp" ]; then
+	echo "FAIL: helper: not ready (said '${line:-}')"
+	exit 1
+fi
 for c in status peers ops queue quarantine; do
 	echo "== xferk $c, helper $hp holding"
 	"$X" $c

@@ -52,19 +52,7 @@ static inline int t_result(void)
 #include "libxferk.h"
 #include "xferk_uring.h"
 
-/* Running on the debug kernel (slow RDMA): the harness says so. */
-static inline int t_debug_kernel(void)
-{
-	const char *k = getenv("XFERK_KERNEL");
-
-	return k && !strcmp(k, "debug");
-}
-
-/* A CONNECT timeout (ms) for rxe: the debug kernel's handshake is slow. */
-static inline unsigned int t_connect_ms(void)
-{
-	return t_debug_kernel() ? 60000 : 10000;
-}
+#include "test_env.h"
 
 /* A ring with @entries SQEs and IORING_SETUP_* @flags; exits on failure. */
 static inline void t_ring(struct io_uring *ring, unsigned int entries,
