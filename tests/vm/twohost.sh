@@ -22,9 +22,12 @@
 #   th_alive NAME           NAME's qemu process runs
 #   th_metric KEY VALUE     record a number for the closing report
 #   th_stat VM NAME         a counter of VM's xferk (sysfs stats/NAME)
+#   th_monitor NAME CMD     run a qemu monitor command in VM NAME
 # Each boot of a VM is judged on its own: its kernel log must be clean.
 
 TH_PORT=${XFERK_TWOHOST_PORT:-47310}
+# The QOM path of a VM's virtio-net device (its -device id is "nic").
+TH_NET_PATH=/machine/peripheral/nic/virtio-backend
 
 th_addr() { [ "$1" = a ] && echo 10.98.0.1 || echo 10.98.0.2; }
 th_other() { [ "$1" = a ] && echo b || echo a; }
@@ -72,9 +75,10 @@ export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 	# from a subshell, so that killing it is no job of this shell.
 	(qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -M q35 -m 2G -smp 1 \
-		-display none -no-reboot -monitor none \
+		-display none -no-reboot \
+		-monitor "unix:$TH_DIR/$name.monitor,server=on,wait=off" \
 		-netdev "socket,id=link,udp=127.0.0.1:$port_remote,localaddr=127.0.0.1:$port_local" \
-		-device "virtio-net-pci,netdev=link,mac=$mac" \
+		-device "virtio-net-pci,id=nic,netdev=link,mac=$mac" \
 		-kernel "$TH_VMLINUZ" -initrd "$TH_DIR/initramfs.cpio.gz" \
 		-append "console=ttyS0 loglevel=5 panic=-1 kasan_multi_shot xferk_guest=$dir/guest.env" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
@@ -158,6 +162,59 @@ th_halt() {
 
 th_metric() { echo "$*" | tee -a "$TH_DIR/metrics"; }
 
+# th_monitor NAME CMD: runs the qemu monitor command CMD in VM NAME and
+# prints its answer.
+th_monitor() {
+	python3 - "$TH_DIR/$1.monitor" "$2" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+out = b""
+def until_prompt():
+    global out
+    while not out.endswith(b"(qemu) "):
+        out += s.recv(65536)
+until_prompt()
+out = b""
+s.sendall(sys.argv[2].encode() + b"\n")
+until_prompt()
+text = out.decode(errors="replace").replace("\r", "")
+print("\n".join(text.splitlines()[1:-1]))
+PY
+}
+
+# th_link_state: what each VM's virtio-net device knows of its receive
+# (0) and transmit (1) queues, for the log of a failed test: a transmit
+# queue whose avail index is ahead of the device's last one has packets
+# the device does not take.
+th_link_state() {
+	local vm q avail used num
+	for vm in a b; do
+		th_alive "$vm" || continue
+		for q in 0 1; do
+			echo "[$vm] virtio-net queue $q:"
+			th_monitor "$vm" "info virtio-queue-status $TH_NET_PATH $q" \
+				>"$TH_DIR/queue" 2>&1
+			sed "s/^/[$vm]   /" "$TH_DIR/queue"
+			# The rings in guest memory: avail flags and index, used
+			# flags and index, and the avail event (after the used ring).
+			avail=$(awk '$1 == "avail:" { print $2 }' "$TH_DIR/queue")
+			used=$(awk '$1 == "used:" { print $2 }' "$TH_DIR/queue")
+			num=$(awk '$1 == "num:" { print $2 }' "$TH_DIR/queue")
+			if [ -z "$avail" ] || [ -z "$used" ] || [ -z "$num" ]; then
+				continue
+			fi
+			echo "[$vm]   avail flags, idx:"
+			th_monitor "$vm" "xp /2hx $avail" | sed "s/^/[$vm]     /"
+			echo "[$vm]   used flags, idx; avail event:"
+			th_monitor "$vm" "xp /2hx $used" | sed "s/^/[$vm]     /"
+			th_monitor "$vm" "xp /1hx $((used + 4 + 8 * num))" |
+				sed "s/^/[$vm]     /"
+		done
+	done
+}
+
 # The last value of metric KEY (as th_metric or a program recorded it).
 th_metric_get() {
 	sed -n "s/^\(.*: \)\{0,1\}$1 //p" "$TH_DIR/metrics" | tail -n1
@@ -178,6 +235,9 @@ th_suite() {
 		if th_alive a && th_alive b; then
 			rc=0
 			(source "$t") >"$TH_DIR/out" 2>&1 || rc=$?
+			if [ "$rc" -ne 0 ]; then
+				th_link_state >>"$TH_DIR/out" 2>&1 || true
+			fi
 		else
 			echo "a VM is down before the test" >"$TH_DIR/out"
 			rc=1
