@@ -247,7 +247,13 @@ th_suite() {
 		echo "XFERK-END" >&4
 		echo "XFERK-RESULT $name $rc" >&4
 		th_metric "$name: took $((SECONDS - t0)) s" >/dev/null
-		# What the test left running in the VMs goes.
+		# What the test left running in the VMs goes. A failed test
+		# may have left them in any state (a link that sends nothing):
+		# the next test gets fresh VMs, so one failure stays one.
+		if [ "$rc" -ne 0 ]; then
+			th_halt a
+			th_halt b
+		fi
 		th_alive a && th_run a pkill -9 -f "$TH_XFER" >/dev/null
 		th_alive b && th_run b pkill -9 -f "$TH_XFER" >/dev/null
 		# A test that left a VM down gets it back for the next one.
