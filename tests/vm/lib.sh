@@ -18,17 +18,23 @@ die() { log "error: $*"; exit 1; }
 
 # Install whatever is missing from XFERK_PACKAGES (plus any extra arguments).
 ensure_packages() {
-	local missing=() p
+	local missing=() p apt_log
 	for p in $XFERK_PACKAGES "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 			missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
-	log "installing: ${missing[*]}"
 	[ "$(id -u)" -eq 0 ] || die "need root to apt-get install ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" >&2
+	# apt's thousand lines go to a log, named here and shown on failure.
+	mkdir -p "$XFERK_BUILD/logs"
+	apt_log=$XFERK_BUILD/logs/apt.log
+	log "installing ${#missing[@]} packages (log: $apt_log): ${missing[*]}"
+	if ! { apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1; then
+		tail -n 30 "$apt_log" >&2
+		die "apt-get install failed; see $apt_log"
+	fi
 }
 
 # The ABI name of Debian's current stock amd64 kernel, e.g. 6.1.0-57-amd64.
@@ -55,7 +61,7 @@ prepare_stock_kernel() {
 		log "fetching linux-image-$abi"
 		rm -rf "$dir"
 		mkdir -p "$dir/dl"
-		(cd "$dir/dl" && apt-get download "linux-image-$abi" >&2)
+		(cd "$dir/dl" && apt-get download -qq "linux-image-$abi" >&2)
 		for deb in "$dir"/dl/*.deb; do dpkg-deb -x "$deb" "$dir/root"; done
 		rm -rf "$dir/dl"
 		depmod -b "$dir/root" "${abi}"
