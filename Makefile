@@ -49,7 +49,7 @@ DKMS_FILES := Kbuild Makefile dkms.conf kmod/Kbuild uapi/xferk.h \
 	$(filter-out %.mod.c,$(wildcard kmod/*.[ch]))
 
 .PHONY: all module lib tools tests examples install install-man dkms-src dkms-install \
-	check demo bench fuzz repro lint clean help nixl nixl-install
+	check check-quick demo bench fuzz repro lint clean help nixl nixl-install
 
 all: module lib tools tests examples
 
@@ -62,6 +62,7 @@ help:
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
 	@echo 'make nixl-install  the NIXL plugin into the plugin directory of an installed NIXL'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
+	@echo 'make check-quick  for iteration: host stage and the stock VM without NIXL, Python, bench'
 	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule, Python package,'
 	@echo '                the modprobe.d example'
 	@echo '                (PREFIX, DESTDIR, LIBDIR, BINDIR, MANDIR, UDEVDIR, PYTHONDIR, DOCDIR)'
@@ -219,6 +220,9 @@ lint:
 
 check:
 	tests/check.sh
+
+check-quick:
+	tests/check.sh --quick
 
 demo:
 	tests/vm/run demo stock

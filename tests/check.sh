@@ -7,8 +7,20 @@
 #   debug  the debug kernel (KASAN, lockdep, kmemleak): KUnit + integration
 # Ends with "N passed, N failed, N skipped" and exits non-zero on any failure.
 # XFERK_KERNELS="stock" (or "twohost", "debug", any subset) limits the VM runs.
+#
+# tests/check.sh --quick (make check-quick), for iteration: the host stage
+# without the DKMS and NIXL builds, then the stock VM without NIXL's tests,
+# the Python package's, the CLI's and the benchmark rows (QUICK_SKIP).
 source "$(dirname "$0")/vm/lib.sh"
 cd "$XFERK_SRC"
+
+QUICK_SKIP='nixl*|python*|cli|xferk-bench'
+quick=0
+case "${1:-}" in
+--quick) quick=1 ;;
+"") ;;
+*) echo "usage: tests/check.sh [--quick]" >&2; exit 2 ;;
+esac
 
 summary=$XFERK_BUILD/check/results
 logs=$XFERK_BUILD/check/logs
@@ -47,15 +59,24 @@ else
 	sed 's/^/    | /' "$logs/lint.log"
 fi
 host_script manlint tests/manlint.sh
-host_script dkms tests/dkms.sh
-# NIXL and the plugin (cached after the first run); 77 without the sources.
-host_script nixl libxferk/nixl/build.sh
+if [ $quick -eq 0 ]; then
+	host_script dkms tests/dkms.sh
+	# NIXL and the plugin (cached after the first run); 77 without the
+	# sources.
+	host_script nixl libxferk/nixl/build.sh
+fi
 
 # XFERK_KERNELS="stock twohost debug" (the default) or a subset.
-for stage in ${XFERK_KERNELS:-stock twohost debug}; do
+stages=${XFERK_KERNELS:-stock twohost debug}
+only='*'
+if [ $quick -eq 1 ]; then
+	stages=stock
+	only="!($QUICK_SKIP)"
+fi
+for stage in $stages; do
 	case "$stage" in
 	twohost) tests/vm/run twohost stock || true; dir=stock-twohost ;;
-	*) tests/vm/run test "$stage" || true; dir=$stage ;;
+	*) tests/vm/run test "$stage" "$only" || true; dir=$stage ;;
 	esac
 	# No summary means the harness failed before it could judge: count it.
 	cp "$XFERK_BUILD/vm/$dir/summary" "$summary/$stage" 2>/dev/null ||
