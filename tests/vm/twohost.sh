@@ -179,7 +179,10 @@ out = b""
 def until_prompt():
     global out
     while not out.endswith(b"(qemu) "):
-        out += s.recv(65536)
+        data = s.recv(65536)
+        if not data:
+            sys.exit("the monitor closed")
+        out += data
 until_prompt()
 out = b""
 s.sendall(sys.argv[2].encode() + b"\n")
