@@ -148,9 +148,9 @@ live0=$(counter ops_live)
 null0=$(null_up)
 echo $WINDOW >$SYS/queue/qp_window || fail "qp_window"
 coproc HOLD { exec "$HELPER" $NOPS $PEER; }
-# bash unsets HOLD_PID once the helper has exited: keep it now.
-hp=${HOLD_PID:-}
-read -r -t 120 -u "${HOLD[0]}" line
+# bash unsets HOLD_PID and HOLD once the helper has exited: keep them now.
+hp=${HOLD_PID:-} hold_out=${HOLD[0]} hold_in=${HOLD[1]}
+read -r -t 120 -u "$hold_out" line
 if [ "${line:-}" != ready ] || [ -z "$hp" ]; then
 	echo "FAIL: helper: not ready (said '${line:-}')"
 	exit 1
@@ -261,7 +261,7 @@ while read -r l; do
 done <"$TMP/watch"
 
 # The helper exits: the kernel drains its ops and frees its region.
-eval "exec ${HOLD[1]}>&-"
+eval "exec $hold_in>&-"
 wait "$hp"
 expect "helper exit" 0 $?
 HOLD_PID=
