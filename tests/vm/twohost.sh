@@ -359,6 +359,7 @@ th_ib_write_bw() {
 	fi
 	echo "ib_write_bw gave no number; its client, then its server:"
 	echo "$out"
+	th_run b pkill -9 -x ib_write_bw >/dev/null
 	th_join b ibsrv 60
 	return 1
 }
