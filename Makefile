@@ -62,7 +62,7 @@ help:
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
 	@echo 'make nixl-install  the NIXL plugin into the plugin directory of an installed NIXL'
 	@echo 'make check      every test: host, KUnit (debug kernel), VM (stock + debug)'
-	@echo 'make check-quick  for iteration: host stage and the stock VM without NIXL, Python, bench'
+	@echo 'make check-quick  for iteration: host stage, stock VM without NIXL, Python, cli, bench'
 	@echo 'make install    module, library, headers, pkg-config, man pages, udev rule, Python package,'
 	@echo '                the modprobe.d example'
 	@echo '                (PREFIX, DESTDIR, LIBDIR, BINDIR, MANDIR, UDEVDIR, PYTHONDIR, DOCDIR)'
