@@ -50,6 +50,7 @@
  * 1 and 4 QPs at 4 KiB, 0.5 s per row. Needs root (the queue's windows,
  * the addresses).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -58,6 +59,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <liburing.h>
 
@@ -417,16 +419,24 @@ static int qos_setup(struct qos_end *e, const char *peer, unsigned int qps,
 
 /*
  * A stream: DEPTH ops of one LEN-byte fragment each (all at offset 0) kept
- * in flight through io_uring, auto-released.
+ * in flight through io_uring, auto-released. Each op in flight holds a
+ * slot (its SQE's user_data) with its submit time; with @lat set, each
+ * completion adds its op's latency (ns) there while there is room.
  */
 struct stream {
 	struct qos_end e;
 	struct io_uring ring;
 	struct xferk_frag frag;
 	struct xferk_ioc_submit subs[MAX_DEPTH];
+	uint64_t sent[MAX_DEPTH];
+	unsigned int free_slots[MAX_DEPTH];
+	unsigned int nr_free;
 	unsigned int depth;
 	unsigned int inflight;
 	uint8_t prio;
+	double *lat;
+	unsigned int nr_lat;
+	unsigned int max_lat;
 };
 
 static int stream_init(struct stream *st, const char *peer, unsigned int qps,
@@ -444,6 +454,11 @@ static int stream_init(struct stream *st, const char *peer, unsigned int qps,
 	st->depth = depth;
 	st->inflight = 0;
 	st->prio = prio;
+	st->lat = NULL;
+	st->nr_lat = 0;
+	st->max_lat = 0;
+	for (st->nr_free = 0; st->nr_free < depth; st->nr_free++)
+		st->free_slots[st->nr_free] = st->nr_free;
 	return ret;
 }
 
@@ -462,11 +477,15 @@ static void stream_exit(struct stream *st)
  */
 static int stream_step(struct stream *st, int stop)
 {
-	unsigned int n = stop ? 0 : st->depth - st->inflight, i;
+	unsigned int n = stop ? 0 : st->depth - st->inflight, i, slot;
 	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	uint64_t now;
 	int ok, ret;
 
 	for (i = 0; i < n; i++) {
+		slot = st->free_slots[--st->nr_free];
+		st->sent[slot] = xferk_now_ns();
 		st->subs[i] = (struct xferk_ioc_submit) {
 			.size = sizeof(st->subs[i]),
 			.flags = XFERK_SUBMIT_AUTO_RELEASE,
@@ -475,8 +494,9 @@ static int stream_step(struct stream *st, int stop)
 			.deadline_ns = xferk_now_ns() + 50 * SEC,
 			.priority = st->prio,
 		};
-		io_uring_prep_xferk_submit(io_uring_get_sqe(&st->ring),
-					   xferk_fd(st->e.x), &st->subs[i]);
+		sqe = io_uring_get_sqe(&st->ring);
+		io_uring_prep_xferk_submit(sqe, xferk_fd(st->e.x), &st->subs[i]);
+		io_uring_sqe_set_data64(sqe, slot);
 	}
 	if (n) {
 		ret = io_uring_submit(&st->ring);
@@ -487,8 +507,13 @@ static int stream_step(struct stream *st, int stop)
 	if (!st->inflight)
 		return 0;
 	ret = io_uring_wait_cqe(&st->ring, &cqe);
+	now = xferk_now_ns();
 	for (n = 0, ok = 1; !ret; n++) {
-		ok &= xferk_cqe_succeeded(cqe);
+		ok &= xferk_cqe_succeeded(cqe) && cqe->user_data < st->depth;
+		slot = (unsigned int)cqe->user_data % st->depth;
+		if (st->lat && st->nr_lat < st->max_lat)
+			st->lat[st->nr_lat++] = (double)(now - st->sent[slot]);
+		st->free_slots[st->nr_free++] = slot;
 		io_uring_cqe_seen(&st->ring, cqe);
 		st->inflight--;
 		ret = io_uring_peek_cqe(&st->ring, &cqe);
@@ -749,6 +774,9 @@ struct bw_row {
 	double mb_s;		/* 10^6 bytes per second */
 	double kmps;		/* thousand messages per second */
 	double cpu_s_gib;	/* busy CPU seconds per GiB moved */
+	double cpu_us_op;	/* busy CPU microseconds per message */
+	double p50_us;		/* latency of a message, submit to completion */
+	double p99_us;
 	long long resent;	/* rxe's retransmission events meanwhile */
 };
 
@@ -816,7 +844,12 @@ static long long rxe_resent(const char *dev)
 	return sum;
 }
 
-/* One xferk row: a warm-up of a quarter of the time, then the measurement. */
+#define MAX_LAT		(1U << 20)
+
+/*
+ * One xferk row: a warm-up of a quarter of the time, then the measurement,
+ * with each op's latency (the first MAX_LAT of them).
+ */
 static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 {
 	uint64_t n = 0, t0 = 0, t1 = 0, end;
@@ -827,6 +860,9 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 
 	ret = stream_init(&st, r->peer ?: o->peer, r->qps, r->len, r->depth,
 			  r->opcode, XFERK_PRIO_NORMAL);
+	st.lat = malloc(MAX_LAT * sizeof(*st.lat));
+	if (!st.lat && !ret)
+		ret = -ENOMEM;
 	end = xferk_now_ns() + (uint64_t)(o->seconds * SEC / 4);
 	while (!ret) {
 		ret = stream_step(&st, 0);
@@ -840,6 +876,8 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 			c0 = cpu_busy_s();
 			n0 = rxe_resent(o->dev);
 			n = 0;
+			st.nr_lat = 0;
+			st.max_lat = MAX_LAT;
 			end = t0 + (uint64_t)(o->seconds * SEC);
 		} else if (t0 && t1 >= end) {
 			break;
@@ -847,16 +885,24 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 	}
 	c1 = cpu_busy_s();
 	r->resent = n0 < 0 ? -1 : rxe_resent(o->dev) - n0;
+	st.max_lat = 0;
 	while (!ret && st.inflight)
 		ret = stream_step(&st, 1) < 0 ? -EIO : 0;
 	stream_exit(&st);
-	if (ret)
-		return ret;
-	r->kmps = n * 1e6 / (double)(t1 - t0);
-	r->mb_s = r->kmps * r->len / 1e3;
-	r->cpu_s_gib = (c1 - c0) / (n * r->len / GIB);
-	r->ok = 1;
-	return 0;
+	if (!ret && (!n || !st.nr_lat))
+		ret = -EIO;
+	if (!ret) {
+		r->kmps = n * 1e6 / (double)(t1 - t0);
+		r->mb_s = r->kmps * r->len / 1e3;
+		r->cpu_s_gib = (c1 - c0) / (n * r->len / GIB);
+		r->cpu_us_op = (c1 - c0) * 1e6 / n;
+		qsort(st.lat, st.nr_lat, sizeof(double), cmp_double);
+		r->p50_us = percentile(st.lat, st.nr_lat, 0.5) / 1e3;
+		r->p99_us = percentile(st.lat, st.nr_lat, 0.99) / 1e3;
+		r->ok = 1;
+	}
+	free(st.lat);
+	return ret;
 }
 
 /* Is a TCP socket listening on @port (any address)? */
@@ -1214,14 +1260,446 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	return 0;
 }
 
+/*
+ * kernel: xferk next to nvme-rdma, the kernel's own consumer of the same
+ * RDMA device, in the same boot. nvmet-rdma exports null_blk's nullb0 at
+ * PEER port 4420 with inline data off (a host's 4 KiB write is then the
+ * target's RDMA READ, not data in the command), nvme-rdma connects to it,
+ * and fio drives the namespace (io_uring, O_DIRECT, 4 KiB random). Rows
+ * are named by the verb that moves the data: for nvme an RDMA WRITE is a
+ * host read (the target writes into the host), an RDMA READ a host write;
+ * each nvme op also sends a command and a response.
+ */
+#define NVMET_DIR	"/sys/kernel/config/nvmet"
+#define KBENCH_NQN	"xferk-bench"
+#define KBENCH_SUBSYS	NVMET_DIR "/subsystems/" KBENCH_NQN
+#define KBENCH_NS	KBENCH_SUBSYS "/namespaces/1"
+#define KBENCH_DEV	"/dev/nullb0"
+#define KBENCH_SVCID	"4420"
+#define KBENCH_PASSES	3
+#define KBENCH_ROWS	4
+
+/* What nvme_setup() made, for nvme_teardown() to undo. */
+struct nvme_target {
+	unsigned int port;	/* the target's port number, or 0 */
+	int subsys;		/* the subsystem exists */
+	int ns;			/* its namespace exists */
+	int linked;		/* the port exports the subsystem */
+	int ctrl;		/* the host's controller instance, or -1 */
+	char disk[64];		/* the namespace's block device */
+};
+
+static int write_text(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -errno ?: -EIO;
+	close(fd);
+	return ret;
+}
+
+static int read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* The block device whose wwid names the namespace @uuid (not a path's). */
+static int nvme_find_disk(struct nvme_target *t, const char *uuid)
+{
+	char path[300], wwid[128];
+	struct dirent *e;
+	DIR *d = opendir("/sys/block");
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		/* nvmeXcYnZ is one path of a multipath head nvmeXnZ. */
+		if (strncmp(e->d_name, "nvme", 4) || strchr(e->d_name + 4, 'c'))
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/wwid", e->d_name);
+		if (strlen(e->d_name) < 32 &&
+		    !read_text(path, wwid, sizeof(wwid)) && strstr(wwid, uuid)) {
+			snprintf(t->disk, sizeof(t->disk), "/dev/%s", e->d_name);
+			break;
+		}
+	}
+	closedir(d);
+	return t->disk[0] && !access(t->disk, R_OK) ? 0 : -ENOENT;
+}
+
+static void nvme_teardown(struct nvme_target *t)
+{
+	char path[160];
+
+	if (t->ctrl >= 0) {
+		snprintf(path, sizeof(path), "/sys/class/nvme/nvme%d/delete_controller",
+			 t->ctrl);
+		write_text(path, "1");
+	}
+	snprintf(path, sizeof(path), NVMET_DIR "/ports/%u", t->port);
+	if (t->linked) {
+		snprintf(path, sizeof(path), NVMET_DIR "/ports/%u/subsystems/"
+			 KBENCH_NQN, t->port);
+		unlink(path);
+		snprintf(path, sizeof(path), NVMET_DIR "/ports/%u", t->port);
+	}
+	if (t->port)
+		rmdir(path);
+	if (t->ns) {
+		write_text(KBENCH_NS "/enable", "0");
+		rmdir(KBENCH_NS);
+	}
+	if (t->subsys)
+		rmdir(KBENCH_SUBSYS);
+}
+
+/*
+ * The target (subsystem, namespace, port at @addr), then the host's
+ * controller, and its block device. On failure, what was made stays in @t.
+ */
+static int nvme_setup(struct nvme_target *t, const char *addr)
+{
+	static const char *const port_attrs[][2] = {
+		{ "addr_trtype", "rdma" }, { "addr_adrfam", "ipv4" },
+		{ "addr_traddr", NULL }, { "addr_trsvcid", KBENCH_SVCID },
+		{ "param_inline_data_size", "0" },
+	};
+	static const char *const needs[][2] = {
+		{ KBENCH_DEV, "null_blk (nr_devices=1, its default)" },
+		{ NVMET_DIR, "nvmet-rdma and configfs" },
+		{ "/dev/nvme-fabrics", "nvme-rdma" },
+	};
+	char path[160], uuid[64], opts[256];
+	unsigned int i;
+	int fd, ret;
+
+	*t = (struct nvme_target) { .ctrl = -1 };
+	if (access("/sys/module/null_blk", F_OK) ||
+	    access("/sys/module/nvmet_rdma", F_OK) ||
+	    access("/sys/module/nvme_rdma", F_OK))
+		ret = system("modprobe -a -q null_blk nvmet-rdma nvme-rdma");
+	for (i = 0; i < ARRAY_SIZE(needs); i++) {
+		if (access(needs[i][0], F_OK)) {
+			printf("kernel: no %s: needs %s\n", needs[i][0], needs[i][1]);
+			return -ENODEV;
+		}
+	}
+	if (mkdir(KBENCH_SUBSYS, 0755))
+		return -errno;
+	t->subsys = 1;
+	ret = write_text(KBENCH_SUBSYS "/attr_allow_any_host", "1");
+	if (!ret && mkdir(KBENCH_NS, 0755))
+		ret = -errno;
+	t->ns = !ret;
+	if (!ret)
+		ret = write_text(KBENCH_NS "/device_path", KBENCH_DEV);
+	if (!ret)
+		ret = write_text(KBENCH_NS "/enable", "1");
+	if (!ret)
+		ret = read_text(KBENCH_NS "/device_uuid", uuid, sizeof(uuid));
+	/* The first free port number. */
+	for (i = 1; !ret && !t->port && i <= 100; i++) {
+		snprintf(path, sizeof(path), NVMET_DIR "/ports/%u", i);
+		if (!mkdir(path, 0755))
+			t->port = i;
+		else if (errno != EEXIST)
+			ret = -errno;
+	}
+	if (!ret && !t->port)
+		ret = -EBUSY;
+	for (i = 0; !ret && i < ARRAY_SIZE(port_attrs); i++) {
+		snprintf(path, sizeof(path), NVMET_DIR "/ports/%u/%s", t->port,
+			 port_attrs[i][0]);
+		ret = write_text(path, port_attrs[i][1] ?: addr);
+	}
+	if (!ret) {
+		snprintf(path, sizeof(path), NVMET_DIR "/ports/%u/subsystems/"
+			 KBENCH_NQN, t->port);
+		ret = symlink(KBENCH_SUBSYS, path) ? -errno : 0;
+		t->linked = !ret;
+	}
+	if (ret)
+		return ret;
+	/* The host: the fabrics device answers with the controller's instance. */
+	fd = open("/dev/nvme-fabrics", O_RDWR);
+	if (fd < 0)
+		return -errno;
+	snprintf(opts, sizeof(opts), "transport=rdma,traddr=%s,trsvcid=%s,nqn=%s",
+		 addr, KBENCH_SVCID, KBENCH_NQN);
+	if (write(fd, opts, strlen(opts)) != (ssize_t)strlen(opts))
+		ret = -errno;
+	else if (read(fd, opts, sizeof(opts) - 1) <= 0 ||
+		 sscanf(opts, "instance=%d", &t->ctrl) != 1)
+		ret = -EPROTO;
+	close(fd);
+	/* The namespace is scanned after the connect returns. */
+	for (i = 0; !ret && i < 100 && nvme_find_disk(t, uuid); i++)
+		usleep(100000);
+	if (!ret && !t->disk[0])
+		ret = -ENOENT;
+	return ret;
+}
+
+/* The number after "@key" : in @s, before @end (0: not there). */
+static double json_number(const char *s, const char *end, const char *key)
+{
+	const char *p = strstr(s, key);
+
+	if (!p || p >= end)
+		return 0;
+	p = strchr(p + strlen(key), ':');
+	return p && p < end ? strtod(p + 1, NULL) : 0;
+}
+
+/*
+ * fio's JSON report of its one job: the section of @dir ("read" or
+ * "write"): its ops, rate and total latency percentiles (lat_ns).
+ */
+static int fio_parse(const char *s, const char *dir, uint64_t *ops,
+		     struct bw_row *r)
+{
+	char key[16];
+	const char *sec, *end, *lat, *pct;
+
+	snprintf(key, sizeof(key), "\"%s\" : {", dir);
+	sec = strstr(s, key);
+	if (!sec || json_number(s, sec, "\"error\"") != 0)
+		return -EIO;
+	end = strstr(sec + 1, "\"trim\" : {") ?: sec + strlen(sec);
+	if (!strcmp(dir, "read"))
+		end = strstr(sec, "\"write\" : {") ?: end;
+	*ops = (uint64_t)json_number(sec, end, "\"total_ios\"");
+	r->kmps = json_number(sec, end, "\"iops\"") / 1e3;
+	lat = strstr(sec, "\"lat_ns\" : {");
+	pct = lat ? strstr(lat, "\"percentile\"") : NULL;
+	if (!pct || pct >= end || memchr(lat, '}', pct - lat))
+		return -EIO;
+	r->p50_us = json_number(pct, end, "\"50.000000\"") / 1e3;
+	r->p99_us = json_number(pct, end, "\"99.000000\"") / 1e3;
+	return *ops && r->kmps > 0 && r->p50_us > 0 ? 0 : -EIO;
+}
+
+/*
+ * One nvme row: fio for @o->seconds. Its prerun and postrun commands mark
+ * the job's start and end on a pipe (fio sends their output to a file,
+ * the group's redirect goes past that), where the CPU time and rxe's
+ * counters are read; its report goes to a file.
+ */
+static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
+		    struct bw_row *r)
+{
+	char file[80], bs[32], depth[32], runtime[32], out[80], line[64];
+	char report[1 << 17];
+	char *argv[] = { "fio", "--name=xferk-bench", file, "--ioengine=io_uring",
+			 "--direct=1", NULL, bs, depth, "--time_based", runtime,
+			 "--lat_percentiles=1", "--output-format=json", out,
+			 "--exec_prerun={ echo start >&3; }",
+			 "--exec_postrun={ echo end >&3; }", NULL };
+	char tmp[] = "/tmp/xferk-bench-fio.XXXXXX";
+	double c[2] = { -1, -1 };
+	long long n[2] = { -1, -1 };
+	int m[2], fd, st, marks = 0, ret;
+	uint64_t ops = 0;
+	ssize_t len;
+	pid_t pid;
+	FILE *f;
+
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	snprintf(file, sizeof(file), "--filename=%s", t->disk);
+	argv[5] = r->opcode == XFERK_OP_WRITE ? "--rw=randread" : "--rw=randwrite";
+	snprintf(bs, sizeof(bs), "--bs=%zu", r->len);
+	snprintf(depth, sizeof(depth), "--iodepth=%u", r->depth);
+	snprintf(runtime, sizeof(runtime), "--runtime=%.0fms", o->seconds * 1e3);
+	snprintf(out, sizeof(out), "--output=%s", tmp);
+	if (pipe(m)) {
+		ret = -errno;
+		goto out;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(m[1], 3);
+		dup2(null, 1);
+		if (chdir("/tmp"))
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(m[1]);
+	f = fdopen(m[0], "r");
+	while (f && fgets(line, sizeof(line), f) && marks < 2) {
+		c[marks] = cpu_busy_s();
+		n[marks++] = rxe_resent(o->dev);
+	}
+	if (f)
+		fclose(f);
+	else
+		close(m[0]);
+	waitpid(pid, &st, 0);
+	ret = -EIO;
+	if (pid > 0 && WIFEXITED(st) && !WEXITSTATUS(st) && marks == 2) {
+		len = pread(fd, report, sizeof(report) - 1, 0);
+		report[len > 0 ? len : 0] = 0;
+		ret = fio_parse(report, r->opcode == XFERK_OP_WRITE ? "read" :
+			       "write", &ops, r);
+	}
+	if (ret) {
+		fprintf(stderr, "fio %s %s %s: no result (status %d)\n", argv[5],
+			depth, t->disk, st);
+		goto out;
+	}
+	r->mb_s = r->kmps * r->len / 1e3;
+	r->cpu_us_op = (c[1] - c[0]) * 1e6 / ops;
+	r->cpu_s_gib = (c[1] - c[0]) / (ops * r->len / GIB);
+	r->resent = n[0] < 0 || n[1] < 0 ? -1 : n[1] - n[0];
+	r->ok = 1;
+out:
+	close(fd);
+	unlink(tmp);
+	return ret;
+}
+
+/* The median of @n values (sorted in place). */
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	return n ? percentile(v, n, 0.5) : 0;
+}
+
+static void kernel_row_print(unsigned int pass, const struct bw_row *r)
+{
+	printf("%4u  %-10s %5u  %-5s %8.2f %8.0f %8.0f %9.0f %7lld\n", pass,
+	       r->opcode == XFERK_OP_WRITE ? "RDMA_WRITE" : "RDMA_READ",
+	       r->depth, r->who, r->kmps, r->p50_us, r->p99_us, r->cpu_us_op,
+	       r->resent);
+}
+
+static int bench_kernel(int quick, const char *json, const char *peer)
+{
+	static const uint8_t opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
+	static const unsigned int depths[] = { 1, 8 };
+	struct bw_opts o = { .peer = peer, .dev = "rxe0",
+			     .seconds = quick ? 1 : 5, .quick = quick };
+	unsigned int passes = quick ? 1 : KBENCH_PASSES, p, i, k;
+	struct bw_row rows[KBENCH_PASSES][KBENCH_ROWS][2];
+	struct nvme_target t;
+	FILE *f = stdout;
+	int ret;
+
+	if (system("command -v fio >/dev/null")) {
+		printf("kernel: fio is not installed\n");
+		return 77;
+	}
+	ret = nvme_setup(&t, peer);
+	if (ret == -ENODEV)
+		return 77;
+	if (!ret)
+		printf("kernel: nvme-rdma on %s (nvmet-rdma, %s, %s:%s, inline data off)\n",
+		       t.disk, KBENCH_DEV, peer, KBENCH_SVCID);
+	/* Passes alternate which of the two goes first. */
+	for (p = 0; p < passes && !ret; p++)
+		for (i = 0; i < KBENCH_ROWS && !ret; i++)
+			for (k = 0; k < 2 && !ret; k++) {
+				struct bw_row *r = &rows[p][i][(k + p) % 2];
+
+				*r = (struct bw_row) {
+					.who = (k + p) % 2 ? "nvme" : "xferk",
+					.opcode = opcodes[i / 2], .len = 4096,
+					.depth = depths[i % 2] };
+				ret = (k + p) % 2 ? nvme_fio(&t, &o, r) :
+						    bw_xferk(&o, r);
+				if (!ret)
+					kernel_row_print(p + 1, r);
+			}
+	nvme_teardown(&t);
+	if (ret) {
+		fprintf(stderr, "kernel: %s\n", strerror(-ret));
+		return 1;
+	}
+	printf("4 KiB ops over %s at %s, %.0f s per row, %u passes: xferk (io_uring, auto-release) vs nvme-rdma (fio io_uring O_DIRECT); k/s: median [min-max]; ratio: xferk / nvme in the same pass; p50, p99 (us), CPU (the whole machine's busy us per op): medians\n",
+	       o.dev, peer, o.seconds, passes);
+	printf("%-10s %5s %21s %21s %17s %6s %6s %6s %6s %6s %6s\n", "verb",
+	       "depth", "xferk_k/s", "nvme_k/s", "ratio", "x_p50", "n_p50",
+	       "x_p99", "n_p99", "x_cpu", "n_cpu");
+	for (i = 0; i < KBENCH_ROWS; i++) {
+		double v[9][KBENCH_PASSES], med[9];
+		unsigned int j;
+
+		for (p = 0; p < passes; p++) {
+			const struct bw_row *x = &rows[p][i][0], *n = &rows[p][i][1];
+
+			v[0][p] = x->kmps;
+			v[1][p] = n->kmps;
+			v[2][p] = x->kmps / n->kmps;
+			v[3][p] = x->p50_us;
+			v[4][p] = n->p50_us;
+			v[5][p] = x->p99_us;
+			v[6][p] = n->p99_us;
+			v[7][p] = x->cpu_us_op;
+			v[8][p] = n->cpu_us_op;
+		}
+		/* Sorted by median(): v[j][0] is the least, the last the most. */
+		for (j = 0; j < 9; j++)
+			med[j] = median(v[j], passes);
+		printf("%-10s %5u %7.2f [%5.2f-%5.2f] %7.2f [%5.2f-%5.2f] %5.2f [%4.2f-%4.2f] %6.0f %6.0f %6.0f %6.0f %6.0f %6.0f\n",
+		       opcodes[i / 2] == XFERK_OP_WRITE ? "RDMA_WRITE" : "RDMA_READ",
+		       depths[i % 2], med[0], v[0][0], v[0][passes - 1], med[1],
+		       v[1][0], v[1][passes - 1], med[2], v[2][0],
+		       v[2][passes - 1], med[3], med[4], med[5], med[6], med[7],
+		       med[8]);
+	}
+	if (json) {
+		f = fopen(json, "w");
+		if (!f) {
+			perror(json);
+			return 1;
+		}
+	}
+	fprintf(f, "{\"benchmark\": \"kernel\", \"device\": \"%s\", \"seconds\": %.1f, \"rows\": [\n",
+		o.dev, o.seconds);
+	for (p = 0; p < passes; p++)
+		for (i = 0; i < KBENCH_ROWS; i++)
+			for (k = 0; k < 2; k++) {
+				const struct bw_row *r = &rows[p][i][k];
+
+				fprintf(f, "  {\"pass\": %u, \"who\": \"%s\", \"verb\": \"RDMA_%s\", \"len\": %zu, \"depth\": %u, \"kmsg_per_s\": %.3f, \"p50_us\": %.1f, \"p99_us\": %.1f, \"cpu_us_per_op\": %.1f, \"rxe_resent\": %lld}%s\n",
+					p + 1, r->who, op_name(r->opcode), r->len,
+					r->depth, r->kmps, r->p50_us, r->p99_us,
+					r->cpu_us_op, r->resent,
+					p + 1 == passes && i + 1 == KBENCH_ROWS &&
+					k ? "" : ",");
+			}
+	fprintf(f, "]}\n");
+	if (f != stdout)
+		fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *json = NULL, *peer = "10.99.0.1";
 	int i, quick = 0;
 
 	if (argc < 2 || (strcmp(argv[1], "ctrl") && strcmp(argv[1], "qos") &&
-			 strcmp(argv[1], "bw"))) {
-		fprintf(stderr, "usage: %s ctrl|qos|bw [--quick] [--json FILE] [--peer IP]\n",
+			 strcmp(argv[1], "bw") && strcmp(argv[1], "kernel"))) {
+		fprintf(stderr, "usage: %s ctrl|qos|bw|kernel [--quick] [--json FILE] [--peer IP]\n",
 			argv[0]);
 		return 2;
 	}
@@ -1239,5 +1717,7 @@ int main(int argc, char **argv)
 		return bench_qos(quick, json, peer);
 	if (!strcmp(argv[1], "bw"))
 		return bench_bw(quick, json, peer);
+	if (!strcmp(argv[1], "kernel"))
+		return bench_kernel(quick, json, peer);
 	return bench_ctrl(quick, json);
 }

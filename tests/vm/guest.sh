@@ -151,14 +151,30 @@ run_integration() {
 	done
 }
 
+# xferk-bench kernel's modules: null_blk's nullb0 for nvmet-rdma to export,
+# nvme-rdma to connect to it over rxe0.
+setup_nvme() {
+	local m
+	for m in null_blk nvmet_rdma nvme_rdma; do
+		load_kmod "$m" || return 1
+	done
+	# configfs is a module of the stock kernel: nvmet loads it.
+	mountpoint -q /sys/kernel/config ||
+		mount -t configfs configfs /sys/kernel/config
+}
+
 # make bench: each benchmark whose name matches XFERK_ONLY.
 bench() {
 	local name
-	for name in ctrl qos bw nixl; do
+	for name in ctrl qos bw kernel nixl; do
 		# shellcheck disable=SC2053
 		[[ $name == $XFERK_ONLY ]] || continue
 		case $name in
 		nixl) run_test bench/nixl "$XFERK_SRC/tests/nixl/bench.sh" ;;
+		kernel)
+			run_test setup/nvme setup_nvme
+			run_test bench/kernel "$XFERK_BUILD/bin/xferk-bench" kernel
+			;;
 		*) run_test "bench/$name" "$XFERK_BUILD/bin/xferk-bench" "$name" ;;
 		esac
 	done
