@@ -5,6 +5,7 @@
  *   xferk-bench ctrl [--quick] [--json FILE]
  *   xferk-bench qos [--quick] [--json FILE] [--peer IP]
  *   xferk-bench bw [--quick] [--json FILE] [--peer IP]
+ *   xferk-bench kernel [--quick] [--json FILE] [--peer IP] [--hogs N]
  *
  * ctrl: the control-plane cost of an op, on the scripted null peer (no
  * data moves; needs CAP_SYS_ADMIN). For 1, 16, 256 and 4096 fragments of
@@ -35,7 +36,7 @@
  * 2 s (after a 0.5 s warm-up), then ib_write_bw/ib_read_bw runs with the
  * same -s and -t (one QP) for about as many messages. Each row reports
  * MB/s (10^6 bytes), million messages per second and the busy CPU seconds
- * of the whole machine (user, nice, system, irq, softirq from /proc/stat)
+ * of the whole machine (user, system, irq, softirq from /proc/stat)
  * per GiB moved, and the ratios xferk/perftest. Then QPs per session: 4 KiB
  * and 64 KiB WRITEs, 64 in flight, over sessions of 1, 2 and 4 QPs (each
  * count but 1 a session of its own to an address of this host that bw
@@ -49,6 +50,15 @@
  * only xferk's rows are printed. --quick: 4 KiB and 1 MiB, depths 1 and 64,
  * 1 and 4 QPs at 4 KiB, 0.5 s per row. Needs root (the queue's windows,
  * the addresses).
+ *
+ * kernel: xferk next to nvme-rdma, the kernel's own consumer of the same
+ * device, in the same boot (see bench_kernel()): 4 KiB ops at depths 1 and
+ * 8, RDMA WRITE and READ, three passes of 5 s rows; each row's rate, p50
+ * and p99 latency, busy CPU per op and rxe's retransmissions, then the
+ * medians, spreads and the ratio xferk / nvme-rdma per pass. --hogs N runs
+ * N busy loops at nice 19 meanwhile. Needs root, fio, null_blk,
+ * nvmet-rdma and nvme-rdma; exits 77 without them. --quick: one pass of
+ * 1 s rows.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -803,7 +813,11 @@ static const struct { const char *name; long long bw; } bw_tunables[] = {
 	{ "op_window_chunks", 1024 },
 };
 
-/* Busy CPU time of the whole machine so far (user, nice, system, irq, softirq). */
+/*
+ * Busy CPU time of the whole machine so far: user, system, irq, softirq.
+ * Not nice: the benchmarks run at nice 0, kernel threads count as system,
+ * and kernel --hogs burns CPU at nice 19.
+ */
 static double cpu_busy_s(void)
 {
 	unsigned long long v[7] = { 0 };
@@ -817,7 +831,7 @@ static double cpu_busy_s(void)
 	}
 	if (n != 7)
 		return -1;
-	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / sysconf(_SC_CLK_TCK);
+	return (double)(v[0] + v[2] + v[5] + v[6]) / sysconf(_SC_CLK_TCK);
 }
 
 /*
@@ -1278,6 +1292,7 @@ static int bench_bw(int quick, const char *json, const char *peer)
 #define KBENCH_SVCID	"4420"
 #define KBENCH_PASSES	3
 #define KBENCH_ROWS	4
+#define MAX_HOGS	16
 
 /* What nvme_setup() made, for nvme_teardown() to undo. */
 struct nvme_target {
@@ -1591,8 +1606,41 @@ static void kernel_row_print(unsigned int pass, const struct bw_row *r)
 	       r->resent);
 }
 
-static int bench_kernel(int quick, const char *json, const char *peer)
+/* @n processes at nice 19 that only burn CPU, until stop_hogs(). */
+static int start_hogs(pid_t *pids, unsigned int n)
 {
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			return -errno;
+		if (pids[i] == 0) {
+			if (nice(19) < 0)
+				_exit(1);
+			for (;;)
+				;
+		}
+	}
+	return 0;
+}
+
+static void stop_hogs(pid_t *pids, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+}
+
+static int bench_kernel(int quick, const char *json, const char *peer,
+			unsigned int hogs)
+{
+	pid_t hog_pids[MAX_HOGS] = { 0 };
 	static const uint8_t opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
 	static const unsigned int depths[] = { 1, 8 };
 	struct bw_opts o = { .peer = peer, .dev = "rxe0",
@@ -1613,6 +1661,8 @@ static int bench_kernel(int quick, const char *json, const char *peer)
 	if (!ret)
 		printf("kernel: nvme-rdma on %s (nvmet-rdma, %s, %s:%s, inline data off)\n",
 		       t.disk, KBENCH_DEV, peer, KBENCH_SVCID);
+	if (!ret && hogs)
+		ret = start_hogs(hog_pids, hogs);
 	/* Passes alternate which of the two goes first. */
 	for (p = 0; p < passes && !ret; p++)
 		for (i = 0; i < KBENCH_ROWS && !ret; i++)
@@ -1628,11 +1678,14 @@ static int bench_kernel(int quick, const char *json, const char *peer)
 				if (!ret)
 					kernel_row_print(p + 1, r);
 			}
+	stop_hogs(hog_pids, hogs);
 	nvme_teardown(&t);
 	if (ret) {
 		fprintf(stderr, "kernel: %s\n", strerror(-ret));
 		return 1;
 	}
+	if (hogs)
+		printf("with %u busy loops at nice 19 on this machine\n", hogs);
 	printf("4 KiB ops over %s at %s, %.0f s per row, %u passes: xferk (io_uring, auto-release) vs nvme-rdma (fio io_uring O_DIRECT); k/s: median [min-max]; ratio: xferk / nvme in the same pass; p50, p99 (us), CPU (the whole machine's busy us per op): medians\n",
 	       o.dev, peer, o.seconds, passes);
 	printf("%-10s %5s %21s %21s %17s %6s %6s %6s %6s %6s %6s\n", "verb",
@@ -1672,8 +1725,8 @@ static int bench_kernel(int quick, const char *json, const char *peer)
 			return 1;
 		}
 	}
-	fprintf(f, "{\"benchmark\": \"kernel\", \"device\": \"%s\", \"seconds\": %.1f, \"rows\": [\n",
-		o.dev, o.seconds);
+	fprintf(f, "{\"benchmark\": \"kernel\", \"device\": \"%s\", \"seconds\": %.1f, \"hogs\": %u, \"rows\": [\n",
+		o.dev, o.seconds, hogs);
 	for (p = 0; p < passes; p++)
 		for (i = 0; i < KBENCH_ROWS; i++)
 			for (k = 0; k < 2; k++) {
@@ -1695,11 +1748,12 @@ static int bench_kernel(int quick, const char *json, const char *peer)
 int main(int argc, char **argv)
 {
 	const char *json = NULL, *peer = "10.99.0.1";
+	unsigned int hogs = 0;
 	int i, quick = 0;
 
 	if (argc < 2 || (strcmp(argv[1], "ctrl") && strcmp(argv[1], "qos") &&
 			 strcmp(argv[1], "bw") && strcmp(argv[1], "kernel"))) {
-		fprintf(stderr, "usage: %s ctrl|qos|bw|kernel [--quick] [--json FILE] [--peer IP]\n",
+		fprintf(stderr, "usage: %s ctrl|qos|bw|kernel [--quick] [--json FILE] [--peer IP] [--hogs N]\n",
 			argv[0]);
 		return 2;
 	}
@@ -1710,6 +1764,9 @@ int main(int argc, char **argv)
 			json = argv[++i];
 		else if (!strcmp(argv[i], "--peer") && i + 1 < argc)
 			peer = argv[++i];
+		else if (!strcmp(argv[i], "--hogs") && i + 1 < argc &&
+			 atoi(argv[i + 1]) >= 0 && atoi(argv[i + 1]) <= MAX_HOGS)
+			hogs = atoi(argv[++i]);
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
@@ -1718,6 +1775,6 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "bw"))
 		return bench_bw(quick, json, peer);
 	if (!strcmp(argv[1], "kernel"))
-		return bench_kernel(quick, json, peer);
+		return bench_kernel(quick, json, peer, hogs);
 	return bench_ctrl(quick, json);
 }

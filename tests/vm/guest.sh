@@ -220,6 +220,9 @@ main() {
 				if [ "$XFERK_KERNEL" != debug ]; then
 					run_test bench/qos-quick "$XFERK_BUILD/bin/xferk-bench" qos --quick
 					run_test bench/bw-quick "$XFERK_BUILD/bin/xferk-bench" bw --quick
+					run_test setup/nvme setup_nvme &&
+						run_test bench/kernel-quick \
+							"$XFERK_BUILD/bin/xferk-bench" kernel --quick
 				fi
 			fi
 		fi
