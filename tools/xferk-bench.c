@@ -69,6 +69,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <liburing.h>
@@ -519,11 +520,15 @@ static int stream_step(struct stream *st, int stop)
 	ret = io_uring_wait_cqe(&st->ring, &cqe);
 	now = xferk_now_ns();
 	for (n = 0, ok = 1; !ret; n++) {
-		ok &= xferk_cqe_succeeded(cqe) && cqe->user_data < st->depth;
-		slot = (unsigned int)cqe->user_data % st->depth;
-		if (st->lat && st->nr_lat < st->max_lat)
-			st->lat[st->nr_lat++] = (double)(now - st->sent[slot]);
-		st->free_slots[st->nr_free++] = slot;
+		ok &= xferk_cqe_succeeded(cqe);
+		if (cqe->user_data < st->depth) {
+			slot = (unsigned int)cqe->user_data;
+			if (st->lat && st->nr_lat < st->max_lat)
+				st->lat[st->nr_lat++] = (double)(now - st->sent[slot]);
+			st->free_slots[st->nr_free++] = slot;
+		} else {
+			ok = 0;
+		}
 		io_uring_cqe_seen(&st->ring, cqe);
 		st->inflight--;
 		ret = io_uring_peek_cqe(&st->ring, &cqe);
@@ -1348,12 +1353,14 @@ static int nvme_find_disk(struct nvme_target *t, const char *uuid)
 		snprintf(path, sizeof(path), "/sys/block/%s/wwid", e->d_name);
 		if (strlen(e->d_name) < 32 &&
 		    !read_text(path, wwid, sizeof(wwid)) && strstr(wwid, uuid)) {
-			snprintf(t->disk, sizeof(t->disk), "/dev/%s", e->d_name);
+			snprintf(t->disk, sizeof(t->disk), "/dev/%.32s", e->d_name);
+			if (access(t->disk, R_OK | W_OK))
+				t->disk[0] = 0;
 			break;
 		}
 	}
 	closedir(d);
-	return t->disk[0] && !access(t->disk, R_OK) ? 0 : -ENOENT;
+	return t->disk[0] ? 0 : -ENOENT;
 }
 
 static void nvme_teardown(struct nvme_target *t)
@@ -1395,8 +1402,10 @@ static int nvme_setup(struct nvme_target *t, const char *addr)
 	};
 	static const char *const needs[][2] = {
 		{ KBENCH_DEV, "null_blk (nr_devices=1, its default)" },
-		{ NVMET_DIR, "nvmet-rdma and configfs" },
-		{ "/dev/nvme-fabrics", "nvme-rdma" },
+		{ "/sys/module/nvmet_rdma", "nvmet-rdma" },
+		{ NVMET_DIR, "configfs mounted at /sys/kernel/config" },
+		{ "/sys/module/nvme_rdma", "nvme-rdma" },
+		{ "/dev/nvme-fabrics", "nvme-fabrics" },
 	};
 	char path[160], uuid[64], opts[256];
 	unsigned int i;
@@ -1413,8 +1422,12 @@ static int nvme_setup(struct nvme_target *t, const char *addr)
 			return -ENODEV;
 		}
 	}
-	if (mkdir(KBENCH_SUBSYS, 0755))
+	if (mkdir(KBENCH_SUBSYS, 0755)) {
+		if (errno == EEXIST)
+			printf("kernel: %s exists: an earlier run did not finish; remove its controller (nvme disconnect -n %s), port link, port, namespace and subsystem\n",
+			       KBENCH_SUBSYS, KBENCH_NQN);
 		return -errno;
+	}
 	t->subsys = 1;
 	ret = write_text(KBENCH_SUBSYS "/attr_allow_any_host", "1");
 	if (!ret && mkdir(KBENCH_NS, 0755))
@@ -1509,39 +1522,42 @@ static int fio_parse(const char *s, const char *dir, uint64_t *ops,
 }
 
 /*
- * One nvme row: fio for @o->seconds. Its prerun and postrun commands mark
- * the job's start and end on a pipe (fio sends their output to a file,
- * the group's redirect goes past that), where the CPU time and rxe's
- * counters are read; its report goes to a file.
+ * One nvme row: fio for @o->seconds, in a directory of its own (its
+ * report, and the files fio sends its prerun and postrun commands' output
+ * to). Those commands mark the job's start and end on fd 3, a pipe (the
+ * group's own redirect goes past fio's), where the CPU time and rxe's
+ * counters are read: the window has fio's job start in it, and no warm-up.
  */
 static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 		    struct bw_row *r)
 {
-	char file[80], bs[32], depth[32], runtime[32], out[80], line[64];
+	static const char *const files[] = { "report.json",
+		"xferk-bench.prerun.txt", "xferk-bench.postrun.txt" };
+	char file[80], bs[32], depth[32], runtime[32], line[64], path[64];
+	char dir[] = "/tmp/xferk-bench.XXXXXX";
 	char report[1 << 17];
 	char *argv[] = { "fio", "--name=xferk-bench", file, "--ioengine=io_uring",
 			 "--direct=1", NULL, bs, depth, "--time_based", runtime,
-			 "--lat_percentiles=1", "--output-format=json", out,
+			 "--lat_percentiles=1", "--output-format=json",
+			 "--output=report.json",
 			 "--exec_prerun={ echo start >&3; }",
 			 "--exec_postrun={ echo end >&3; }", NULL };
-	char tmp[] = "/tmp/xferk-bench-fio.XXXXXX";
 	double c[2] = { -1, -1 };
 	long long n[2] = { -1, -1 };
-	int m[2], fd, st, marks = 0, ret;
+	int m[2], fd, st = 0, marks = 0, ret = -EIO;
+	unsigned int i;
 	uint64_t ops = 0;
 	ssize_t len;
 	pid_t pid;
 	FILE *f;
 
-	fd = mkstemp(tmp);
-	if (fd < 0)
+	if (!mkdtemp(dir))
 		return -errno;
 	snprintf(file, sizeof(file), "--filename=%s", t->disk);
 	argv[5] = r->opcode == XFERK_OP_WRITE ? "--rw=randread" : "--rw=randwrite";
 	snprintf(bs, sizeof(bs), "--bs=%zu", r->len);
 	snprintf(depth, sizeof(depth), "--iodepth=%u", r->depth);
 	snprintf(runtime, sizeof(runtime), "--runtime=%.0fms", o->seconds * 1e3);
-	snprintf(out, sizeof(out), "--output=%s", tmp);
 	if (pipe(m)) {
 		ret = -errno;
 		goto out;
@@ -1550,16 +1566,24 @@ static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
+		close(m[0]);
 		dup2(m[1], 3);
+		if (m[1] != 3)
+			close(m[1]);
 		dup2(null, 1);
-		if (chdir("/tmp"))
+		if (chdir(dir))
 			_exit(127);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
 	close(m[1]);
+	if (pid < 0) {
+		ret = -errno;
+		close(m[0]);
+		goto out;
+	}
 	f = fdopen(m[0], "r");
-	while (f && fgets(line, sizeof(line), f) && marks < 2) {
+	while (f && marks < 2 && fgets(line, sizeof(line), f)) {
 		c[marks] = cpu_busy_s();
 		n[marks++] = rxe_resent(o->dev);
 	}
@@ -1568,13 +1592,16 @@ static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 	else
 		close(m[0]);
 	waitpid(pid, &st, 0);
-	ret = -EIO;
-	if (pid > 0 && WIFEXITED(st) && !WEXITSTATUS(st) && marks == 2) {
-		len = pread(fd, report, sizeof(report) - 1, 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, files[0]);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0 && WIFEXITED(st) && !WEXITSTATUS(st) && marks == 2) {
+		len = read(fd, report, sizeof(report) - 1);
 		report[len > 0 ? len : 0] = 0;
 		ret = fio_parse(report, r->opcode == XFERK_OP_WRITE ? "read" :
 			       "write", &ops, r);
 	}
+	if (fd >= 0)
+		close(fd);
 	if (ret) {
 		fprintf(stderr, "fio %s %s %s: no result (status %d)\n", argv[5],
 			depth, t->disk, st);
@@ -1586,8 +1613,11 @@ static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 	r->resent = n[0] < 0 || n[1] < 0 ? -1 : n[1] - n[0];
 	r->ok = 1;
 out:
-	close(fd);
-	unlink(tmp);
+	for (i = 0; i < ARRAY_SIZE(files); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	rmdir(dir);
 	return ret;
 }
 
@@ -1616,7 +1646,9 @@ static int start_hogs(pid_t *pids, unsigned int n)
 		if (pids[i] < 0)
 			return -errno;
 		if (pids[i] == 0) {
-			if (nice(19) < 0)
+			/* Not beyond the benchmark, however it ends. */
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) ||
+			    getppid() == 1 || nice(19) < 0)
 				_exit(1);
 			for (;;)
 				;
@@ -1750,6 +1782,7 @@ int main(int argc, char **argv)
 	const char *json = NULL, *peer = "10.99.0.1";
 	unsigned int hogs = 0;
 	int i, quick = 0;
+	char c;
 
 	if (argc < 2 || (strcmp(argv[1], "ctrl") && strcmp(argv[1], "qos") &&
 			 strcmp(argv[1], "bw") && strcmp(argv[1], "kernel"))) {
@@ -1765,8 +1798,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--peer") && i + 1 < argc)
 			peer = argv[++i];
 		else if (!strcmp(argv[i], "--hogs") && i + 1 < argc &&
-			 atoi(argv[i + 1]) >= 0 && atoi(argv[i + 1]) <= MAX_HOGS)
-			hogs = atoi(argv[++i]);
+			 sscanf(argv[i + 1], "%u%c", &hogs, &c) == 1 &&
+			 hogs <= MAX_HOGS)
+			i++;
 		else
 			return fprintf(stderr, "unknown option %s\n", argv[i]), 2;
 	}
