@@ -121,6 +121,16 @@ static double percentile(double *v, unsigned int n, double p)
 	return v[(unsigned int)(p * (n - 1) + 0.5)];
 }
 
+/* Where a benchmark's JSON goes: the file @json, or stdout without one. */
+static FILE *json_open(const char *json)
+{
+	FILE *f = json ? fopen(json, "w") : stdout;
+
+	if (!f)
+		perror(json);
+	return f;
+}
+
 /* One ioctl op: submit, wait until physically complete, release. */
 static int run_ioctl(struct bench *b, unsigned int frags)
 {
@@ -328,7 +338,7 @@ static int bench_ctrl(int quick, const char *json)
 	static const unsigned int batches[] = { 1, 16, 64 };
 	static struct bench b;
 	unsigned int i, j, scale = quick ? 100 : 1;
-	FILE *f = stdout;
+	FILE *f;
 
 	if (setup(&b))
 		return 1;
@@ -362,13 +372,9 @@ static int bench_ctrl(int quick, const char *json)
 		b.frags = b.contig;
 	}
 	print_table(&b);
-	if (json) {
-		f = fopen(json, "w");
-		if (!f) {
-			perror(json);
-			return 1;
-		}
-	}
+	f = json_open(json);
+	if (!f)
+		return 1;
 	print_json(&b, f);
 	if (f != stdout)
 		fclose(f);
@@ -685,7 +691,7 @@ static int bench_qos(int quick, const char *json, const char *peer)
 	pid_t pids[MAX_WORKERS];
 	struct qos_shared *sh;
 	struct qos_end e;
-	FILE *f = stdout;
+	FILE *f;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -749,13 +755,9 @@ static int bench_qos(int quick, const char *json, const char *peer)
 	       "MB/s qp_w 4");
 	for (i = 0; i < 4; i++)
 		printf("%-26d %12.1f %12.1f\n", 1 << i, mbs[i], mbs[i + 4]);
-	if (json) {
-		f = fopen(json, "w");
-		if (!f) {
-			perror(json);
-			return 1;
-		}
-	}
+	f = json_open(json);
+	if (!f)
+		return 1;
 	fprintf(f, "{\"benchmark\": \"qos\", \"samples\": %u, \"bulk_processes\": %d, \"qp_window\": %lld, \"latency\": [\n",
 		samples, workers, window);
 	for (i = 0; i < nsc; i++)
@@ -1149,7 +1151,7 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	unsigned int nr = 0, i, j, k, w;
 	struct qos_shared *sh;
 	pid_t pids[MAX_WORKERS];
-	FILE *f = stdout;
+	FILE *f;
 	int ret = 0;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
@@ -1250,13 +1252,9 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	       "processes", "MB/s", "fairness", BULK_DEPTH);
 	for (i = 0; i < 4; i++)
 		printf("%-10d %10.1f %10.3f\n", 1 << i, scale_mbs[i], fairness[i]);
-	if (json) {
-		f = fopen(json, "w");
-		if (!f) {
-			perror(json);
-			return 1;
-		}
-	}
+	f = json_open(json);
+	if (!f)
+		return 1;
 	fprintf(f, "{\"benchmark\": \"bw\", \"device\": \"%s\", \"seconds\": %.1f, \"rows\": [\n",
 		o.dev, o.seconds);
 	for (i = 0, j = 0; i < nr; i++) {
@@ -1680,7 +1678,7 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 	unsigned int passes = quick ? 1 : KBENCH_PASSES, p, i, k;
 	struct bw_row rows[KBENCH_PASSES][KBENCH_ROWS][2];
 	struct nvme_target t;
-	FILE *f = stdout;
+	FILE *f;
 	int ret;
 
 	if (system("command -v fio >/dev/null")) {
@@ -1750,13 +1748,9 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 		       v[2][passes - 1], med[3], med[4], med[5], med[6], med[7],
 		       med[8]);
 	}
-	if (json) {
-		f = fopen(json, "w");
-		if (!f) {
-			perror(json);
-			return 1;
-		}
-	}
+	f = json_open(json);
+	if (!f)
+		return 1;
 	fprintf(f, "{\"benchmark\": \"kernel\", \"device\": \"%s\", \"seconds\": %.1f, \"hogs\": %u, \"rows\": [\n",
 		o.dev, o.seconds, hogs);
 	for (p = 0; p < passes; p++)
