@@ -52,13 +52,13 @@
  * the addresses).
  *
  * kernel: xferk next to nvme-rdma, the kernel's own consumer of the same
- * device, in the same boot (see bench_kernel()): 4 KiB ops at depths 1 and
- * 8, RDMA WRITE and READ, three passes of 5 s rows; each row's rate, p50
+ * device, in the same boot (see bench_kernel()): 4 KiB and 64 KiB ops at
+ * depths 1 and 8, RDMA WRITE and READ, three passes of 5 s rows; each row's rate, p50
  * and p99 latency, busy CPU per op and rxe's retransmissions, then the
  * medians, spreads and the ratio xferk / nvme-rdma per pass. --hogs N runs
  * N busy loops at nice 19 meanwhile. Needs root, fio, null_blk,
  * nvmet-rdma and nvme-rdma; exits 77 without them. --quick: one pass of
- * 1 s rows.
+ * 1 s rows, 4 KiB only.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1282,10 +1282,10 @@ static int bench_bw(int quick, const char *json, const char *peer)
  * RDMA device, in the same boot. nvmet-rdma exports null_blk's nullb0 at
  * PEER port 4420 with inline data off (a host's 4 KiB write is then the
  * target's RDMA READ, not data in the command), nvme-rdma connects to it,
- * and fio drives the namespace (io_uring, O_DIRECT, 4 KiB random). Rows
- * are named by the verb that moves the data: for nvme an RDMA WRITE is a
- * host read (the target writes into the host), an RDMA READ a host write;
- * each nvme op also sends a command and a response.
+ * and fio drives the namespace (io_uring, O_DIRECT, 4 and 64 KiB random).
+ * Rows are named by the verb that moves the data: for nvme an RDMA WRITE
+ * is a host read (the target writes into the host), an RDMA READ a host
+ * write; each nvme op also sends a command and a response.
  */
 #define NVMET_DIR	"/sys/kernel/config/nvmet"
 #define KBENCH_NQN	"xferk-bench"
@@ -1294,8 +1294,21 @@ static int bench_bw(int quick, const char *json, const char *peer)
 #define KBENCH_DEV	"/dev/nullb0"
 #define KBENCH_SVCID	"4420"
 #define KBENCH_PASSES	3
-#define KBENCH_ROWS	4
 #define MAX_HOGS	16
+
+/* The rows (verb, bytes, depth): 4 KiB first, for --quick. */
+static const struct {
+	uint8_t opcode;
+	size_t len;
+	unsigned int depth;
+} kbench_rows[] = {
+	{ XFERK_OP_WRITE, 4096, 1 }, { XFERK_OP_WRITE, 4096, 8 },
+	{ XFERK_OP_READ, 4096, 1 }, { XFERK_OP_READ, 4096, 8 },
+	{ XFERK_OP_WRITE, 65536, 1 }, { XFERK_OP_WRITE, 65536, 8 },
+	{ XFERK_OP_READ, 65536, 1 }, { XFERK_OP_READ, 65536, 8 },
+};
+
+#define KBENCH_ROWS	ARRAY_SIZE(kbench_rows)
 
 /* What nvme_setup() made, for nvme_teardown() to undo. */
 struct nvme_target {
@@ -1628,9 +1641,9 @@ static double median(double *v, unsigned int n)
 
 static void kernel_row_print(unsigned int pass, const struct bw_row *r)
 {
-	printf("%4u  %-10s %5u  %-5s %8.2f %8.0f %8.0f %9.0f %7lld\n", pass,
+	printf("%4u  %-10s %6zu %5u  %-5s %8.2f %8.0f %8.0f %9.0f %7lld\n", pass,
 	       r->opcode == XFERK_OP_WRITE ? "RDMA_WRITE" : "RDMA_READ",
-	       r->depth, r->who, r->kmps, r->p50_us, r->p99_us, r->cpu_us_op,
+	       r->len, r->depth, r->who, r->kmps, r->p50_us, r->p99_us, r->cpu_us_op,
 	       r->resent);
 }
 
@@ -1671,11 +1684,11 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 			unsigned int hogs)
 {
 	pid_t hog_pids[MAX_HOGS] = { 0 };
-	static const uint8_t opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
-	static const unsigned int depths[] = { 1, 8 };
 	struct bw_opts o = { .peer = peer, .dev = "rxe0",
 			     .seconds = quick ? 1 : 5, .quick = quick };
 	unsigned int passes = quick ? 1 : KBENCH_PASSES, p, i, k;
+	/* --quick: the 4 KiB rows. */
+	unsigned int nr = quick ? KBENCH_ROWS / 2 : KBENCH_ROWS;
 	struct bw_row rows[KBENCH_PASSES][KBENCH_ROWS][2];
 	struct nvme_target t;
 	FILE *f;
@@ -1695,14 +1708,15 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 		ret = start_hogs(hog_pids, hogs);
 	/* Passes alternate which of the two goes first. */
 	for (p = 0; p < passes && !ret; p++)
-		for (i = 0; i < KBENCH_ROWS && !ret; i++)
+		for (i = 0; i < nr && !ret; i++)
 			for (k = 0; k < 2 && !ret; k++) {
 				struct bw_row *r = &rows[p][i][(k + p) % 2];
 
 				*r = (struct bw_row) {
 					.who = (k + p) % 2 ? "nvme" : "xferk",
-					.opcode = opcodes[i / 2], .len = 4096,
-					.depth = depths[i % 2] };
+					.opcode = kbench_rows[i].opcode,
+					.len = kbench_rows[i].len,
+					.depth = kbench_rows[i].depth };
 				ret = (k + p) % 2 ? nvme_fio(&t, &o, r) :
 						    bw_xferk(&o, r);
 				if (!ret)
@@ -1716,12 +1730,12 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 	}
 	if (hogs)
 		printf("with %u busy loops at nice 19 on this machine\n", hogs);
-	printf("4 KiB ops over %s at %s, %.0f s per row, %u passes: xferk (io_uring, auto-release) vs nvme-rdma (fio io_uring O_DIRECT); k/s: median [min-max]; ratio: xferk / nvme in the same pass; p50, p99 (us), CPU (the whole machine's busy us per op): medians\n",
+	printf("ops over %s at %s, %.0f s per row, %u passes: xferk (io_uring, auto-release) vs nvme-rdma (fio io_uring O_DIRECT); k/s: median [min-max]; ratio: xferk / nvme in the same pass; p50, p99 (us), CPU (the whole machine's busy us per op): medians\n",
 	       o.dev, peer, o.seconds, passes);
-	printf("%-10s %5s %21s %21s %17s %6s %6s %6s %6s %6s %6s\n", "verb",
-	       "depth", "xferk_k/s", "nvme_k/s", "ratio", "x_p50", "n_p50",
+	printf("%-10s %6s %5s %21s %21s %17s %6s %6s %6s %6s %6s %6s\n", "verb",
+	       "len", "depth", "xferk_k/s", "nvme_k/s", "ratio", "x_p50", "n_p50",
 	       "x_p99", "n_p99", "x_cpu", "n_cpu");
-	for (i = 0; i < KBENCH_ROWS; i++) {
+	for (i = 0; i < nr; i++) {
 		double v[9][KBENCH_PASSES], med[9];
 		unsigned int j;
 
@@ -1741,9 +1755,9 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 		/* Sorted by median(): v[j][0] is the least, the last the most. */
 		for (j = 0; j < 9; j++)
 			med[j] = median(v[j], passes);
-		printf("%-10s %5u %7.2f [%5.2f-%5.2f] %7.2f [%5.2f-%5.2f] %5.2f [%4.2f-%4.2f] %6.0f %6.0f %6.0f %6.0f %6.0f %6.0f\n",
-		       opcodes[i / 2] == XFERK_OP_WRITE ? "RDMA_WRITE" : "RDMA_READ",
-		       depths[i % 2], med[0], v[0][0], v[0][passes - 1], med[1],
+		printf("%-10s %6zu %5u %7.2f [%5.2f-%5.2f] %7.2f [%5.2f-%5.2f] %5.2f [%4.2f-%4.2f] %6.0f %6.0f %6.0f %6.0f %6.0f %6.0f\n",
+		       kbench_rows[i].opcode == XFERK_OP_WRITE ? "RDMA_WRITE" :
+		       "RDMA_READ", kbench_rows[i].len, kbench_rows[i].depth, med[0], v[0][0], v[0][passes - 1], med[1],
 		       v[1][0], v[1][passes - 1], med[2], v[2][0],
 		       v[2][passes - 1], med[3], med[4], med[5], med[6], med[7],
 		       med[8]);
@@ -1754,7 +1768,7 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 	fprintf(f, "{\"benchmark\": \"kernel\", \"device\": \"%s\", \"seconds\": %.1f, \"hogs\": %u, \"rows\": [\n",
 		o.dev, o.seconds, hogs);
 	for (p = 0; p < passes; p++)
-		for (i = 0; i < KBENCH_ROWS; i++)
+		for (i = 0; i < nr; i++)
 			for (k = 0; k < 2; k++) {
 				const struct bw_row *r = &rows[p][i][k];
 
@@ -1762,7 +1776,7 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 					p + 1, r->who, op_name(r->opcode), r->len,
 					r->depth, r->kmps, r->p50_us, r->p99_us,
 					r->cpu_us_op, r->resent,
-					p + 1 == passes && i + 1 == KBENCH_ROWS &&
+					p + 1 == passes && i + 1 == nr &&
 					k ? "" : ",");
 			}
 	fprintf(f, "]}\n");
