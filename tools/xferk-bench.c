@@ -35,10 +35,11 @@
  * process keeps DEPTH single-fragment ops in flight through io_uring for
  * 2 s (after a 0.5 s warm-up), then ib_write_bw/ib_read_bw runs with the
  * same -s and -t (one QP) for about as many messages. Each row reports
- * MB/s (10^6 bytes), million messages per second and the busy CPU seconds
- * of the whole machine (user, system, irq, softirq from /proc/stat)
- * per GiB moved, and the ratios xferk/perftest. Then QPs per session: 4 KiB
- * and 64 KiB WRITEs, 64 in flight, over sessions of 1, 2 and 4 QPs (each
+ * MB/s (10^6 bytes), thousand messages per second and the busy CPU
+ * seconds of the whole machine (user, system, irq, softirq from
+ * /proc/stat) per GiB moved, the ratios xferk/perftest, and the p99 and
+ * slowest of xferk's op latencies. Then QPs per session: 4 KiB and 64 KiB
+ * WRITEs, 64 in flight, over sessions of 1, 2 and 4 QPs (each
  * count but 1 a session of its own to an address of this host that bw
  * adds to dummy0, 10.99.0.102 and .104; only with the default peer), next
  * to perftest with -q QPS sharing the same depth. Then 1, 2, 4 and 8
@@ -794,6 +795,7 @@ struct bw_row {
 	double cpu_us_op;	/* busy CPU microseconds per message */
 	double p50_us;		/* latency of a message, submit to completion */
 	double p99_us;
+	double max_us;		/* the slowest message's latency */
 	long long resent;	/* rxe's retransmission events meanwhile */
 };
 
@@ -920,6 +922,7 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 		qsort(st.lat, st.nr_lat, sizeof(double), cmp_double);
 		r->p50_us = percentile(st.lat, st.nr_lat, 0.5) / 1e3;
 		r->p99_us = percentile(st.lat, st.nr_lat, 0.99) / 1e3;
+		r->max_us = st.lat[st.nr_lat - 1] / 1e3;
 		r->ok = 1;
 	}
 	free(st.lat);
@@ -1124,14 +1127,15 @@ static void bw_print(const struct bw_row *rows, unsigned int nr, int qps)
 			printf("%4u ", x->qps);
 		printf("%10.1f ", x->mb_s);
 		if (p)
-			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f %8lld %8lld\n",
+			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f %8lld %8lld",
 			       p->mb_s, x->mb_s / p->mb_s, x->kmps, p->kmps,
 			       x->kmps / p->kmps, x->cpu_s_gib, p->cpu_s_gib,
 			       x->resent, p->resent);
 		else
-			printf("%10s %9s %10.2f %10s %9s %8.2f %8s %8lld %8s\n",
+			printf("%10s %9s %10.2f %10s %9s %8.2f %8s %8lld %8s",
 			       "-", "-", x->kmps, "-", "-", x->cpu_s_gib, "-",
 			       x->resent, "-");
+		printf(" %8.1f %8.1f\n", x->p99_us / 1e3, x->max_us / 1e3);
 	}
 }
 
@@ -1235,18 +1239,18 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	for (i = 0; i < ARRAY_SIZE(bw_tunables); i++)
 		printf(" %s %lld", bw_tunables[i].name, bw_tunables[i].bw);
 	printf("\n");
-	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row; CPU: whole machine, busy s/GiB; resent: rxe's retransmission events in the row\n",
+	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row; CPU: whole machine, busy s/GiB; resent: rxe's retransmission events in the row; x_p99, x_max: xferk's op latency, ms\n",
 	       o.dev, o.seconds);
-	printf("%-5s %9s %5s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s\n", "op",
-	       "len", "depth", "xferk_MB/s", "pt_MB/s", "bw_ratio",
+	printf("%-5s %9s %5s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s %8s %8s\n",
+	       "op", "len", "depth", "xferk_MB/s", "pt_MB/s", "bw_ratio",
 	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu",
-	       "x_resent", "pt_resent");
+	       "x_resent", "pt_resent", "x_p99", "x_max");
 	bw_print(rows, nr, 0);
 	printf("QPs per session (-q QPS for perftest, the depth shared by its QPs):\n");
-	printf("%-5s %9s %5s %4s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s\n",
+	printf("%-5s %9s %5s %4s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s %8s %8s\n",
 	       "op", "len", "depth", "qps", "xferk_MB/s", "pt_MB/s", "bw_ratio",
 	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu",
-	       "x_resent", "pt_resent");
+	       "x_resent", "pt_resent", "x_p99", "x_max");
 	bw_print(rows, nr, 1);
 	printf("%-10s %10s %10s  (1 MiB WRITEs, %u in flight each, one connection)\n",
 	       "processes", "MB/s", "fairness", BULK_DEPTH);
