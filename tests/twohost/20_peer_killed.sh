@@ -3,17 +3,23 @@
 # drain budget, no snapshot says buffer_reusable before the op is
 # physically complete and a new op on the dead session does not succeed.
 # The initiator's end of the session (the target opened it) waits for the
-# target to come back (reconnect_ms is set long enough to outlast the
-# reboot); when the target is back as a new instance and opens a new
-# session, the old one is stale: ops on the old import fail with ESTALE.
+# target to come back: reconnect_ms outlasts the reboot by construction,
+# the most this test waits for the VM to boot and for its probe export,
+# and a minute more (before, a fixed 120 s: a reboot on a loaded host took
+# longer, the session went down with ECONNRESET and the test failed). When
+# the target is back as a new instance and opens a new session, the old
+# one is stale: ops on the old import fail with ESTALE.
 # The initiator's counters go back to where they were and xferk unloads
 # cleanly. A new connection, export and token work; the old instance's
 # token is refused.
 rc=0
-th_run a sh -c 'echo 120000 > /sys/module/xferk/parameters/reconnect_ms' || rc=1
+probe_s=120
+window_ms=$(((TH_BOOT_READY_S + probe_s + 60) * 1000))
+th_run a sh -c "echo $window_ms > /sys/module/xferk/parameters/reconnect_ms" || rc=1
 stale_before=$(th_stat a sessions_stale)
 th_start b target "$TH_XFER" export /ctl/x/kill.tok $((64 << 20))
 th_start a flood env XFERK_FLOOD_STALE=/ctl/x/kill.tok.back \
+	XFERK_FLOOD_BACK_MS="$window_ms" \
 	"$TH_XFER" flood /ctl/x/kill.tok 1000 65536 20000 5000
 if th_wait_file "$TH_CTL/x/kill.tok.flood" 180 a; then
 	sleep 0.5
@@ -28,7 +34,7 @@ fi
 t_boot=$(date +%s.%N)
 th_boot b || exit 1
 th_start b probe "$TH_XFER" export /ctl/x/kill-probe.tok 4096
-th_wait_file "$TH_CTL/x/kill-probe.tok" 120 b || rc=1
+th_wait_file "$TH_CTL/x/kill-probe.tok" "$probe_s" b || rc=1
 touch "$TH_CTL/x/kill.tok.back"
 th_join a flood 180 || rc=1
 th_run b pkill -f "xfer export /ctl/x/kill-probe.tok"

@@ -31,7 +31,8 @@
  *        gone; then a new op on the old connection must not succeed. With
  *        XFERK_FLOOD_VERIFY=1 every op must succeed and the target
  *        verifies the data. With XFERK_FLOOD_STALE=PATH, once PATH exists
- *        (the peer is back as a new instance) ops on the old import must
+ *        (the peer is back as a new instance; waited for
+ *        XFERK_FLOOD_BACK_MS, default 120 s) ops on the old import must
  *        fail with ESTALE (failure PATH) within 60 s: the session learns
  *        that the peer does not know it.
  *   xfer cross DIR                 both hosts at once: waits for DIR.go,
@@ -416,11 +417,13 @@ static void flood_stale(struct initiator *in, const char *back, uint64_t bytes,
 {
 	struct xferk_frag f = frag(in, XFERK_OP_WRITE, 0, bytes);
 	struct xferk_op_snapshot s = { 0 };
+	const char *wait_ms = getenv("XFERK_FLOOD_BACK_MS");
 	struct xferk_conn_info info;
 	uint64_t t0, op;
 	int ret = -1;
 
-	T_EXPECT(wait_file(back, SETUP_WAIT_MS) == 0, "no %s", back);
+	T_EXPECT(wait_file(back, wait_ms ? atoi(wait_ms) : SETUP_WAIT_MS) == 0,
+		 "no %s", back);
 	t0 = t_now_ms();
 	while (t_now_ms() - t0 < 60000) {
 		ret = xferk_submit_ex(in->x, &f, 1,

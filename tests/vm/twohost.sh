@@ -28,6 +28,8 @@
 TH_PORT=${XFERK_TWOHOST_PORT:-47310}
 # The QOM path of a VM's virtio-net device (its -device id is "nic").
 TH_NET_PATH=/machine/peripheral/nic/virtio-backend
+# How long th_boot waits for a VM's agent to be ready, in seconds.
+TH_BOOT_READY_S=180
 
 th_addr() { [ "$1" = a ] && echo 10.98.0.1 || echo 10.98.0.2; }
 th_other() { [ "$1" = a ] && echo b || echo a; }
@@ -91,7 +93,7 @@ export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 		-serial "file:$dir/console.log" -serial "file:$dir/results.log" \
 		</dev/null >"$dir/qemu.log" 2>&1 &
 	echo $! >"$TH_DIR/$name.pid")
-	th_wait_file "$TH_CTL/$name/ready" 180 "$name" ||
+	th_wait_file "$TH_CTL/$name/ready" "$TH_BOOT_READY_S" "$name" ||
 		{ log "VM $name (boot $n) did not get ready; console: $dir/console.log"; return 1; }
 	log "VM $name (boot $n) ready: $(cat "$TH_CTL/$name/ready")"
 }
