@@ -501,15 +501,16 @@ static int stream_step(struct stream *st, int stop)
 	uint64_t now;
 	int ok, ret;
 
+	now = xferk_now_ns();
 	for (i = 0; i < n; i++) {
 		slot = st->free_slots[--st->nr_free];
-		st->sent[slot] = xferk_now_ns();
+		st->sent[slot] = now;
 		st->subs[i] = (struct xferk_ioc_submit) {
 			.size = sizeof(st->subs[i]),
 			.flags = XFERK_SUBMIT_AUTO_RELEASE,
 			.frags = (uintptr_t)&st->frag, .nr_frags = 1,
 			.frag_size = sizeof(st->frag),
-			.deadline_ns = xferk_now_ns() + 50 * SEC,
+			.deadline_ns = now + 50 * SEC,
 			.priority = st->prio,
 		};
 		sqe = io_uring_get_sqe(&st->ring);
@@ -525,7 +526,7 @@ static int stream_step(struct stream *st, int stop)
 	if (!st->inflight)
 		return 0;
 	ret = io_uring_wait_cqe(&st->ring, &cqe);
-	now = xferk_now_ns();
+	now = st->lat ? xferk_now_ns() : 0;
 	for (n = 0, ok = 1; !ret; n++) {
 		ok &= xferk_cqe_succeeded(cqe);
 		if (cqe->user_data < st->depth) {
@@ -886,6 +887,9 @@ static int bw_xferk(const struct bw_opts *o, struct bw_row *r)
 	st.lat = malloc(MAX_LAT * sizeof(*st.lat));
 	if (!st.lat && !ret)
 		ret = -ENOMEM;
+	/* Its pages faulted in now, not in the measured time. */
+	if (st.lat)
+		memset(st.lat, 0, MAX_LAT * sizeof(*st.lat));
 	end = xferk_now_ns() + (uint64_t)(o->seconds * SEC / 4);
 	while (!ret) {
 		ret = stream_step(&st, 0);
@@ -1367,7 +1371,8 @@ static int nvme_find_disk(struct nvme_target *t, const char *uuid)
 			continue;
 		snprintf(path, sizeof(path), "/sys/block/%s/wwid", e->d_name);
 		if (strlen(e->d_name) < 32 &&
-		    !read_text(path, wwid, sizeof(wwid)) && strstr(wwid, uuid)) {
+		    !read_text(path, wwid, sizeof(wwid)) &&
+		    !strncmp(wwid, "uuid.", 5) && !strcmp(wwid + 5, uuid)) {
 			snprintf(t->disk, sizeof(t->disk), "/dev/%.32s", e->d_name);
 			if (access(t->disk, R_OK | W_OK))
 				t->disk[0] = 0;
@@ -1424,6 +1429,7 @@ static int nvme_setup(struct nvme_target *t, const char *addr)
 	};
 	char path[160], uuid[64], opts[256];
 	unsigned int i;
+	ssize_t len;
 	int fd, ret;
 
 	*t = (struct nvme_target) { .ctrl = -1 };
@@ -1454,6 +1460,8 @@ static int nvme_setup(struct nvme_target *t, const char *addr)
 		ret = write_text(KBENCH_NS "/enable", "1");
 	if (!ret)
 		ret = read_text(KBENCH_NS "/device_uuid", uuid, sizeof(uuid));
+	if (!ret && !uuid[0])
+		ret = -EPROTO;
 	/* The first free port number. */
 	for (i = 1; !ret && !t->port && i <= 100; i++) {
 		snprintf(path, sizeof(path), NVMET_DIR "/ports/%u", i);
@@ -1483,14 +1491,17 @@ static int nvme_setup(struct nvme_target *t, const char *addr)
 		return -errno;
 	snprintf(opts, sizeof(opts), "transport=rdma,traddr=%s,trsvcid=%s,nqn=%s",
 		 addr, KBENCH_SVCID, KBENCH_NQN);
-	if (write(fd, opts, strlen(opts)) != (ssize_t)strlen(opts))
+	if (write(fd, opts, strlen(opts)) != (ssize_t)strlen(opts)) {
 		ret = -errno;
-	else if (read(fd, opts, sizeof(opts) - 1) <= 0 ||
-		 sscanf(opts, "instance=%d", &t->ctrl) != 1)
-		ret = -EPROTO;
+	} else {
+		len = read(fd, opts, sizeof(opts) - 1);
+		opts[len > 0 ? len : 0] = 0;
+		if (sscanf(opts, "instance=%d", &t->ctrl) != 1)
+			ret = -EPROTO;
+	}
 	close(fd);
 	/* The namespace is scanned after the connect returns. */
-	for (i = 0; !ret && i < 100 && nvme_find_disk(t, uuid); i++)
+	for (i = 0; !ret && i < 300 && nvme_find_disk(t, uuid); i++)
 		usleep(100000);
 	if (!ret && !t->disk[0])
 		ret = -ENOENT;
@@ -1549,10 +1560,13 @@ static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 	static const char *const files[] = { "report.json",
 		"xferk-bench.prerun.txt", "xferk-bench.postrun.txt" };
 	char file[80], bs[32], depth[32], runtime[32], line[64], path[64];
+	char limit[32];
 	char dir[] = "/tmp/xferk-bench.XXXXXX";
 	char report[1 << 17];
-	char *argv[] = { "fio", "--name=xferk-bench", file, "--ioengine=io_uring",
-			 "--direct=1", NULL, bs, depth, "--time_based", runtime,
+	/* The row's time and a minute: a stalled fio ends the row. */
+	char *argv[] = { "timeout", limit, "fio", "--name=xferk-bench", file,
+			 "--ioengine=io_uring", "--direct=1", NULL, bs, depth,
+			 "--time_based", runtime,
 			 "--lat_percentiles=1", "--output-format=json",
 			 "--output=report.json",
 			 "--exec_prerun={ echo start >&3; }",
@@ -1569,7 +1583,8 @@ static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 	if (!mkdtemp(dir))
 		return -errno;
 	snprintf(file, sizeof(file), "--filename=%s", t->disk);
-	argv[5] = r->opcode == XFERK_OP_WRITE ? "--rw=randread" : "--rw=randwrite";
+	argv[7] = r->opcode == XFERK_OP_WRITE ? "--rw=randread" : "--rw=randwrite";
+	snprintf(limit, sizeof(limit), "%.0f", o->seconds + 60);
 	snprintf(bs, sizeof(bs), "--bs=%zu", r->len);
 	snprintf(depth, sizeof(depth), "--iodepth=%u", r->depth);
 	snprintf(runtime, sizeof(runtime), "--runtime=%.0fms", o->seconds * 1e3);
@@ -1586,6 +1601,7 @@ static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 		if (m[1] != 3)
 			close(m[1]);
 		dup2(null, 1);
+		close(null);
 		if (chdir(dir))
 			_exit(127);
 		execvp(argv[0], argv);
@@ -1610,15 +1626,16 @@ static int nvme_fio(const struct nvme_target *t, const struct bw_opts *o,
 	snprintf(path, sizeof(path), "%s/%s", dir, files[0]);
 	fd = open(path, O_RDONLY);
 	if (fd >= 0 && WIFEXITED(st) && !WEXITSTATUS(st) && marks == 2) {
-		len = read(fd, report, sizeof(report) - 1);
-		report[len > 0 ? len : 0] = 0;
+		len = read(fd, report, sizeof(report));
+		/* A report that fills the buffer may be cut short. */
+		report[len > 0 && len < (ssize_t)sizeof(report) ? len : 0] = 0;
 		ret = fio_parse(report, r->opcode == XFERK_OP_WRITE ? "read" :
 			       "write", &ops, r);
 	}
 	if (fd >= 0)
 		close(fd);
 	if (ret) {
-		fprintf(stderr, "fio %s %s %s: no result (status %d)\n", argv[5],
+		fprintf(stderr, "fio %s %s %s: no result (status %d)\n", argv[7],
 			depth, t->disk, st);
 		goto out;
 	}

@@ -149,7 +149,7 @@ null0=$(null_up)
 echo $WINDOW >$SYS/queue/qp_window || fail "qp_window"
 coproc HOLD { exec "$HELPER" $NOPS $PEER; }
 # bash unsets HOLD_PID and HOLD once the helper has exited: keep them now.
-hp=${HOLD_PID:-} hold_out=${HOLD[0]} hold_in=${HOLD[1]}
+hp=${HOLD_PID:-} hold_out=${HOLD[0]:-} hold_in=${HOLD[1]:-}
 read -r -t 120 -u "$hold_out" line
 if [ "${line:-}" != ready ] || [ -z "$hp" ]; then
 	echo "FAIL: helper: not ready (said '${line:-}')"

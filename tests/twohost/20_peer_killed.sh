@@ -5,9 +5,7 @@
 # The initiator's end of the session (the target opened it) waits for the
 # target to come back: reconnect_ms outlasts the reboot by construction,
 # the most this test waits for the VM to boot and for its probe export,
-# and a minute more (before, a fixed 120 s: a reboot on a loaded host took
-# longer, the session went down with ECONNRESET and the test failed). When
-# the target is back as a new instance and opens a new session, the old
+# and a minute more. When the target is back as a new instance and opens a new session, the old
 # one is stale: ops on the old import fail with ESTALE.
 # The initiator's counters go back to where they were and xferk unloads
 # cleanly. A new connection, export and token work; the old instance's

@@ -422,8 +422,13 @@ static void flood_stale(struct initiator *in, const char *back, uint64_t bytes,
 	uint64_t t0, op;
 	int ret = -1;
 
-	T_EXPECT(wait_file(back, wait_ms ? atoi(wait_ms) : SETUP_WAIT_MS) == 0,
-		 "no %s", back);
+	char *end = NULL;
+	unsigned long ms = wait_ms ? strtoul(wait_ms, &end, 10) : 0;
+
+	/* At most reconnect_ms's own bound, ten minutes. */
+	if (!wait_ms || !*wait_ms || *end || !ms || ms > 600000)
+		ms = SETUP_WAIT_MS;
+	T_EXPECT(wait_file(back, ms) == 0, "no %s", back);
 	t0 = t_now_ms();
 	while (t_now_ms() - t0 < 60000) {
 		ret = xferk_submit_ex(in->x, &f, 1,
