@@ -642,15 +642,24 @@ static int critical_latency(struct qos_end *e, unsigned int n, double *med,
 	return 0;
 }
 
+static int write_text(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -errno ?: -EIO;
+	close(fd);
+	return ret;
+}
+
 static int write_number(const char *path, long long v)
 {
-	FILE *f = fopen(path, "w");
-	int ok;
+	char buf[32];
 
-	if (!f)
-		return -errno;
-	ok = fprintf(f, "%lld", v) > 0;
-	return fclose(f) == 0 && ok ? 0 : -EIO;
+	snprintf(buf, sizeof(buf), "%lld", v);
+	return write_text(path, buf);
 }
 
 static long long read_number(const char *path)
@@ -1328,18 +1337,6 @@ struct nvme_target {
 	char disk[64];		/* the namespace's block device */
 };
 
-static int write_text(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		ret = -errno ?: -EIO;
-	close(fd);
-	return ret;
-}
-
 static int read_text(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY);
@@ -1731,14 +1728,15 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 	for (p = 0; p < passes && !ret; p++)
 		for (i = 0; i < nr && !ret; i++)
 			for (k = 0; k < 2 && !ret; k++) {
-				struct bw_row *r = &rows[p][i][(k + p) % 2];
+				int nvme = (k + p) % 2;
+				struct bw_row *r = &rows[p][i][nvme];
 
 				*r = (struct bw_row) {
-					.who = (k + p) % 2 ? "nvme" : "xferk",
+					.who = nvme ? "nvme" : "xferk",
 					.opcode = kbench_rows[i].opcode,
 					.len = kbench_rows[i].len,
 					.depth = kbench_rows[i].depth };
-				ret = (k + p) % 2 ? nvme_fio(&t, &o, r) :
+				ret = nvme ? nvme_fio(&t, &o, r) :
 						    bw_xferk(&o, r);
 				if (!ret)
 					kernel_row_print(p + 1, r);
