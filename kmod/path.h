@@ -50,8 +50,16 @@ struct xferk_wr;
  *	post's sequence number on the QP
  * @sends: the send slots of those chunks, in posting order (RDMA;
  *	path->lock): its RC send queue completes them in that order
+ * @unsignaled: those of @sends that are not signaled (path->lock; read
+ *	without it by the completion handler, which needs only the ones
+ *	posted before its own)
  * @probe_seq: a keepalive probe in flight follows the chunks numbered
  *	below it (path->lock)
+ * @marker_cqe: the completion of its marker, which a partial post of
+ *	unsignaled work requests gets (RDMA, rdma_post.c)
+ * @marker_seq: the marker in flight follows the chunks numbered below it
+ *	(path->lock)
+ * @marker_posted: its marker is in flight (path->lock)
  *
  * A path's QPs live and die together: any of them failing is the path
  * dying (one recovery, one next path with every QP again).
@@ -67,7 +75,11 @@ struct xferk_lane {
 	u32 posted;
 	u64 posts;
 	struct list_head sends;
+	u32 unsignaled;
 	u64 probe_seq;
+	struct ib_cqe marker_cqe;
+	u64 marker_seq;
+	bool marker_posted;
 };
 
 /**
@@ -88,7 +100,8 @@ struct xferk_dev_link {
  * @chunk_done: a chunk's work request is terminal, @error 0 or a negative
  *	errno (-ECONNRESET: flushed); without @lock
  * @chunks_succeeded: @n work requests completed successfully, in posting
- *	order (null peer); without @lock
+ *	order (the null peer's; an RDMA completion's and the unsignaled
+ *	ones it vouches for); without @lock
  * @next_posted: the work request posted after @wr (NULL: the first
  *	posted), NULL after the last; with @lock
  * @completion_lost: a work request's completion was lost: the path is

@@ -10,6 +10,15 @@
  * are drained (ib_drain_qp()) before they go, so none of their
  * completions is left in it.
  *
+ * Completion moderation (moderate_completions): a chain's last work
+ * request is signaled, the ones before it are not. An RC send queue
+ * completes in posting order and always reports a failed or flushed work
+ * request, so any completion on a QP vouches for the unsignaled work
+ * requests posted before it that are still on its lane's sends: they
+ * succeeded (lane_vouch()). Every unsignaled one is followed by a
+ * signaled one on its QP: its chain's last, or, after a partial post, a
+ * marker (a zero-length RDMA WRITE in a slot of its own).
+ *
  * QPs get bounded ack timeout and retry counts (never the infinite
  * rnr_retry 7), so every posted work request completes in bounded time
  * while the device works. COMM_EST goes to rdma_cm; SQ_DRAINED,
@@ -36,6 +45,7 @@
  * @lane: the QP it is posted on (while posted)
  * @lane_node: in @lane's sends once its work request was posted
  * @seq: its post's sequence number on @lane (struct xferk_lane.posts)
+ * @signaled: its work request asks for a completion of its own success
  * @nr_sge: entries of @sge: one per page, or per run of pages whose DMA
  *	addresses follow each other
  * @per_post: @sge was mapped for this post (direction @dir): the
@@ -51,12 +61,19 @@ struct xferk_send {
 	struct xferk_lane *lane;
 	struct list_head lane_node;
 	u64 seq;
+	bool signaled;
 	int nr_sge;
 	bool per_post;
 	enum dma_data_direction dir;
 	struct ib_sge sge[XFERK_MAX_SGE];
 	struct ib_rdma_wr wr;
 };
+
+static bool xferk_moderate_completions = true;
+module_param_named(moderate_completions, xferk_moderate_completions, bool,
+		   0644);
+MODULE_PARM_DESC(moderate_completions,
+		 "Signal only the last work request of a chain (default Y)");
 
 /* Fault injection: the next N posts find their QP moved to the error state. */
 atomic_t xferk_fault_qp_error = ATOMIC_INIT(0);
@@ -84,15 +101,107 @@ static int wc_errno(enum ib_wc_status status)
 	}
 }
 
+/*
+ * The unsignaled work requests posted on @l before sequence number @seq
+ * that are still on its sends succeeded, as a completion on its QP at or
+ * after @seq tells: each is handed to the session as succeeded, in posting
+ * order. A signaled one stops the walk: it had a completion of its own
+ * (lost, if it is still there: the session's overtaken check finds it).
+ * The session takes each off @l's sends; one it keeps (a completion the
+ * swallow fault drops) is passed over, not handed again.
+ */
+static void lane_vouch(struct xferk_lane *l, u64 seq)
+{
+	struct xferk_path *p = l->path;
+	struct xferk_wr *wrs[XFERK_POST_BATCH];
+	struct xferk_send *s;
+	u64 from = 0;
+	u32 n;
+
+	/* Written under p->lock; one posted after this completion is later. */
+	if (!READ_ONCE(l->unsignaled))
+		return;
+	do {
+		n = 0;
+		mutex_lock(p->lock);
+		list_for_each_entry(s, &l->sends, lane_node) {
+			if (s->seq >= seq || s->signaled ||
+			    n == ARRAY_SIZE(wrs))
+				break;
+			if (s->seq < from)
+				continue;
+			wrs[n++] = s->req;
+			from = s->seq + 1;
+		}
+		mutex_unlock(p->lock);
+		if (!n)
+			break;
+		atomic64_add(n, &xferk_stats.completions_moderated);
+		p->events->chunks_succeeded(p, wrs, n);
+	} while (n == ARRAY_SIZE(wrs));
+}
+
 static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_send *s = container_of(wc->wr_cqe, struct xferk_send, cqe);
-	struct xferk_path *p = s->lane->path;
+	struct xferk_lane *l = s->lane;
+	struct xferk_path *p = l->path;
+	struct xferk_wr *wr = s->req;
 
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
-		pr_debug("xferk: qp %u: chunk failed: %s\n", s->lane->qp_num,
+		pr_debug("xferk: qp %u: chunk failed: %s\n", l->qp_num,
 			 ib_wc_status_msg(wc->status));
-	p->events->chunk_done(p, s->req, wc_errno(wc->status));
+	lane_vouch(l, s->seq);
+	if (wc->status == IB_WC_SUCCESS)
+		p->events->chunks_succeeded(p, &wr, 1);
+	else
+		p->events->chunk_done(p, wr, wc_errno(wc->status));
+}
+
+/*
+ * A lane's marker completed: the unsignaled work requests of the partial
+ * post before it are vouched for. A marker that failed (not flushed) is
+ * the QP's failure.
+ */
+static void lane_marker_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct xferk_lane *l = container_of(wc->wr_cqe, struct xferk_lane,
+					    marker_cqe);
+	struct xferk_path *p = l->path;
+
+	lane_vouch(l, l->marker_seq);
+	mutex_lock(p->lock);
+	l->marker_posted = false;
+	mutex_unlock(p->lock);
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
+}
+
+/*
+ * After a partial post whose last posted work request is unsignaled: a
+ * signaled zero-length RDMA WRITE (which checks no key or address at the
+ * peer, IBA C9-88) in the lane's marker slot, so that a completion
+ * follows them. Return: 0, or -EBUSY if the slot is taken, or the
+ * driver's error.
+ */
+static int lane_post_marker(struct xferk_lane *l)
+{
+	struct ib_rdma_wr wr = {
+		.wr.opcode = IB_WR_RDMA_WRITE,
+		.wr.wr_cqe = &l->marker_cqe,
+		.wr.send_flags = IB_SEND_SIGNALED,
+	};
+	int ret;
+
+	lockdep_assert_held(l->path->lock);
+	if (l->marker_posted)
+		return -EBUSY;
+	l->marker_cqe.done = lane_marker_done;
+	l->marker_seq = l->posts;
+	ret = ib_post_send(l->qp, &wr.wr, NULL);
+	if (!ret)
+		l->marker_posted = true;
+	return ret;
 }
 
 /* ---- the path's completion queue ---- */
@@ -106,13 +215,13 @@ struct xferk_path *wc_path(const struct ib_wc *wc)
 }
 
 /*
- * Work requests lane @index's QP takes: XFERK_QP_CTXS chunks, on the first
- * also a registration, a probe and the messages; and one each way for
- * ib_drain_qp().
+ * Work requests lane @index's QP takes: XFERK_QP_CTXS chunks and a marker,
+ * on the first also a registration, a probe and the messages; and one
+ * each way for ib_drain_qp().
  */
 static u32 lane_send_wrs(u32 index)
 {
-	return XFERK_QP_CTXS + 1 + (index ? 0 : 2 + XFERK_MSG_SENDS);
+	return XFERK_QP_CTXS + 2 + (index ? 0 : 2 + XFERK_MSG_SENDS);
 }
 
 static u32 lane_recv_wrs(u32 index)
@@ -121,8 +230,9 @@ static u32 lane_recv_wrs(u32 index)
 }
 
 /*
- * The CQ entries a path claims in its device's pool: every work request is
- * signaled, so its QPs' queues bound its completions.
+ * The CQ entries a path claims in its device's pool: its QPs' queues bound
+ * its completions (a flush completes every work request, signaled or
+ * not).
  */
 static u32 conn_cq_entries(const struct xferk_path *p)
 {
@@ -234,7 +344,6 @@ static int send_prepare(struct xferk_path *p, struct xferk_wr *wr)
 		.wr.num_sge = s->nr_sge,
 		.wr.opcode = wr->opcode == XFERK_OP_WRITE ? IB_WR_RDMA_WRITE :
 							    IB_WR_RDMA_READ,
-		.wr.send_flags = IB_SEND_SIGNALED,
 		.remote_addr = wr->remote_addr,
 		.rkey = wr->rkey,
 	};
@@ -252,6 +361,8 @@ static void conn_rdma_unpost(struct xferk_path *p, struct xferk_wr *wr)
 
 	lockdep_assert_held(p->lock);
 	send_unmap(p->pd->device, s);
+	if (!list_empty(&s->lane_node) && !s->signaled)
+		WRITE_ONCE(s->lane->unsignaled, s->lane->unsignaled - 1);
 	list_del_init(&s->lane_node);
 	s->lane->posted--;
 	s->req = NULL;
@@ -301,6 +412,8 @@ static u32 lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
 	for (i = 0; i < n; i++) {
 		wrs[i]->send->seq = l->posts++;
 		list_add_tail(&wrs[i]->send->lane_node, &l->sends);
+		if (!wrs[i]->send->signaled)
+			WRITE_ONCE(l->unsignaled, l->unsignaled + 1);
 	}
 	return n;
 }
@@ -308,19 +421,23 @@ static u32 lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
 /*
  * The chunks' work requests as one chain on the least busy QP of the path,
  * one ib_post_send() (one doorbell); as many as its send queue takes (the
- * rest wait, *@error 0). Every one is signaled: its completion is what returns its
- * send slot and counts its chunk in the op, so each chunk learns its own
- * outcome, and a flushed or failed work request is its own chunk's. (On
- * an RC send queue one completion would also vouch for every work request
- * before it, and failed ones always complete; moderation is left until a
- * device's completion rate, not its posting, limits xferk.)
+ * rest wait, *@error 0). A completion is what returns a send slot and
+ * counts its chunk in the op. With moderate_completions only the chain's
+ * last work request is signaled, and its completion vouches for the ones
+ * before it (lane_vouch()); a failed or flushed work request always
+ * completes, as its own chunk's. A partial post whose last posted work
+ * request is unsignaled gets a marker after it; a QP that cannot take
+ * one dies (its posted work requests complete, or its teardown's flush
+ * wait ends and reclaims them).
  */
 static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 			  u32 n, int *error)
 {
 	struct xferk_lane *l = lane_pick(p);
+	bool moderate = READ_ONCE(xferk_moderate_completions);
 	const struct ib_send_wr *bad = NULL;
 	struct ib_send_wr *first = NULL, **link = &first;
+	struct xferk_send *s;
 	u32 ready, i;
 	int ret = 0;
 
@@ -332,14 +449,20 @@ static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 		ret = send_prepare(p, wrs[ready]);
 		if (ret)
 			break;
-		wrs[ready]->send->lane = l;
+		s = wrs[ready]->send;
+		s->lane = l;
+		s->signaled = !moderate;
+		s->wr.wr.send_flags = moderate ? 0 : IB_SEND_SIGNALED;
 		l->posted++;
-		*link = &wrs[ready]->send->wr.wr;
-		link = &wrs[ready]->send->wr.wr.next;
+		*link = &s->wr.wr;
+		link = &s->wr.wr.next;
 	}
 	*error = ret;
 	if (!ready)
 		return 0;
+	s = wrs[ready - 1]->send;
+	s->signaled = true;
+	s->wr.wr.send_flags = IB_SEND_SIGNALED;
 	if (atomic_dec_if_positive(&xferk_fault_qp_error) >= 0) {
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
@@ -365,6 +488,8 @@ static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 	n = lane_posted(l, wrs, i);
 	for (; i < ready; i++)
 		conn_rdma_unpost(p, wrs[i]);
+	if (n && !wrs[n - 1]->send->signaled && lane_post_marker(l))
+		ret = -EIO;
 	if (ret == -ENOMEM) {
 		*error = -ENOMEM;
 	} else {

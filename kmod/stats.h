@@ -58,6 +58,7 @@ struct xferk_stats {
 	atomic64_t reconnects;
 	atomic64_t chunks_reposted;
 	atomic64_t chunks_rerouted;
+	atomic64_t completions_moderated;
 	atomic64_t fences_asked;
 	atomic64_t fences_answered;
 	atomic64_t fences_confirmed;

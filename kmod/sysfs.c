@@ -122,6 +122,7 @@ XFERK_STAT_ATTR(reconnect_attempts);
 XFERK_STAT_ATTR(reconnects);
 XFERK_STAT_ATTR(chunks_reposted);
 XFERK_STAT_ATTR(chunks_rerouted);
+XFERK_STAT_ATTR(completions_moderated);
 XFERK_STAT_ATTR(fences_asked);
 XFERK_STAT_ATTR(fences_answered);
 XFERK_STAT_ATTR(fences_confirmed);
@@ -187,6 +188,7 @@ static struct attribute *xferk_stats_attrs[] = {
 	&dev_attr_reconnects.attr,
 	&dev_attr_chunks_reposted.attr,
 	&dev_attr_chunks_rerouted.attr,
+	&dev_attr_completions_moderated.attr,
 	&dev_attr_fences_asked.attr,
 	&dev_attr_fences_answered.attr,
 	&dev_attr_fences_confirmed.attr,

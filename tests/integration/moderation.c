@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Completion moderation over soft-RoCE (module parameter
+ * moderate_completions, default Y): a chain's last work request is
+ * signaled, and its completion vouches for the ones before it.
+ *  1. With it, 1 MiB WRITEs and READs (8 chunks of 128 KiB on rxe) move
+ *     every byte and stats/completions_moderated grows (work requests
+ *     that completed without a completion of their own); without it,
+ *     the same ops move every byte and the counter stays.
+ *  2. A chain of two the device takes only half of (fault
+ *     refuse_chain): the work request it took is unsignaled and nothing
+ *     is posted after it, so a marker is. The op fails with ENOMEM once
+ *     that half completed, its bytes counted, with no path replaced and
+ *     within its deadline (without the marker the half it took never
+ *     completed: a keepalive probe found a lost completion and replaced
+ *     the path, or the op ran into its deadline).
+ */
+#include "test.h"
+
+#define LEN		(1 << 20)
+#define MODERATE	"/sys/module/xferk/parameters/moderate_completions"
+
+static long long path_deaths(void)
+{
+	return t_stat("path_deaths_qp") + t_stat("path_deaths_peer") +
+	       t_stat("path_deaths_keepalive") + t_stat("path_deaths_cancel") +
+	       t_stat("path_deaths_lost");
+}
+
+static void restore(void)
+{
+	t_write_file(MODERATE, "Y");
+	t_fault_clear();
+}
+
+/*
+ * A 1 MiB WRITE of a fresh pattern into the export and a READ of it back
+ * into the source's second half, both verified. Return: how much
+ * stats/completions_moderated grew.
+ */
+static long long write_read(struct t_loop *l, uint64_t seed)
+{
+	long long before = t_stat("completions_moderated");
+	struct xferk_op_snapshot s;
+	struct xferk_frag f = { .mr = l->src_mr, .len = LEN,
+				.remote = l->remote, .opcode = XFERK_OP_WRITE };
+	int ret;
+
+	t_fill(l->src, LEN, seed);
+	memset(l->dst, 0, LEN);
+	ret = t_run(l->x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && s.transferred_bytes == LEN,
+		 "WRITE: %d err %d", ret, s.first_error);
+	T_EXPECT(t_check(l->dst, LEN, seed) < 0, "WRITE's bytes");
+	memset(l->src + LEN, 0, LEN);
+	f.offset = LEN;
+	f.opcode = XFERK_OP_READ;
+	ret = t_run(l->x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && s.transferred_bytes == LEN,
+		 "READ: %d err %d", ret, s.first_error);
+	T_EXPECT(t_check(l->src + LEN, LEN, seed) < 0, "READ's bytes");
+	return t_stat("completions_moderated") - before;
+}
+
+int main(void)
+{
+	long long moderated, deaths;
+	struct xferk_op_snapshot s;
+	struct xferk_frag f;
+	struct t_loop l;
+	uint64_t op, deadline;
+	int i, ret;
+
+	if (access(XFERK_DEVICE_PATH, F_OK))
+		return T_SKIP;
+	if (access(T_FAULT_DIR "refuse_chain", W_OK)) {
+		fprintf(stderr, "no fault knobs (debugfs)\n");
+		return T_SKIP;
+	}
+	atexit(restore);
+	T_EXPECT(t_file_has(MODERATE, "Y"), "moderate_completions is not Y");
+	/* A second MiB past each range: no op ends at its region's end. */
+	t_loop_open(&l, 3 * LEN, 2 * LEN);
+
+	moderated = write_read(&l, 1);
+	T_EXPECT(moderated > 0, "moderated: completions_moderated grew %lld",
+		 moderated);
+	T_EXPECT(t_write_file(MODERATE, "N") == 0, "moderate_completions N");
+	for (i = 0; i < 3; i++) {
+		moderated = write_read(&l, 2 + i);
+		T_EXPECT(moderated == 0,
+			 "not moderated: completions_moderated grew %lld",
+			 moderated);
+	}
+	T_EXPECT(t_write_file(MODERATE, "Y") == 0, "moderate_completions Y");
+
+	/*
+	 * 256 KiB: two chunks as one chain; the device takes the first, the
+	 * second fails unposted, and nothing is posted after them.
+	 */
+	deaths = path_deaths();
+	moderated = t_stat("completions_moderated");
+	f = (struct xferk_frag) { .mr = l.src_mr, .len = LEN / 4,
+				  .remote = l.remote,
+				  .opcode = XFERK_OP_WRITE };
+	T_EXPECT(t_fault_set("refuse_chain", 1) == 0, "refuse_chain");
+	deadline = xferk_now_ns() + t_scaled_ms(60000) * 1000000ULL;
+	ret = xferk_submit(l.x, &f, 1, deadline, 0, &op);
+	T_EXPECT(ret == 0, "submit: %d", ret);
+	ret = xferk_wait(l.x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
+	xferk_release(l.x, op);
+	T_EXPECT(t_fault_get("refuse_chain") == 0, "refuse_chain unused");
+	T_EXPECT(ret == 0 && s.state == XFERK_STATE_FAILED &&
+		 s.first_error == -ENOMEM && s.buffer_reusable &&
+		 s.in_flight_bytes == 0 && s.transferred_bytes > 0,
+		 "refused half: %d %s err %d, %llu bytes", ret,
+		 xferk_state_name(s.state), s.first_error,
+		 (unsigned long long)s.transferred_bytes);
+	T_EXPECT(path_deaths() == deaths, "a path died: %lld, was %lld",
+		 path_deaths(), deaths);
+	T_EXPECT(t_stat("completions_moderated") > moderated,
+		 "the marker vouched for nothing");
+	/* The session goes on, moderated. */
+	T_EXPECT(write_read(&l, 9) > 0, "moderated after the marker");
+	xferk_close(l.x);
+	return t_result();
+}
