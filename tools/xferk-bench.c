@@ -6,6 +6,7 @@
  *   xferk-bench qos [--quick] [--json FILE] [--peer IP]
  *   xferk-bench bw [--quick] [--json FILE] [--peer IP]
  *   xferk-bench kernel [--quick] [--json FILE] [--peer IP] [--hogs N]
+ *   xferk-bench moderation [--quick] [--json FILE] [--peer IP]
  *
  * ctrl: the control-plane cost of an op, on the scripted null peer (no
  * data moves; needs CAP_SYS_ADMIN). For 1, 16, 256 and 4096 fragments of
@@ -51,6 +52,10 @@
  * only xferk's rows are printed. --quick: 4 KiB and 1 MiB, depths 1 and 64,
  * 1 and 4 QPs at 4 KiB, 0.5 s per row. Needs root (the queue's windows,
  * the addresses).
+ *
+ * moderation: completion moderation on and off in turn, over scattered
+ * 4 KiB and 64 KiB fragments (see bench_moderation()). --quick: 4 KiB,
+ * one pass of 0.5 s rows. Needs root (moderate_completions).
  *
  * kernel: xferk next to nvme-rdma, the kernel's own consumer of the same
  * device, in the same boot (see bench_kernel()): 4 KiB and 64 KiB ops at
@@ -1804,6 +1809,172 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 	return 0;
 }
 
+/*
+ * moderation: completion moderation's effect on scattered fragments over a
+ * real RDMA device (PEER as for qos). MOD_DEPTH ops of MOD_FRAGS fragments
+ * each (4 KiB, or 64 KiB), with a gap between them on both sides (each its
+ * own work request), kept in flight by submit and wait for MOD_SECONDS,
+ * with moderate_completions Y and N in turn (passes alternate which goes
+ * first). Each reports work requests per second, the machine's busy CPU
+ * per work request and the share of work requests that completed without
+ * a completion of their own; then the medians and Y / N.
+ */
+#define MODERATE	"/sys/module/xferk/parameters/moderate_completions"
+#define MODERATED	"/sys/class/misc/xferk/stats/completions_moderated"
+#define MOD_FRAGS	64
+#define MOD_DEPTH	8
+#define MOD_PASSES	3
+
+struct mod_row {
+	double wr_per_s;
+	double cpu_us_wr;
+	double moderated;	/* completions_moderated per work request */
+};
+
+/* One measurement of @len-byte fragments of @opcode on @e. */
+static int mod_run(struct qos_end *e, size_t len, uint8_t opcode,
+		   double seconds, struct mod_row *r)
+{
+	static struct xferk_frag frags[MOD_DEPTH][MOD_FRAGS];
+	long long moderated = read_number(MODERATED);
+	struct xferk_op_snapshot snap;
+	uint64_t ops[MOD_DEPTH], t0, wrs = 0;
+	double cpu0 = cpu_busy_s(), elapsed;
+	unsigned int d, i;
+	int ret;
+
+	for (d = 0; d < MOD_DEPTH; d++)
+		for (i = 0; i < MOD_FRAGS; i++)
+			frags[d][i] = (struct xferk_frag) {
+				.mr = e->mr, .len = len, .remote = e->remote,
+				.offset = (d * MOD_FRAGS + i) * 2 * len,
+				.remote_offset = (d * MOD_FRAGS + MOD_FRAGS - 1 - i) *
+						 2 * len,
+				.opcode = opcode,
+			};
+	t0 = xferk_now_ns();
+	while (xferk_now_ns() - t0 < seconds * SEC) {
+		for (d = 0; d < MOD_DEPTH; d++) {
+			ret = xferk_submit(e->x, frags[d], MOD_FRAGS,
+					   xferk_now_ns() + 50 * SEC, 0, &ops[d]);
+			if (ret)
+				return ret;
+		}
+		for (d = 0; d < MOD_DEPTH; d++) {
+			ret = xferk_wait(e->x, ops[d], XFERK_DEADLINE_NONE,
+					 XFERK_WAIT_PHYSICAL, &snap);
+			xferk_release(e->x, ops[d]);
+			if (ret || snap.state != XFERK_STATE_SUCCEEDED)
+				return ret ?: -EIO;
+		}
+		wrs += MOD_DEPTH * MOD_FRAGS;
+	}
+	elapsed = (double)(xferk_now_ns() - t0) / SEC;
+	r->wr_per_s = wrs / elapsed;
+	r->cpu_us_wr = (cpu_busy_s() - cpu0) / wrs * 1e6;
+	r->moderated = (double)(read_number(MODERATED) - moderated) / wrs;
+	return 0;
+}
+
+static int bench_moderation(int quick, const char *json, const char *peer)
+{
+	static const size_t lens[] = { 4096, 64 << 10 };
+	static const uint8_t opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
+	unsigned int nr_lens = quick ? 1 : 2, passes = quick ? 1 : MOD_PASSES;
+	struct mod_row rows[2][2][2][MOD_PASSES];	/* len, op, Y/N, pass */
+	double seconds = quick ? 0.5 : 2, v[2][3][MOD_PASSES];
+	struct qos_end e[2];
+	unsigned int l, o, m, pass, k;
+	char was[4] = "";
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(MODERATE, "r");
+	if (!f || !fgets(was, sizeof(was), f) || (was[0] != 'Y' && was[0] != 'N')) {
+		fprintf(stderr, "%s: not readable (module not loaded?)\n", MODERATE);
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	fclose(f);
+	was[1] = 0;
+	for (l = 0; l < nr_lens; l++)
+		if (qos_setup(&e[l], peer, 0, 2 * MOD_DEPTH * MOD_FRAGS * lens[l]))
+			return 1;
+	printf("%u ops of %u scattered fragments in flight, %.1f s per row\n",
+	       MOD_DEPTH, MOD_FRAGS, seconds);
+	for (pass = 0; pass < passes && !ret; pass++) {
+		for (k = 0; k < 2 && !ret; k++) {
+			m = (pass + k) % 2;	/* 0: Y, 1: N */
+			ret = write_text(MODERATE, m ? "N" : "Y");
+			for (l = 0; l < nr_lens && !ret; l++) {
+				for (o = 0; o < 2 && !ret; o++) {
+					struct mod_row *r = &rows[l][o][m][pass];
+
+					ret = mod_run(&e[l], lens[l], opcodes[o],
+						      seconds, r);
+					if (ret)
+						break;
+					printf("pass %u moderate %c: %-5s %6zu: %7.2f k WR/s %7.1f us CPU/WR %4.2f moderated\n",
+					       pass + 1, m ? 'N' : 'Y',
+					       o ? "READ" : "WRITE", lens[l],
+					       r->wr_per_s / 1e3, r->cpu_us_wr,
+					       r->moderated);
+				}
+			}
+		}
+	}
+	write_text(MODERATE, was);
+	for (l = 0; l < nr_lens; l++)
+		xferk_close(e[l].x);
+	if (ret) {
+		fprintf(stderr, "moderation: %s\n", strerror(-ret));
+		return 1;
+	}
+	printf("%-5s %6s %10s %10s %6s %10s %10s %6s\n", "op", "len", "Y k WR/s",
+	       "N k WR/s", "Y/N", "Y us/WR", "N us/WR", "Y/N");
+	for (l = 0; l < nr_lens; l++) {
+		for (o = 0; o < 2; o++) {
+			for (m = 0; m < 2; m++) {
+				for (pass = 0; pass < passes; pass++) {
+					v[m][0][pass] = rows[l][o][m][pass].wr_per_s;
+					v[m][1][pass] = rows[l][o][m][pass].cpu_us_wr;
+				}
+				v[m][0][0] = median(v[m][0], passes);
+				v[m][1][0] = median(v[m][1], passes);
+			}
+			printf("%-5s %6zu %10.2f %10.2f %6.2f %10.1f %10.1f %6.2f\n",
+			       o ? "READ" : "WRITE", lens[l], v[0][0][0] / 1e3,
+			       v[1][0][0] / 1e3, v[0][0][0] / v[1][0][0],
+			       v[0][1][0], v[1][1][0], v[0][1][0] / v[1][1][0]);
+		}
+	}
+	f = json_open(json);
+	if (!f)
+		return 1;
+	fprintf(f, "{\"benchmark\": \"moderation\", \"frags\": %u, \"depth\": %u, \"rows\": [\n",
+		MOD_FRAGS, MOD_DEPTH);
+	for (l = 0; l < nr_lens; l++)
+		for (o = 0; o < 2; o++)
+			for (m = 0; m < 2; m++)
+				for (pass = 0; pass < passes; pass++) {
+					struct mod_row *r = &rows[l][o][m][pass];
+
+					fprintf(f, "  {\"op\": \"%s\", \"len\": %zu, \"moderate\": %s, \"pass\": %u, \"wr_per_s\": %.0f, \"cpu_us_wr\": %.2f, \"moderated\": %.3f}%s\n",
+						o ? "READ" : "WRITE", lens[l],
+						m ? "false" : "true", pass + 1,
+						r->wr_per_s, r->cpu_us_wr,
+						r->moderated,
+						l == nr_lens - 1 && o == 1 &&
+						m == 1 && pass == passes - 1 ?
+						"" : ",");
+				}
+	fprintf(f, "]}\n");
+	if (f != stdout)
+		fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *json = NULL, *peer = "10.99.0.1";
@@ -1812,8 +1983,9 @@ int main(int argc, char **argv)
 	char c;
 
 	if (argc < 2 || (strcmp(argv[1], "ctrl") && strcmp(argv[1], "qos") &&
-			 strcmp(argv[1], "bw") && strcmp(argv[1], "kernel"))) {
-		fprintf(stderr, "usage: %s ctrl|qos|bw|kernel [--quick] [--json FILE] [--peer IP] [--hogs N]\n",
+			 strcmp(argv[1], "bw") && strcmp(argv[1], "kernel") &&
+			 strcmp(argv[1], "moderation"))) {
+		fprintf(stderr, "usage: %s ctrl|qos|bw|kernel|moderation [--quick] [--json FILE] [--peer IP] [--hogs N]\n",
 			argv[0]);
 		return 2;
 	}
@@ -1837,5 +2009,7 @@ int main(int argc, char **argv)
 		return bench_bw(quick, json, peer);
 	if (!strcmp(argv[1], "kernel"))
 		return bench_kernel(quick, json, peer, hogs);
+	if (!strcmp(argv[1], "moderation"))
+		return bench_moderation(quick, json, peer);
 	return bench_ctrl(quick, json);
 }

@@ -166,7 +166,7 @@ setup_nvme() {
 # make bench: each benchmark whose name matches XFERK_ONLY.
 bench() {
 	local name
-	for name in ctrl qos bw kernel nixl; do
+	for name in ctrl qos bw moderation kernel nixl; do
 		# shellcheck disable=SC2053
 		[[ $name == $XFERK_ONLY ]] || continue
 		case $name in
@@ -220,6 +220,8 @@ main() {
 				if [ "$XFERK_KERNEL" != debug ]; then
 					run_test bench/qos-quick "$XFERK_BUILD/bin/xferk-bench" qos --quick
 					run_test bench/bw-quick "$XFERK_BUILD/bin/xferk-bench" bw --quick
+					run_test bench/moderation-quick \
+						"$XFERK_BUILD/bin/xferk-bench" moderation --quick
 					run_test setup/nvme setup_nvme &&
 						run_test bench/kernel-quick \
 							"$XFERK_BUILD/bin/xferk-bench" kernel --quick
