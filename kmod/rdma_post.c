@@ -105,40 +105,48 @@ static int wc_errno(enum ib_wc_status status)
  * The unsignaled work requests posted on @l before sequence number @seq
  * that are still on its sends succeeded, as a completion on its QP at or
  * after @seq tells: each is handed to the session as succeeded, in posting
- * order. A signaled one stops the walk: it had a completion of its own
+ * order, and @last (a signaled one that succeeded, or NULL) after them in
+ * the same batch, so that the windows they free go out as one chain. A
+ * signaled one on the way stops the walk: it had a completion of its own
  * (lost, if it is still there: the session's overtaken check finds it).
  * The session takes each off @l's sends; one it keeps (a completion the
  * swallow fault drops) is passed over, not handed again.
  */
-static void lane_vouch(struct xferk_lane *l, u64 seq)
+static void lane_vouch(struct xferk_lane *l, u64 seq, struct xferk_wr *last)
 {
 	struct xferk_path *p = l->path;
-	struct xferk_wr *wrs[XFERK_POST_BATCH];
+	struct xferk_wr *wrs[XFERK_POST_BATCH + 1];
 	struct xferk_send *s;
+	bool more;
 	u64 from = 0;
 	u32 n;
 
-	/* Written under p->lock; one posted after this completion is later. */
-	if (!READ_ONCE(l->unsignaled))
-		return;
 	do {
 		n = 0;
-		mutex_lock(p->lock);
-		list_for_each_entry(s, &l->sends, lane_node) {
-			if (s->seq >= seq || s->signaled ||
-			    n == ARRAY_SIZE(wrs))
-				break;
-			if (s->seq < from)
-				continue;
-			wrs[n++] = s->req;
-			from = s->seq + 1;
+		more = false;
+		/* Written under p->lock; one posted after @seq is later. */
+		if (READ_ONCE(l->unsignaled)) {
+			mutex_lock(p->lock);
+			list_for_each_entry(s, &l->sends, lane_node) {
+				if (s->seq >= seq || s->signaled)
+					break;
+				if (s->seq < from)
+					continue;
+				if (n == XFERK_POST_BATCH) {
+					more = true;
+					break;
+				}
+				wrs[n++] = s->req;
+				from = s->seq + 1;
+			}
+			mutex_unlock(p->lock);
+			atomic64_add(n, &xferk_stats.completions_moderated);
 		}
-		mutex_unlock(p->lock);
-		if (!n)
-			break;
-		atomic64_add(n, &xferk_stats.completions_moderated);
-		p->events->chunks_succeeded(p, wrs, n);
-	} while (n == ARRAY_SIZE(wrs));
+		if (!more && last)
+			wrs[n++] = last;
+		if (n)
+			p->events->chunks_succeeded(p, wrs, n);
+	} while (more);
 }
 
 static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -148,14 +156,15 @@ static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct xferk_path *p = l->path;
 	struct xferk_wr *wr = s->req;
 
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+	if (wc->status == IB_WC_SUCCESS) {
+		lane_vouch(l, s->seq, wr);
+		return;
+	}
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_debug("xferk: qp %u: chunk failed: %s\n", l->qp_num,
 			 ib_wc_status_msg(wc->status));
-	lane_vouch(l, s->seq);
-	if (wc->status == IB_WC_SUCCESS)
-		p->events->chunks_succeeded(p, &wr, 1);
-	else
-		p->events->chunk_done(p, wr, wc_errno(wc->status));
+	lane_vouch(l, s->seq, NULL);
+	p->events->chunk_done(p, wr, wc_errno(wc->status));
 }
 
 /*
@@ -169,7 +178,7 @@ static void lane_marker_done(struct ib_cq *cq, struct ib_wc *wc)
 					    marker_cqe);
 	struct xferk_path *p = l->path;
 
-	lane_vouch(l, l->marker_seq);
+	lane_vouch(l, l->marker_seq, NULL);
 	mutex_lock(p->lock);
 	l->marker_posted = false;
 	mutex_unlock(p->lock);

@@ -7,7 +7,14 @@
  *     every byte and stats/completions_moderated grows (work requests
  *     that completed without a completion of their own); without it,
  *     the same ops move every byte and the counter stays.
- *  2. A chain of two the device takes only half of (fault
+ *  2. Scattered fragments (4 ops of 64 x 4 KiB, each its own work
+ *     request) keep their chains long: at least half of their work
+ *     requests complete without a completion of their own (7 in 8 with
+ *     qp_window 8). Regression: a chain's last work request completed
+ *     apart from the ones it vouched for, so the windows they freed went
+ *     out as two chains, and chains decayed to single work requests
+ *     (5 % moderated).
+ *  3. A chain of two the device takes only half of (fault
  *     refuse_chain): the work request it took is unsignaled and nothing
  *     is posted after it, so a marker is. The op fails with ENOMEM once
  *     that half completed, its bytes counted, with no path replaced and
@@ -25,6 +32,52 @@ static long long path_deaths(void)
 	return t_stat("path_deaths_qp") + t_stat("path_deaths_peer") +
 	       t_stat("path_deaths_keepalive") + t_stat("path_deaths_cancel") +
 	       t_stat("path_deaths_lost");
+}
+
+#define FRAGS		64
+#define OPS		4
+
+/*
+ * @OPS ops of FRAGS scattered 4 KiB WRITEs each (a gap after each, the
+ * remote ones in reverse order: none merge), all in flight. Return: the
+ * share of their work requests that stats/completions_moderated counts.
+ */
+static double scattered(struct t_loop *l)
+{
+	static struct xferk_frag f[OPS][FRAGS];
+	long long before = t_stat("completions_moderated");
+	struct xferk_op_snapshot s;
+	uint64_t ops[OPS];
+	int i, j, ret;
+
+	t_fill(l->src, 2 * LEN, 3);
+	for (i = 0; i < OPS; i++)
+		for (j = 0; j < FRAGS; j++)
+			f[i][j] = (struct xferk_frag) {
+				.mr = l->src_mr, .len = 4096,
+				.offset = (i * FRAGS + j) * 8192ULL,
+				.remote = l->remote,
+				.remote_offset = (i * FRAGS + FRAGS - 1 - j) *
+						 8192ULL,
+				.opcode = XFERK_OP_WRITE };
+	for (i = 0; i < OPS; i++)
+		T_EXPECT(xferk_submit(l->x, f[i], FRAGS, XFERK_DEADLINE_NONE, 0,
+				      &ops[i]) == 0, "scattered submit %d", i);
+	for (i = 0; i < OPS; i++) {
+		ret = xferk_wait(l->x, ops[i], XFERK_DEADLINE_NONE,
+				 XFERK_WAIT_PHYSICAL, &s);
+		T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
+			 "scattered op %d: %d %s", i, ret,
+			 xferk_state_name(s.state));
+		xferk_release(l->x, ops[i]);
+	}
+	for (i = 0; i < OPS * FRAGS; i++) {
+		j = i / FRAGS * FRAGS + FRAGS - 1 - i % FRAGS;
+		T_EXPECT(!memcmp(l->dst + j * 8192ULL, l->src + i * 8192ULL,
+				 4096), "scattered fragment %d", i);
+	}
+	return (double)(t_stat("completions_moderated") - before) /
+	       (OPS * FRAGS);
 }
 
 static void restore(void)
@@ -65,6 +118,7 @@ static long long write_read(struct t_loop *l, uint64_t seed)
 int main(void)
 {
 	long long moderated, deaths;
+	double share;
 	struct xferk_op_snapshot s;
 	struct xferk_frag f;
 	struct t_loop l;
@@ -93,6 +147,9 @@ int main(void)
 			 moderated);
 	}
 	T_EXPECT(t_write_file(MODERATE, "Y") == 0, "moderate_completions Y");
+	share = scattered(&l);
+	T_EXPECT(share >= 0.5, "scattered: %.2f of the work requests moderated",
+		 share);
 
 	/*
 	 * 256 KiB: two chunks as one chain; the device takes the first, the
