@@ -56,7 +56,7 @@ all: module lib tools tests examples
 help:
 	@echo 'make            module (against KDIR=$(KDIR)), library, tools, tests'
 	@echo 'make demo       two VMs on Debian 6.1: decode exports, prefill writes, next to ib_write_bw'
-	@echo 'make bench      the benchmarks in qemu (stock kernel): ctrl, qos, bw vs perftest, kernel vs nvme-rdma, nixlbench'
+	@echo 'make bench      the benchmarks in qemu (stock kernel): ctrl, qos, bw vs perftest, moderation on/off, kernel vs nvme-rdma, nixlbench'
 	@echo 'make fuzz       the uAPI fuzzer, XFERK_FUZZ_SECONDS (600) on each kernel'
 	@echo 'make repro      reproductions of kernel bugs xferk works around (debug kernel, KASAN)'
 	@echo 'make nixl       NIXL + UCX (NIXL_SRC_DIR, cached) and the NIXL plugin libplugin_XFERK.so'
