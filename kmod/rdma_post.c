@@ -163,27 +163,41 @@ static void conn_rdma_chunk_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->status != IB_WC_WR_FLUSH_ERR)
 		pr_debug("xferk: qp %u: chunk failed: %s\n", l->qp_num,
 			 ib_wc_status_msg(wc->status));
+	/* The QP is in the error state: nothing more goes on the path. */
+	p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
+	/*
+	 * It had a completion of its own: no later walk vouches for it
+	 * (its chunk may stay, if the swallow fault drops the completion).
+	 */
+	mutex_lock(p->lock);
+	if (!s->signaled) {
+		s->signaled = true;
+		WRITE_ONCE(l->unsignaled, l->unsignaled - 1);
+	}
+	mutex_unlock(p->lock);
 	lane_vouch(l, s->seq, NULL);
 	p->events->chunk_done(p, wr, wc_errno(wc->status));
 }
 
 /*
  * A lane's marker completed: the unsignaled work requests of the partial
- * post before it are vouched for. A marker that failed (not flushed) is
- * the QP's failure.
+ * post before it are vouched for. One that did not succeed means the QP
+ * is in the error state (the path dies first, as for a chunk's).
  */
 static void lane_marker_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct xferk_lane *l = container_of(wc->wr_cqe, struct xferk_lane,
 					    marker_cqe);
 	struct xferk_path *p = l->path;
+	u64 seq;
 
-	lane_vouch(l, l->marker_seq, NULL);
 	mutex_lock(p->lock);
 	l->marker_posted = false;
+	seq = l->marker_seq;
 	mutex_unlock(p->lock);
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+	if (wc->status != IB_WC_SUCCESS)
 		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
+	lane_vouch(l, seq, NULL);
 }
 
 /*
@@ -413,8 +427,11 @@ static struct xferk_lane *lane_pick(struct xferk_path *p)
 	return best;
 }
 
-/* The first @n of @wrs are on @l's send queue now, in this order. */
-static u32 lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
+/*
+ * The first @n of @wrs go on @l's send queue, in this order: before
+ * ib_post_send(), as their completions may be handled before it returns.
+ */
+static void lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
 {
 	u32 i;
 
@@ -424,13 +441,14 @@ static u32 lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
 		if (!wrs[i]->send->signaled)
 			WRITE_ONCE(l->unsignaled, l->unsignaled + 1);
 	}
-	return n;
 }
 
 /*
  * The chunks' work requests as one chain on the least busy QP of the path,
- * one ib_post_send() (one doorbell); as many as its send queue takes (the
- * rest wait, *@error 0). A completion is what returns a send slot and
+ * one ib_post_send() (one doorbell). Return: how many were posted, the
+ * first ones of @wrs; *@error is 0 (the rest wait for room), or why the
+ * first one not posted could not be (its chunk fails, the ones after it
+ * wait). A completion is what returns a send slot and
  * counts its chunk in the op. With moderate_completions only the chain's
  * last work request is signaled, and its completion vouches for the ones
  * before it (lane_vouch()); a failed or flushed work request always
@@ -472,6 +490,7 @@ static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 	s = wrs[ready - 1]->send;
 	s->signaled = true;
 	s->wr.wr.send_flags = IB_SEND_SIGNALED;
+	lane_posted(l, wrs, ready);
 	if (atomic_dec_if_positive(&xferk_fault_qp_error) >= 0) {
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
@@ -489,14 +508,15 @@ static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 		ret = ib_post_send(l->qp, first, &bad);
 	}
 	if (!ret)
-		return lane_posted(l, wrs, ready);
+		return ready;
 	/* The driver posted the work requests before @bad, none after. */
 	for (i = 0; i < ready && &wrs[i]->send->wr.wr != bad; i++)
 		;
 	WARN_ON_ONCE(i == ready);
-	n = lane_posted(l, wrs, i);
+	n = i;
 	for (; i < ready; i++)
 		conn_rdma_unpost(p, wrs[i]);
+	l->posts -= ready - n;
 	if (n && !wrs[n - 1]->send->signaled && lane_post_marker(l))
 		ret = -EIO;
 	if (ret == -ENOMEM) {

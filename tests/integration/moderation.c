@@ -21,6 +21,15 @@
  *     within its deadline (without the marker the half it took never
  *     completed: a keepalive probe found a lost completion and replaced
  *     the path, or the op ran into its deadline).
+ *  4. A chain of four whose QP is in the error state when it is posted
+ *     (fault qp_error): all four flush; the first one's flush completion
+ *     is swallowed (fault swallow_completions), so its chunk stays posted
+ *     until the path's teardown reclaims it. The op succeeds on the next
+ *     path with every byte. Regression: the next flush completion
+ *     vouched for it as succeeded, though it never ran, and the op
+ *     succeeded with its 128 KiB never written.
+ * No path dies but where the test kills one (a false lost completion:
+ * regression, a completion handled before its chain's bookkeeping).
  */
 #include "test.h"
 
@@ -135,6 +144,7 @@ int main(void)
 	T_EXPECT(t_file_has(MODERATE, "Y"), "moderate_completions is not Y");
 	/* A second MiB past each range: no op ends at its region's end. */
 	t_loop_open(&l, 3 * LEN, 2 * LEN);
+	deaths = path_deaths();
 
 	moderated = write_read(&l, 1);
 	T_EXPECT(moderated > 0, "moderated: completions_moderated grew %lld",
@@ -155,7 +165,6 @@ int main(void)
 	 * 256 KiB: two chunks as one chain; the device takes the first, the
 	 * second fails unposted, and nothing is posted after them.
 	 */
-	deaths = path_deaths();
 	moderated = t_stat("completions_moderated");
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = LEN / 4,
 				  .remote = l.remote,
@@ -179,6 +188,25 @@ int main(void)
 		 "the marker vouched for nothing");
 	/* The session goes on, moderated. */
 	T_EXPECT(write_read(&l, 9) > 0, "moderated after the marker");
+	T_EXPECT(path_deaths() == deaths, "a path died: %lld, was %lld",
+		 path_deaths(), deaths);
+
+	/* 512 KiB: four chunks as one chain, flushed, the first swallowed. */
+	t_fill(l.src, LEN / 2, 10);
+	memset(l.dst, 0, LEN / 2);
+	f.len = LEN / 2;
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_fault_set("qp_error", 1) == 0 && t_swallow(1) == 0,
+		 "qp_error, swallow_completions");
+	ret = t_run(l.x, &f, 1, &s);
+	T_EXPECT(t_fault_get("qp_error") == 0 &&
+		 t_fault_get("swallow_completions") == 0, "knobs unused");
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && s.transferred_bytes == LEN / 2,
+		 "flushed chain: %d err %d, %llu bytes", ret, s.first_error,
+		 (unsigned long long)s.transferred_bytes);
+	T_EXPECT(t_check(l.dst, LEN / 2, 10) < 0,
+		 "flushed chain's bytes: first wrong at %ld",
+		 t_check(l.dst, LEN / 2, 10));
 	xferk_close(l.x);
 	return t_result();
 }
