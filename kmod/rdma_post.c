@@ -110,7 +110,8 @@ static int wc_errno(enum ib_wc_status status)
  * signaled one on the way stops the walk: it had a completion of its own
  * (lost, if it is still there: the session's overtaken check finds it).
  * The session takes each off @l's sends; one it keeps (a completion the
- * swallow fault drops) is passed over, not handed again.
+ * swallow fault drops) is passed over for the rest of this walk (a later
+ * completion's walk hands it again: it did succeed).
  */
 static void lane_vouch(struct xferk_lane *l, u64 seq, struct xferk_wr *last)
 {
@@ -140,7 +141,8 @@ static void lane_vouch(struct xferk_lane *l, u64 seq, struct xferk_wr *last)
 				from = s->seq + 1;
 			}
 			mutex_unlock(p->lock);
-			atomic64_add(n, &xferk_stats.completions_moderated);
+			if (n)
+				atomic64_add(n, &xferk_stats.completions_moderated);
 		}
 		if (!more && last)
 			wrs[n++] = last;
@@ -583,6 +585,8 @@ static void conn_rdma_quiesce(struct xferk_path *p)
 		qps[i] = p->lanes[i].qp;
 		p->lanes[i].qp = NULL;
 		p->lanes[i].live = false;
+		/* Drained; one whose completion a device lost goes too. */
+		p->lanes[i].marker_posted = false;
 	}
 	mutex_unlock(p->lock);
 	for (i = 0; i < XFERK_MAX_QPS; i++)
