@@ -164,6 +164,16 @@ ln -sf "$ucx_plugin" "$out/plugins/libplugin_UCX.so"
 ln -sf "$(dirname "$ucx_plugin")/libplugin_POSIX.so" "$out/plugins/libplugin_POSIX.so"
 python_dir=$(find "$dir/nixl" -type d -name dist-packages | head -n1)
 [ -n "$python_dir" ] || { log "no NIXL Python package in $dir"; exit 1; }
+# `import nixl` names the one backend package this build has (nixl_cu12).
+# NIXL's meta package `nixl` would pick it by torch's CUDA version and,
+# with a CPU-only torch (Debian's), imports torch to learn there is none:
+# 17 s per Python process in the stock VM, 45 s on the debug kernel.
+# NIXL's own tests and ours import `nixl` as before; nixl_install.sh
+# still goes through the meta package, as `pip install` would.
+backend=$(find "$python_dir" -maxdepth 1 -type d -name 'nixl_cu*' | head -n1)
+[ -n "$backend" ] || { log "no nixl_cu* package in $python_dir"; exit 1; }
+mkdir -p "$out/python"
+ln -sfn "$backend" "$out/python/nixl"
 cat >"$out/env" <<EOT
 # Written by libxferk/nixl/build.sh: what a NIXL program needs to find
 # NIXL, UCX and the xferk plugin built from this tree.
@@ -172,7 +182,7 @@ NIXLBENCH='$dir/nixl/bin/nixlbench'
 NIXL_SRC='$src'
 NIXL_PLUGIN_DIR='$out/plugins'
 LD_LIBRARY_PATH='$nixl_lib:$dir/ucx/lib:$XFERK_BUILD/lib'
-PYTHONPATH='$src/src/bindings/python/nixl-meta:$python_dir'
+PYTHONPATH='$out/python:$python_dir'
 export NIXL_PLUGIN_DIR LD_LIBRARY_PATH PYTHONPATH
 EOT
 log "built $out/libplugin_XFERK.so (environment: $out/env)"
