@@ -443,9 +443,17 @@ def test_asyncio(loop, dev, null_loop):
     assert stuck.query().cancel_requests == 0  # the timeout cancelled nothing
     for op in writes:
         op.release()
-    for op in (timed, stuck):
-        op.cancel(drain_timeout=(120 if DEBUG else 60))
-        op.release()
+    # Their fragments take ten minutes: a cancel waits the first half of
+    # its drain budget, then kills the path, which flushes them. With no
+    # escalation interval the kill cannot be refused for following the
+    # timed op's own too closely.
+    old = set_param("escalation_interval_ms", 0)
+    try:
+        for op in (timed, stuck):
+            op.cancel(drain_timeout=(20 if DEBUG else 10))
+            op.release()
+    finally:
+        set_param("escalation_interval_ms", old)
     evs, _ = dev.events(16, timeout=0)
     assert [(e.type, e.tag) for e in evs] == [(xferk.EventType.NOTE, 13)]
 
