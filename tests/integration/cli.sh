@@ -26,13 +26,16 @@
 #  - a made-up debugfs tree (XFERK_ROOT): a new column appears in text and
 #    JSON, quotes, backslashes, control characters and bytes that are not
 #    UTF-8 still give valid JSON, a row of 70 fields is cut with a warning.
-# Exit 0 pass, 1 fail, 77 skip (no /dev/xferk, no python3).
+# Exit 0 pass, 1 fail, 77 skip (no /dev/xferk, no python3, no jq).
+# jq filters name their --arg values $like_this:
+# shellcheck disable=SC2016
 set -u
 
 X=$XFERK_BUILD/bin/xferk
 HELPER=$XFERK_BUILD/tests/helpers/cli_state
-# The checks need the standard library only: -I -S skips site-packages
-# (and whatever their .pth files import), a second per start under TCG.
+# The prometheus check needs the standard library only: -I -S skips
+# site-packages (and whatever their .pth files import), a second per
+# start under TCG. The JSON checks use jq (half a second less each).
 PY=(/usr/bin/python3 -I -S)
 NOPS=5
 WINDOW=2
@@ -52,15 +55,19 @@ expect() {
 	[ "$2" = "$3" ] || fail "$1: want '$2', got '$3'"
 }
 
-# Runs python code on the JSON object on stdin (d); strict UTF-8.
-jpy() {
-	"${PY[@]}" -c 'import json, sys
-d = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-'"$1"
+# jq -r on the JSON on stdin, which must be UTF-8 (jq itself would
+# replace bytes that are not): exit 1 if it is not, or if the filter's
+# last output is false or null.
+jqr() {
+	local in
+	in=$(cat)
+	iconv -f UTF-8 -t UTF-8 <<<"$in" >/dev/null 2>&1 || { echo "not UTF-8: $in" >&2; return 1; }
+	jq -e -r "$@" <<<"$in"
 }
 
 [ -e /dev/xferk ] || { echo "no /dev/xferk"; exit 77; }
 [ -x "${PY[0]}" ] || { echo "no ${PY[0]}"; exit 77; }
+command -v jq >/dev/null || { echo "no jq"; exit 77; }
 
 saved_window=$(cat $SYS/queue/qp_window)
 cleanup() {
@@ -89,40 +96,39 @@ for c in status peers ops quarantine queue stats; do
 	[ -s "$TMP/err" ] && fail "$c: stderr: $(cat "$TMP/err")"
 	"$X" $c --json >"$TMP/$c.json"
 	expect "$c --json: exit" 0 $?
-	"${PY[@]}" -m json.tool "$TMP/$c.json" >/dev/null || fail "$c --json: not JSON"
-	jpy 'assert isinstance(d, dict)' <"$TMP/$c.json" || fail "$c --json: not one object"
+	jqr 'type == "object"' <"$TMP/$c.json" >/dev/null || fail "$c --json: not one JSON object"
 done
 # No command is status.
-"$X" --json | jpy 'assert "abi_version" in d' || fail "no command: not status"
+"$X" --json | jqr 'has("abi_version")' >/dev/null || fail "no command: not status"
 
 # status against sysfs and the ioctl.
 st=$("$X" status --json)
 expect "status abi_version" "$(cat $SYS/abi_version)" \
-	"$(jpy 'print(d["abi_version"])' <<<"$st")"
+	"$(jqr '.abi_version' <<<"$st")"
 expect "status ioctl_abi_version" "$(cat $SYS/abi_version)" \
-	"$(jpy 'print(d["ioctl_abi_version"])' <<<"$st")"
+	"$(jqr '.ioctl_abi_version' <<<"$st")"
 expect "status features" "$(cat $SYS/features)" \
-	"$(jpy 'print(d["features"])' <<<"$st")"
+	"$(jqr '.features' <<<"$st")"
 expect "status ioctl_features" "$(cat $SYS/features)" \
-	"$(jpy 'print(d["ioctl_features"])' <<<"$st")"
-expect "status feature_names has uring" True \
-	"$(jpy 'print("uring" in d["feature_names"])' <<<"$st")"
-expect "status debugfs" True "$(jpy 'print(d["debugfs"])' <<<"$st")"
-expect "status devices has rxe0" True \
-	"$(jpy 'print("rxe0" in d["devices"])' <<<"$st")"
+	"$(jqr '.ioctl_features' <<<"$st")"
+expect "status feature_names has uring" true \
+	"$(jqr 'any(.feature_names[]; . == "uring")' <<<"$st")"
+expect "status debugfs" true "$(jqr '.debugfs' <<<"$st")"
+expect "status devices has rxe0" true \
+	"$(jqr 'any(.devices[]; . == "rxe0")' <<<"$st")"
 expect "status listen_port" "$PORT" \
-	"$(jpy 'print(d["listen_port"])' <<<"$st")"
+	"$(jqr '.listen_port' <<<"$st")"
 grep -q '^abi_version  *[0-9]' "$TMP/status.txt" || fail "status text: no abi_version line"
 
 # stats: every counter file, by name.
 # shellcheck disable=SC2012
 n_files=$(($(ls $SYS/stats | wc -l) + $(ls $SYS/queue | wc -l)))
 expect "stats: entries" "$n_files" \
-	"$(jpy 'print(len(d["stats"]) + len(d["queue"]))' <"$TMP/stats.json")"
-expect "stats: wait_hist_us is a list" True \
-	"$(jpy 'print(isinstance(d["queue"]["wait_hist_us"], list))' <"$TMP/stats.json")"
+	"$(jqr '(.stats | length) + (.queue | length)' <"$TMP/stats.json")"
+expect "stats: wait_hist_us is a list" array \
+	"$(jqr '.queue.wait_hist_us | type' <"$TMP/stats.json")"
 counter() {
-	"$X" stats --json | jpy "print(d['stats']['$1'])"
+	"$X" stats --json | jqr --arg k "$1" '.stats[$k]'
 }
 
 # Polls counter $1 until it is $2, at most 120 s (ops drain in the
@@ -138,8 +144,8 @@ wait_counter() {
 # Known state, on a host where what earlier tests left has drained.
 wait_counter ops_live 0 || echo "note: ops_live $(counter ops_live), not 0"
 null_up() {
-	"$X" peers --json | jpy 'print(sum(1 for p in d["peers"]
-		if p["transport"] == "null" and p["state"] == "up"))'
+	"$X" peers --json |
+		jqr '[.peers[] | select(.transport == "null" and .state == "up")] | length'
 }
 submitted0=$(counter ops_submitted)
 expect "stats ops_submitted is sysfs'" "$(cat $SYS/stats/ops_submitted)" "$submitted0"
@@ -166,44 +172,46 @@ expect "stats ops_live" $((live0 + NOPS)) "$(counter ops_live)"
 
 ops=$("$X" ops --json)
 expect "ops: the helper's" $NOPS \
-	"$(jpy "print(sum(1 for o in d['ops'] if o['pid'] == $hp))" <<<"$ops")"
+	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p)] | length' <<<"$ops")"
 expect "ops: IN_PROGRESS" $WINDOW \
-	"$(jpy "print(sum(1 for o in d['ops'] if o['pid'] == $hp and o['state'] == 'IN_PROGRESS'))" <<<"$ops")"
+	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p and .state == "IN_PROGRESS")] | length' <<<"$ops")"
 expect "ops: SUBMITTED" $((NOPS - WINDOW)) \
-	"$(jpy "print(sum(1 for o in d['ops'] if o['pid'] == $hp and o['state'] == 'SUBMITTED'))" <<<"$ops")"
+	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p and .state == "SUBMITTED")] | length' <<<"$ops")"
 expect "ops: total_bytes" $((NOPS * 4096)) \
-	"$(jpy "print(sum(o['total_bytes'] for o in d['ops'] if o['pid'] == $hp))" <<<"$ops")"
+	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p) | .total_bytes] | add // 0' <<<"$ops")"
 expect "ops text: the helper's" $NOPS \
 	"$("$X" ops | awk -v p="$hp" 'NR > 1 && $1 == p && $NF == "ioctl"' | wc -l)"
 "$X" ops | head -1 | grep -q '^pid  *state' || fail "ops text: no header"
 
 q=$("$X" queue --json)
 expect "queue: the helper's queued ops" $((NOPS - WINDOW)) \
-	"$(jpy "print(sum(1 for o in d['ops'] if o['pid'] == $hp and o['device'] == 'null'
-		and o['class'] == 'normal' and o['state'] == 'queued'))" <<<"$q")"
+	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p and .device == "null"
+		and .class == "normal" and .state == "queued")] | length' <<<"$q")"
 expect "queue: null in flight" $WINDOW \
-	"$(jpy "print([x['inflight_chunks'] for x in d['devices'] if x['device'] == 'null'][0])" <<<"$q")"
-expect "queue: rxe0 listed" True \
-	"$(jpy "print(any(x['device'] == 'rxe0' for x in d['devices']))" <<<"$q")"
+	"$(jqr '[.devices[] | select(.device == "null") | .inflight_chunks][0]' <<<"$q")"
+expect "queue: rxe0 listed" true \
+	"$(jqr 'any(.devices[]; .device == "rxe0")' <<<"$q")"
 expect "queue text: the helper's" $((NOPS - WINDOW)) \
 	"$("$X" queue | awk -v p="$hp" '$1 == "null" && $3 == p' | wc -l)"
 
 p=$("$X" peers --json)
-expect "peers: the RDMA connection" True \
-	"$(jpy "print(any(c['transport'] == 'rdma' and c['side'] == 'active' and
-		c['state'] == 'up' and c['peer'] == '$PEER:$PORT' and c['claimed'] == 1
-		for c in d['peers']))" <<<"$p")"
+expect "peers: the RDMA connection" true \
+	"$(jqr --arg peer "$PEER:$PORT" 'any(.peers[]; .transport == "rdma" and
+		.side == "active" and .state == "up" and .peer == $peer and
+		.claimed == 1)' <<<"$p")"
 expect "peers: null peers up" $((null0 + 1)) "$(null_up)"
 "$X" peers | grep -q " $PEER:" || fail "peers text: no $PEER"
 
 expect "quarantine: the helper's region" 1 \
-	"$("$X" quarantine --json | jpy "print(sum(1 for e in d['quarantine'] if e['kind'] == 'region'
-		and e['pid'] == $hp and e['bytes'] == $((NOPS * 4096)) and e['reason'] == 'deregistered-in-use'))")"
+	"$("$X" quarantine --json | jqr --argjson p "$hp" --argjson b $((NOPS * 4096)) \
+		'[.quarantine[] | select(.kind == "region" and .pid == $p and
+		.bytes == $b and .reason == "deregistered-in-use")] | length')"
 "$X" quarantine | grep -q "^region  *$hp  *$((NOPS * 4096)) " || fail "quarantine text"
 
 st=$("$X" status --json)
-jpy "assert (d['ops'] >= $NOPS and d['quarantine_entries'] >= 1 and
-	d['connections'] >= 2 and d['ops_live'] >= $NOPS and 'null' in d['devices'])" <<<"$st" ||
+jqr --argjson n $NOPS '.ops >= $n and .quarantine_entries >= 1 and
+	.connections >= 2 and .ops_live >= $n and any(.devices[]; . == "null")' \
+	<<<"$st" >/dev/null ||
 	fail "status counts: $st"
 
 # stats --format=prometheus: every line a TYPE line or a sample of the
@@ -257,7 +265,7 @@ expect "--watch: exit" 0 $?
 grep -q $'\033' "$TMP/watch" && fail "--watch clears a pipe"
 [ "$(wc -l <"$TMP/watch")" -ge 1 ] || fail "--watch: no round"
 while read -r l; do
-	jpy 'assert "stats" in d' <<<"$l" || fail "--watch round: $l"
+	jqr 'has("stats")' <<<"$l" >/dev/null || fail "--watch round: $l"
 done <"$TMP/watch"
 
 # The helper exits: the kernel drains its ops and frees its region.
@@ -270,9 +278,10 @@ expect "ops_live after" "$live0" "$(counter ops_live)"
 wait_counter quarantined_pages "$qpages0"
 expect "quarantined_pages after" "$qpages0" "$(counter quarantined_pages)"
 expect "ops: the helper's after" 0 \
-	"$("$X" ops --json | jpy "print(sum(1 for o in d['ops'] if o['pid'] == $hp))")"
+	"$("$X" ops --json | jqr --argjson p "$hp" '[.ops[] | select(.pid == $p)] | length')"
 expect "quarantine: the helper's after" 0 \
-	"$("$X" quarantine --json | jpy "print(sum(1 for e in d['quarantine'] if e['pid'] == $hp))")"
+	"$("$X" quarantine --json |
+		jqr --argjson p "$hp" '[.quarantine[] | select(.pid == $p)] | length')"
 
 # Without debugfs: the tables say so and exit 1; stats and status work.
 # shellcheck disable=SC2016
@@ -281,7 +290,8 @@ unshare -m bash -c 'umount -l /sys/kernel/debug &&
 	  "$0" status --json; echo rc=$?; }' "$X" >"$TMP/nodebugfs" 2>&1
 grep -q 'debugfs is not mounted' "$TMP/nodebugfs" || fail "no debugfs: $(cat "$TMP/nodebugfs")"
 expect "no debugfs: exits" "rc=1 rc=0 rc=0" "$(grep -o 'rc=[0-9]*' "$TMP/nodebugfs" | xargs)"
-grep '^{' "$TMP/nodebugfs" | jpy 'assert d["debugfs"] is False and "not mounted" in d["debugfs_error"]' ||
+grep '^{' "$TMP/nodebugfs" |
+	jqr '.debugfs == false and (.debugfs_error | contains("not mounted"))' >/dev/null ||
 	fail "no debugfs: status $(cat "$TMP/nodebugfs")"
 
 # Unprivileged: debugfs is root's.
@@ -295,7 +305,7 @@ nobody "$X" stats >/dev/null
 expect "unprivileged stats: exit" 0 $?
 nobody "$X" status --json >"$TMP/status.json"
 expect "unprivileged status: exit" 0 $?
-jpy 'assert d["debugfs"] is False and "ioctl_error" in d' <"$TMP/status.json" ||
+jqr '.debugfs == false and has("ioctl_error")' <"$TMP/status.json" >/dev/null ||
 	fail "unprivileged status: $(cat "$TMP/status.json")"
 
 # No module.
@@ -314,12 +324,12 @@ printf 'id state newcol\n1 up a"b\\c\n2 down \001\033[2J\n3 up \377\376\n' \
 } >"$R"/sys/kernel/debug/xferk/ops
 export XFERK_ROOT=$R
 expect "fake peers: newcol" 'a"b\c ??[2J' \
-	"$("$X" peers --json | jpy 'print(" ".join(p["newcol"] for p in d["peers"][:2]))')"
-"$X" peers --json | jpy 'assert d["peers"][2]["newcol"] == "\ufffd\ufffd"' ||
+	"$("$X" peers --json | jqr '[.peers[:2][].newcol] | join(" ")')"
+"$X" peers --json | jqr '.peers[2].newcol == "\ufffd\ufffd"' >/dev/null ||
 	fail "fake peers: bytes that are not UTF-8"
 "$X" peers | head -1 | grep -q 'newcol$' || fail "fake peers text: no newcol"
 "$X" peers | grep -q $'\033' && fail "fake peers text: an escape reaches the terminal"
-"$X" ops --json 2>"$TMP/err" | jpy 'assert len(d["ops"][0]) == 64' || fail "fake ops: 70 fields"
+"$X" ops --json 2>"$TMP/err" | jqr '.ops[0] | length == 64' >/dev/null || fail "fake ops: 70 fields"
 grep -q 'first 64 columns' "$TMP/err" || fail "fake ops: no warning"
 unset XFERK_ROOT
 

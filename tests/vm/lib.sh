@@ -11,7 +11,7 @@ XFERK_BUILD=${XFERK_BUILD:-$XFERK_SRC/build}
 XFERK_PACKAGES="build-essential pkg-config kmod cpio bc bison flex libelf-dev libssl-dev
 dwarves xz-utils python3 perl qemu-system-x86 busybox-static iproute2 rdma-core
 perftest ibverbs-utils librdmacm-dev libibverbs-dev liburing-dev linux-source-6.1 procps
-mandoc groff dkms python3-pytest python3-numpy python3-torch fio"
+mandoc groff dkms python3-pytest python3-numpy python3-torch fio jq"
 
 log() { printf '[xferk-vm] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
