@@ -43,7 +43,7 @@ host_script() {
 	*) record FAIL "$name"; sed 's/^/    | /' "$logs/${name//\//_}.log" ;;
 	esac
 }
-if make -s lib tools tests EXTRA_CFLAGS=-Werror >"$logs/build.log" 2>&1; then
+if make -s -j"$(nproc)" lib tools tests EXTRA_CFLAGS=-Werror >"$logs/build.log" 2>&1; then
 	record PASS build
 	for t in "$XFERK_BUILD"/tests/unit/*; do
 		host_script "unit/$(basename "$t")" "$t"
