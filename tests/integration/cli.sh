@@ -55,14 +55,19 @@ expect() {
 	[ "$2" = "$3" ] || fail "$1: want '$2', got '$3'"
 }
 
-# jq -r on the JSON on stdin, which must be UTF-8 (jq itself would
-# replace bytes that are not): exit 1 if it is not, or if the filter's
-# last output is false or null.
+# jqr [JQ OPTIONS] FILTER: jq -r FILTER on the JSON on stdin, which must
+# be UTF-8 (jq itself would replace bytes that are not) and one value
+# (jq itself would take a stream): exit 1 if it is not, or if the
+# filter's last output is false or null.
 jqr() {
-	local in
-	in=$(cat)
-	iconv -f UTF-8 -t UTF-8 <<<"$in" >/dev/null 2>&1 || { echo "not UTF-8: $in" >&2; return 1; }
-	jq -e -r "$@" <<<"$in"
+	local filter=${!#}
+
+	cat >"$TMP/jq.in"
+	iconv -f UTF-8 -t UTF-8 "$TMP/jq.in" >/dev/null 2>&1 ||
+		{ echo "not UTF-8: $(cat -v "$TMP/jq.in")" >&2; return 1; }
+	jq -e -r -s "${@:1:$#-1}" \
+		"if length == 1 then .[0] | ($filter) else error(\"not one JSON value\") end" \
+		"$TMP/jq.in"
 }
 
 [ -e /dev/xferk ] || { echo "no /dev/xferk"; exit 77; }
@@ -178,7 +183,8 @@ expect "ops: IN_PROGRESS" $WINDOW \
 expect "ops: SUBMITTED" $((NOPS - WINDOW)) \
 	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p and .state == "SUBMITTED")] | length' <<<"$ops")"
 expect "ops: total_bytes" $((NOPS * 4096)) \
-	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p) | .total_bytes] | add // 0' <<<"$ops")"
+	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p) | .total_bytes |
+		if type == "number" then . else error("total_bytes") end] | add // 0' <<<"$ops")"
 expect "ops text: the helper's" $NOPS \
 	"$("$X" ops | awk -v p="$hp" 'NR > 1 && $1 == p && $NF == "ioctl"' | wc -l)"
 "$X" ops | head -1 | grep -q '^pid  *state' || fail "ops text: no header"
@@ -209,7 +215,8 @@ expect "quarantine: the helper's region" 1 \
 "$X" quarantine | grep -q "^region  *$hp  *$((NOPS * 4096)) " || fail "quarantine text"
 
 st=$("$X" status --json)
-jqr --argjson n $NOPS '.ops >= $n and .quarantine_entries >= 1 and
+jqr --argjson n $NOPS 'all(.ops, .quarantine_entries, .connections, .ops_live;
+	type == "number") and .ops >= $n and .quarantine_entries >= 1 and
 	.connections >= 2 and .ops_live >= $n and any(.devices[]; . == "null")' \
 	<<<"$st" >/dev/null ||
 	fail "status counts: $st"
@@ -284,7 +291,6 @@ expect "quarantine: the helper's after" 0 \
 		jqr --argjson p "$hp" '[.quarantine[] | select(.pid == $p)] | length')"
 
 # Without debugfs: the tables say so and exit 1; stats and status work.
-# shellcheck disable=SC2016
 unshare -m bash -c 'umount -l /sys/kernel/debug &&
 	{ "$0" ops; echo rc=$?; "$0" stats >/dev/null; echo rc=$?;
 	  "$0" status --json; echo rc=$?; }' "$X" >"$TMP/nodebugfs" 2>&1
