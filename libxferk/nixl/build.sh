@@ -170,8 +170,9 @@ python_dir=$(find "$dir/nixl" -type d -name dist-packages | head -n1)
 # 17 s per Python process in the stock VM, 45 s on the debug kernel.
 # NIXL's own tests and ours import `nixl` as before; nixl_install.sh
 # still goes through the meta package, as `pip install` would.
-backend=$(find "$python_dir" -maxdepth 1 -type d -name 'nixl_cu*' | head -n1)
-[ -n "$backend" ] || { log "no nixl_cu* package in $python_dir"; exit 1; }
+backend=$(find "$python_dir" -maxdepth 1 -type d -name 'nixl_cu*')
+[ -n "$backend" ] && [ "$(wc -l <<<"$backend")" -eq 1 ] ||
+	{ log "not one nixl_cu* package in $python_dir: ${backend:-none}"; exit 1; }
 mkdir -p "$out/python"
 ln -sfn "$backend" "$out/python/nixl"
 cat >"$out/env" <<EOT
