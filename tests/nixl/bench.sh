@@ -2,7 +2,9 @@
 # make bench: nixlbench (NIXL's benchmark) with the XFERK backend next to
 # UCX over the same rxe device, in one VM run: bandwidth and latency per
 # block size, WRITE and READ. nixlbench runs as two instances (initiator
-# and target) joined by its ASIO runtime on this host.
+# and target) joined by its ASIO runtime on this host. Then the nixl_abort
+# test's experiment (tests/nixl/abort_reuse.py) with both backends: what a
+# late access did to buffers reused right after an abort.
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
@@ -108,3 +110,12 @@ for backend in XFERK UCX; do
 	done
 done
 (IFS=,; echo "JSON [${entries[*]}]")
+
+# Aborted transfers and reused buffers (the nixl_abort test judges XFERK's
+# run; UCX's is the comparison): each backend's JSON line, or its failure.
+echo "== abort and reuse (tests/nixl/abort_reuse.py, 8 MiB, 20 rounds)"
+for backend in XFERK UCX; do
+	(cd /tmp && /usr/bin/python3 "$XFERK_SRC/tests/nixl/abort_reuse.py" \
+		"$backend" --size $((8 << 20)) --iterations 20) ||
+		echo "$backend: exit $?"
+done
