@@ -34,12 +34,15 @@
  * to perftest in the same run. For WRITE and READ, 4 KiB, 64 KiB, 1 MiB
  * and 16 MiB messages and queue depths 1, 8 and 64 (not 16 MiB x 64): one
  * process keeps DEPTH single-fragment ops in flight through io_uring for
- * 2 s (after a 0.5 s warm-up), then ib_write_bw/ib_read_bw runs with the
+ * 2 s (after a 0.5 s warm-up), and ib_write_bw/ib_read_bw runs with the
  * same -s and -t (one QP) for about as many messages. Each row reports
  * MB/s (10^6 bytes), thousand messages per second and the busy CPU
  * seconds of the whole machine (user, system, irq, softirq from
  * /proc/stat) per GiB moved, the ratios xferk/perftest, and the p99 and
- * slowest of xferk's op latencies. Then QPs per session: 4 KiB and 64 KiB
+ * slowest of xferk's op latencies. All rows run in three passes, the odd
+ * one with perftest first; the tables print medians over the passes, and
+ * for MB/s and the bandwidth ratio (xferk / perftest in the same pass)
+ * the least and the most as well. Then QPs per session: 4 KiB and 64 KiB
  * WRITEs, 64 in flight, over sessions of 1, 2 and 4 QPs (each
  * count but 1 a session of its own to an address of this host that bw
  * adds to dummy0, 10.99.0.102 and .104; only with the default peer), next
@@ -50,7 +53,7 @@
  * dev_window_bytes, op_window_bytes 1 GiB, op_window_chunks 1024) and
  * restored after it; qos measures the queue's policy. Without perftest
  * only xferk's rows are printed. --quick: 4 KiB and 1 MiB, depths 1 and 64,
- * 1 and 4 QPs at 4 KiB, 0.5 s per row. Needs root (the queue's windows,
+ * 1 and 4 QPs at 4 KiB, one pass of 0.5 s rows. Needs root (the queue's windows,
  * the addresses).
  *
  * moderation: completion moderation on and off in turn, over scattered
@@ -125,6 +128,13 @@ static int cmp_double(const void *a, const void *b)
 static double percentile(double *v, unsigned int n, double p)
 {
 	return v[(unsigned int)(p * (n - 1) + 0.5)];
+}
+
+/* The median of @n values (sorted in place). */
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	return n ? percentile(v, n, 0.5) : 0;
 }
 
 /* Where a benchmark's JSON goes: the file @json, or stdout without one. */
@@ -1063,24 +1073,42 @@ static const char *op_name(uint8_t opcode)
 	return opcode == XFERK_OP_WRITE ? "WRITE" : "READ";
 }
 
-/* One xferk row and, with perftest, its perftest row after it. */
-static int bw_pair(struct bw_opts *o, struct bw_row *rows, unsigned int *nr,
-		   int have_perftest)
+/*
+ * One row of a pass, as @spec says: xferk's run in @r[0] and, with
+ * perftest, perftest's in @r[1]. Odd passes run perftest first, so that
+ * neither always has the other's wake behind it. perftest runs about as
+ * many messages as xferk moves in a row: at xferk's rate in this pass, or
+ * in @prev (the row's xferk run of the pass before) when it goes first.
+ */
+static int bw_pair(struct bw_opts *o, const struct bw_row *spec,
+		   struct bw_row r[2], const struct bw_row *prev,
+		   unsigned int pass, int have_perftest)
 {
-	struct bw_row *x = &rows[*nr - 1], *p;
-	int ret = bw_xferk(o, x);
+	const struct bw_row *rate = pass % 2 ? prev : &r[0];
+	unsigned int k;
+	int ret = 0;
 
-	if (ret || !have_perftest)
-		return ret;
-	p = &rows[(*nr)++];
-	*p = *x;
-	p->who = "perftest";
-	p->ok = 0;
-	o->port++;
-	/* About as long as xferk's run, at xferk's rate. */
-	return bw_perftest(o, p, (unsigned long)(x->kmps * 1e3 * o->seconds) +
-			   2 * x->depth + 5);
+	r[0] = *spec;
+	r[0].who = "xferk";
+	r[1] = *spec;
+	r[1].who = "perftest";
+	for (k = 0; k < 2 && !ret; k++) {
+		if ((k + pass) % 2 == 0) {
+			ret = bw_xferk(o, &r[0]);
+		} else if (have_perftest) {
+			o->port++;
+			ret = bw_perftest(o, &r[1],
+					  (unsigned long)(rate->kmps * 1e3 *
+							  o->seconds) +
+					  2 * spec->depth + 5);
+		}
+	}
+	return ret;
 }
+
+static const size_t bw_lens[] = { 4096, 64 << 10, 1 << 20, 16 << 20 };
+static const unsigned int bw_depths[] = { 1, 8, 64 };
+static const uint8_t bw_opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
 
 /*
  * QPs per session: each count but 1 gets a session of its own, to an
@@ -1091,19 +1119,40 @@ static int bw_pair(struct bw_opts *o, struct bw_row *rows, unsigned int *nr,
 static const unsigned int qp_counts[] = { 1, 2, 4 };
 static const size_t qp_lens[] = { 4096, 64 << 10 };
 
-static int bw_qp_rows(struct bw_opts *o, struct bw_row *rows, unsigned int *nr,
-		      int have_perftest)
+#define BW_PASSES	3
+#define BW_ROWS		(ARRAY_SIZE(bw_opcodes) * ARRAY_SIZE(bw_lens) * \
+			 ARRAY_SIZE(bw_depths) + \
+			 ARRAY_SIZE(qp_counts) * ARRAY_SIZE(qp_lens))
+
+/*
+ * The rows bw measures, in order, as specs (who and results unset): one
+ * stream per op, length and depth, then the QP counts (adding their
+ * addresses to dummy0). Returns their number, or -EIO.
+ */
+static int bw_specs(const struct bw_opts *o, struct bw_row *specs)
 {
 	static char addrs[ARRAY_SIZE(qp_counts)][32];
+	unsigned int nr = 0, i, j, k;
 	char cmd[128];
-	unsigned int i, j;
-	int ret = 0;
 
+	for (i = 0; i < ARRAY_SIZE(bw_opcodes); i++)
+		for (j = 0; j < ARRAY_SIZE(bw_lens); j++)
+			for (k = 0; k < ARRAY_SIZE(bw_depths); k++) {
+				/* 16 MiB x 64 in flight: no room in the VM. */
+				if (bw_lens[j] * bw_depths[k] > (256UL << 20))
+					continue;
+				if (o->quick && (j == 1 || j == 3 || k == 1))
+					continue;
+				specs[nr++] = (struct bw_row) {
+					.opcode = bw_opcodes[i],
+					.len = bw_lens[j],
+					.depth = bw_depths[k] };
+			}
 	if (strcmp(o->peer, "10.99.0.1")) {
 		printf("QPs per session: only over the test VM's loopback\n");
-		return 0;
+		return nr;
 	}
-	for (i = 0; i < ARRAY_SIZE(qp_counts) && !ret; i++) {
+	for (i = 0; i < ARRAY_SIZE(qp_counts); i++) {
 		if (o->quick && qp_counts[i] == 2)
 			continue;
 		if (qp_counts[i] > 1) {
@@ -1114,63 +1163,113 @@ static int bw_qp_rows(struct bw_opts *o, struct bw_row *rows, unsigned int *nr,
 			if (system(cmd))
 				return -EIO;
 		}
-		for (j = 0; j < ARRAY_SIZE(qp_lens) && !ret; j++) {
+		for (j = 0; j < ARRAY_SIZE(qp_lens); j++) {
 			if (o->quick && j)
 				continue;
-			rows[(*nr)++] = (struct bw_row) { .who = "xferk",
+			specs[nr++] = (struct bw_row) {
 				.opcode = XFERK_OP_WRITE, .len = qp_lens[j],
 				.depth = QPS_DEPTH, .qps = qp_counts[i],
 				.peer = qp_counts[i] > 1 ? addrs[i] : NULL };
-			ret = bw_pair(o, rows, nr, have_perftest);
 		}
 	}
-	return ret;
+	return nr;
 }
 
-/* The xferk rows (those of a QP count, @qps, or not) next to perftest's. */
-static void bw_print(const struct bw_row *rows, unsigned int nr, int qps)
+/* One run of a row as it ends: its pass, what it was, who, MB/s, k/s. */
+static void bw_row_print(unsigned int pass, const struct bw_row *r)
 {
-	unsigned int i;
+	printf("pass %u: %-5s %9zu %5u %4u %-8s %8.1f MB/s %8.2f k/s\n", pass,
+	       op_name(r->opcode), r->len, r->depth, r->qps ?: 1, r->who,
+	       r->mb_s, r->kmps);
+	fflush(stdout);
+}
+
+/* A sum of retransmission counts, -1 (unknown) if either is. */
+static long long resent_add(long long sum, long long n)
+{
+	return sum < 0 || n < 0 ? -1 : sum + n;
+}
+
+/* A median of the @n values in @v, then their least and most. */
+static void print_spread(const char *fmt, double *v, unsigned int n)
+{
+	double med = median(v, n);
+
+	printf(fmt, med, v[0], v[n - 1]);
+}
+
+/*
+ * The rows of @nr specs over @passes passes (those of a QP count, @qps,
+ * or not): each value a median over the passes; MB/s and the ratios with
+ * their least and most. A ratio counts the passes in which perftest gave a
+ * result; "-" if none did.
+ */
+static void bw_print(struct bw_row (*rows)[BW_ROWS][2], unsigned int nr,
+		     unsigned int passes, int qps)
+{
+	unsigned int i, p, n;
 
 	for (i = 0; i < nr; i++) {
-		const struct bw_row *x = &rows[i], *p = NULL;
+		const struct bw_row *spec = &rows[0][i][0];
+		double x_mbs[BW_PASSES], p_mbs[BW_PASSES], bw[BW_PASSES];
+		double x_k[BW_PASSES], p_k[BW_PASSES], msg[BW_PASSES];
+		double x_cpu[BW_PASSES], p_cpu[BW_PASSES], p99[BW_PASSES];
+		long long x_resent = 0, p_resent = 0;
+		double max_us = 0;
 
-		if (!x->ok || strcmp(x->who, "xferk") || !x->qps != !qps)
+		if (!spec->qps != !qps)
 			continue;
-		if (i + 1 < nr && rows[i + 1].ok &&
-		    !strcmp(rows[i + 1].who, "perftest"))
-			p = &rows[i + 1];
-		printf("%-5s %9zu %5u ", op_name(x->opcode), x->len, x->depth);
+		for (p = 0, n = 0; p < passes; p++) {
+			const struct bw_row *x = &rows[p][i][0];
+			const struct bw_row *t = &rows[p][i][1];
+
+			x_mbs[p] = x->mb_s;
+			x_k[p] = x->kmps;
+			x_cpu[p] = x->cpu_s_gib;
+			p99[p] = x->p99_us;
+			max_us = x->max_us > max_us ? x->max_us : max_us;
+			x_resent = resent_add(x_resent, x->resent);
+			if (!t->ok)
+				continue;
+			p_mbs[n] = t->mb_s;
+			p_k[n] = t->kmps;
+			p_cpu[n] = t->cpu_s_gib;
+			bw[n] = x->mb_s / t->mb_s;
+			msg[n++] = x->kmps / t->kmps;
+			p_resent = resent_add(p_resent, t->resent);
+		}
+		printf("%-5s %9zu %5u ", op_name(spec->opcode), spec->len,
+		       spec->depth);
 		if (qps)
-			printf("%4u ", x->qps);
-		printf("%10.1f ", x->mb_s);
-		if (p)
-			printf("%10.1f %9.2f %10.2f %10.2f %9.2f %8.2f %8.2f %8lld %8lld",
-			       p->mb_s, x->mb_s / p->mb_s, x->kmps, p->kmps,
-			       x->kmps / p->kmps, x->cpu_s_gib, p->cpu_s_gib,
-			       x->resent, p->resent);
-		else
-			printf("%10s %9s %10.2f %10s %9s %8.2f %8s %8lld %8s",
-			       "-", "-", x->kmps, "-", "-", x->cpu_s_gib, "-",
-			       x->resent, "-");
-		printf(" %8.1f %8.1f\n", x->p99_us / 1e3, x->max_us / 1e3);
+			printf("%4u ", spec->qps);
+		print_spread("%7.1f [%5.1f-%5.1f] ", x_mbs, passes);
+		if (n) {
+			print_spread("%7.1f [%5.1f-%5.1f] ", p_mbs, n);
+			print_spread("%5.2f [%4.2f-%4.2f] ", bw, n);
+			printf("%8.2f %8.2f %6.2f %8.2f %8.2f %8lld %8lld",
+			       median(x_k, passes), median(p_k, n),
+			       median(msg, n), median(x_cpu, passes),
+			       median(p_cpu, n), x_resent, p_resent);
+		} else {
+			printf("%21s %17s %8.2f %8s %6s %8.2f %8s %8lld %8s",
+			       "-", "-", median(x_k, passes), "-", "-",
+			       median(x_cpu, passes), "-", x_resent, "-");
+		}
+		printf(" %8.1f %8.1f\n", median(p99, passes) / 1e3,
+		       max_us / 1e3);
 	}
 }
 
 static int bench_bw(int quick, const char *json, const char *peer)
 {
-	static const size_t lens[] = { 4096, 64 << 10, 1 << 20, 16 << 20 };
-	static const unsigned int depths[] = { 1, 8, 64 };
-	static const uint8_t opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
 	struct bw_opts o = { .peer = peer, .dev = "rxe0", .port = 18700,
 			     .seconds = quick ? 0.5 : 2, .quick = quick };
-	struct bw_row rows[2 * ARRAY_SIZE(opcodes) * ARRAY_SIZE(lens) *
-			   ARRAY_SIZE(depths) +
-			   2 * ARRAY_SIZE(qp_counts) * ARRAY_SIZE(qp_lens)];
+	static struct bw_row rows[BW_PASSES][BW_ROWS][2];
+	struct bw_row specs[BW_ROWS];
+	unsigned int passes = quick ? 1 : BW_PASSES, nr = 0, i, k, p, w;
 	long long saved[ARRAY_SIZE(bw_tunables)];
 	double scale_mbs[4], fairness[4];
 	int have_perftest = !system("command -v ib_write_bw >/dev/null");
-	unsigned int nr = 0, i, j, k, w;
 	struct qos_shared *sh;
 	pid_t pids[MAX_WORKERS];
 	FILE *f;
@@ -1196,21 +1295,20 @@ static int bench_bw(int quick, const char *json, const char *peer)
 		snprintf(path, sizeof(path), QUEUE_DIR "%s", bw_tunables[i].name);
 		ret = write_number(path, bw_tunables[i].bw);
 	}
-	for (i = 0; i < ARRAY_SIZE(opcodes) && !ret; i++)
-		for (j = 0; j < ARRAY_SIZE(lens) && !ret; j++)
-			for (k = 0; k < ARRAY_SIZE(depths) && !ret; k++) {
-				/* 16 MiB x 64 in flight: no room in the VM. */
-				if (lens[j] * depths[k] > (256UL << 20))
-					continue;
-				if (quick && (j == 1 || j == 3 || k == 1))
-					continue;
-				rows[nr++] = (struct bw_row) { .who = "xferk",
-					.opcode = opcodes[i], .len = lens[j],
-					.depth = depths[k] };
-				ret = bw_pair(&o, rows, &nr, have_perftest);
-			}
-	if (!ret)
-		ret = bw_qp_rows(&o, rows, &nr, have_perftest);
+	if (!ret) {
+		ret = bw_specs(&o, specs);
+		nr = ret < 0 ? 0 : ret;
+		ret = ret < 0 ? ret : 0;
+	}
+	for (p = 0; p < passes && !ret; p++)
+		for (i = 0; i < nr && !ret; i++) {
+			ret = bw_pair(&o, &specs[i], rows[p][i],
+				      p ? &rows[p - 1][i][0] : NULL, p,
+				      have_perftest);
+			for (k = 0; k < 2 && !ret; k++)
+				if (rows[p][i][k].ok)
+					bw_row_print(p + 1, &rows[p][i][k]);
+		}
 	/* 1 to 8 processes, 1 MiB WRITEs, 4 each in flight, one connection. */
 	sh->len = BULK_LEN;
 	sh->depth = BULK_DEPTH;
@@ -1257,19 +1355,19 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	for (i = 0; i < ARRAY_SIZE(bw_tunables); i++)
 		printf(" %s %lld", bw_tunables[i].name, bw_tunables[i].bw);
 	printf("\n");
-	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row; CPU: whole machine, busy s/GiB; resent: rxe's retransmission events in the row; x_p99, x_max: xferk's op latency, ms\n",
-	       o.dev, o.seconds);
-	printf("%-5s %9s %5s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s %8s %8s\n",
+	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row, %u passes (odd ones perftest first); MB/s and ratios (xferk / perftest in the same pass): median [least-most]; the rest: medians over the passes, but resent (rxe's retransmission events, summed) and x_max (the slowest); CPU: whole machine, busy s/GiB; x_p99, x_max: xferk's op latency, ms\n",
+	       o.dev, o.seconds, passes);
+	printf("%-5s %9s %5s %21s %21s %17s %8s %8s %6s %8s %8s %8s %8s %8s %8s\n",
 	       "op", "len", "depth", "xferk_MB/s", "pt_MB/s", "bw_ratio",
-	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu",
+	       "xferk_k/s", "pt_k/s", "msg", "xferk_cpu", "pt_cpu",
 	       "x_resent", "pt_resent", "x_p99", "x_max");
-	bw_print(rows, nr, 0);
+	bw_print(rows, nr, passes, 0);
 	printf("QPs per session (-q QPS for perftest, the depth shared by its QPs):\n");
-	printf("%-5s %9s %5s %4s %10s %10s %9s %10s %10s %9s %8s %8s %8s %8s %8s %8s\n",
-	       "op", "len", "depth", "qps", "xferk_MB/s", "pt_MB/s", "bw_ratio",
-	       "xferk_k/s", "pt_k/s", "msg_ratio", "xferk_cpu", "pt_cpu",
-	       "x_resent", "pt_resent", "x_p99", "x_max");
-	bw_print(rows, nr, 1);
+	printf("%-5s %9s %5s %4s %21s %21s %17s %8s %8s %6s %8s %8s %8s %8s %8s %8s\n",
+	       "op", "len", "depth", "qps", "xferk_MB/s", "pt_MB/s",
+	       "bw_ratio", "xferk_k/s", "pt_k/s", "msg", "xferk_cpu",
+	       "pt_cpu", "x_resent", "pt_resent", "x_p99", "x_max");
+	bw_print(rows, nr, passes, 1);
 	printf("%-10s %10s %10s  (1 MiB WRITEs, %u in flight each, one connection)\n",
 	       "processes", "MB/s", "fairness", BULK_DEPTH);
 	for (i = 0; i < 4; i++)
@@ -1277,18 +1375,21 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	f = json_open(json);
 	if (!f)
 		return 1;
-	fprintf(f, "{\"benchmark\": \"bw\", \"device\": \"%s\", \"seconds\": %.1f, \"rows\": [\n",
-		o.dev, o.seconds);
-	for (i = 0, j = 0; i < nr; i++) {
-		const struct bw_row *r = &rows[i];
+	fprintf(f, "{\"benchmark\": \"bw\", \"device\": \"%s\", \"seconds\": %.1f, \"passes\": %u, \"rows\": [\n",
+		o.dev, o.seconds, passes);
+	for (p = 0, w = 0; p < passes; p++)
+		for (i = 0; i < nr; i++)
+			for (k = 0; k < 2; k++) {
+				const struct bw_row *r = &rows[p][i][k];
 
-		if (!r->ok)
-			continue;
-		fprintf(f, "%s  {\"who\": \"%s\", \"op\": \"%s\", \"len\": %zu, \"depth\": %u, \"qps\": %u, \"mb_per_s\": %.1f, \"kmsg_per_s\": %.3f, \"cpu_s_per_gib\": %.3f, \"rxe_resent\": %lld}",
-			j++ ? ",\n" : "", r->who, op_name(r->opcode), r->len,
-			r->depth, r->qps ?: 1, r->mb_s, r->kmps, r->cpu_s_gib,
-			r->resent);
-	}
+				if (!r->ok)
+					continue;
+				fprintf(f, "%s  {\"pass\": %u, \"who\": \"%s\", \"op\": \"%s\", \"len\": %zu, \"depth\": %u, \"qps\": %u, \"mb_per_s\": %.1f, \"kmsg_per_s\": %.3f, \"cpu_s_per_gib\": %.3f, \"rxe_resent\": %lld}",
+					w++ ? ",\n" : "", p + 1, r->who,
+					op_name(r->opcode), r->len, r->depth,
+					r->qps ?: 1, r->mb_s, r->kmps,
+					r->cpu_s_gib, r->resent);
+			}
 	fprintf(f, "\n], \"processes\": [\n");
 	for (i = 0; i < 4; i++)
 		fprintf(f, "  {\"processes\": %d, \"mb_per_s\": %.1f, \"fairness\": %.3f}%s\n",
@@ -1655,13 +1756,6 @@ out:
 	return ret;
 }
 
-/* The median of @n values (sorted in place). */
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(double), cmp_double);
-	return n ? percentile(v, n, 0.5) : 0;
-}
-
 static void kernel_row_print(unsigned int pass, const struct bw_row *r)
 {
 	printf("%4u  %-10s %6zu %5u  %-5s %8.2f %8.0f %8.0f %9.0f %7lld\n", pass,
@@ -1760,7 +1854,7 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 	       "len", "depth", "xferk_k/s", "nvme_k/s", "ratio", "x_p50", "n_p50",
 	       "x_p99", "n_p99", "x_cpu", "n_cpu");
 	for (i = 0; i < nr; i++) {
-		double v[9][KBENCH_PASSES], med[9];
+		double v[9][KBENCH_PASSES];
 		unsigned int j;
 
 		for (p = 0; p < passes; p++) {
@@ -1776,15 +1870,14 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 			v[7][p] = x->cpu_us_op;
 			v[8][p] = n->cpu_us_op;
 		}
-		/* Sorted by median(): v[j][0] is the least, the last the most. */
-		for (j = 0; j < 9; j++)
-			med[j] = median(v[j], passes);
-		printf("%-10s %6zu %5u %7.2f [%5.2f-%5.2f] %7.2f [%5.2f-%5.2f] %5.2f [%4.2f-%4.2f] %6.0f %6.0f %6.0f %6.0f %6.0f %6.0f\n",
-		       kbench_rows[i].opcode == XFERK_OP_WRITE ? "RDMA_WRITE" :
-		       "RDMA_READ", kbench_rows[i].len, kbench_rows[i].depth, med[0], v[0][0], v[0][passes - 1], med[1],
-		       v[1][0], v[1][passes - 1], med[2], v[2][0],
-		       v[2][passes - 1], med[3], med[4], med[5], med[6], med[7],
-		       med[8]);
+		printf("%-10s %6zu %5u ", kbench_rows[i].opcode == XFERK_OP_WRITE ?
+		       "RDMA_WRITE" : "RDMA_READ", kbench_rows[i].len,
+		       kbench_rows[i].depth);
+		print_spread("%7.2f [%5.2f-%5.2f] ", v[0], passes);
+		print_spread("%7.2f [%5.2f-%5.2f] ", v[1], passes);
+		print_spread("%5.2f [%4.2f-%4.2f] ", v[2], passes);
+		for (j = 3; j < 9; j++)
+			printf("%6.0f%s", median(v[j], passes), j < 8 ? " " : "\n");
 	}
 	f = json_open(json);
 	if (!f)

@@ -166,6 +166,8 @@ setup_nvme() {
 # make bench: each benchmark whose name matches XFERK_ONLY.
 bench() {
 	local name
+	# bw and kernel repeat their rows: more than a test's time.
+	TEST_TIMEOUT=$((TEST_TIMEOUT * 3))
 	for name in ctrl qos bw moderation kernel nixl; do
 		# shellcheck disable=SC2053
 		[[ $name == $XFERK_ONLY ]] || continue
