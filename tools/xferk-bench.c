@@ -39,9 +39,9 @@
  * MB/s (10^6 bytes), thousand messages per second and the busy CPU
  * seconds of the whole machine (user, system, irq, softirq from
  * /proc/stat) per GiB moved, the ratios xferk/perftest, and the p99 and
- * slowest of xferk's op latencies. All rows run in three passes, the odd
- * one with perftest first; the tables print medians over the passes, and
- * for MB/s and the bandwidth ratio (xferk / perftest in the same pass)
+ * slowest of xferk's op latencies. All rows run in three passes, the
+ * second with perftest first; the tables print medians over the passes,
+ * and for MB/s and the bandwidth ratio (xferk / perftest in the same pass)
  * the least and the most as well. Then QPs per session: 4 KiB and 64 KiB
  * WRITEs, 64 in flight, over sessions of 1, 2 and 4 QPs (each
  * count but 1 a session of its own to an address of this host that bw
@@ -130,11 +130,16 @@ static double percentile(double *v, unsigned int n, double p)
 	return v[(unsigned int)(p * (n - 1) + 0.5)];
 }
 
-/* The median of @n values (sorted in place). */
+/*
+ * The median of @n values (sorted in place); of an even number of them,
+ * the mean of the middle two.
+ */
 static double median(double *v, unsigned int n)
 {
 	qsort(v, n, sizeof(double), cmp_double);
-	return n ? percentile(v, n, 0.5) : 0;
+	if (!n)
+		return 0;
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Where a benchmark's JSON goes: the file @json, or stdout without one. */
@@ -1075,7 +1080,8 @@ static const char *op_name(uint8_t opcode)
 
 /*
  * One row of a pass, as @spec says: xferk's run in @r[0] and, with
- * perftest, perftest's in @r[1]. Odd passes run perftest first, so that
+ * perftest, perftest's in @r[1]. Pass @pass (from 0) runs perftest first
+ * when it is odd (the second of three), so that
  * neither always has the other's wake behind it. perftest runs about as
  * many messages as xferk moves in a row: at xferk's rate in this pass, or
  * in @prev (the row's xferk run of the pass before) when it goes first.
@@ -1126,8 +1132,9 @@ static const size_t qp_lens[] = { 4096, 64 << 10 };
 
 /*
  * The rows bw measures, in order, as specs (who and results unset): one
- * stream per op, length and depth, then the QP counts (adding their
- * addresses to dummy0). Returns their number, or -EIO.
+ * stream per op, length and depth, then the QP counts. Adds the QP
+ * counts' addresses to dummy0 now, so that every pass runs with the same
+ * addresses. Returns the number of rows, or -EIO.
  */
 static int bw_specs(const struct bw_opts *o, struct bw_row *specs)
 {
@@ -1175,7 +1182,7 @@ static int bw_specs(const struct bw_opts *o, struct bw_row *specs)
 	return nr;
 }
 
-/* One run of a row as it ends: its pass, what it was, who, MB/s, k/s. */
+/* A run of a row, once its pair ran: its pass, what it was, who, MB/s, k/s. */
 static void bw_row_print(unsigned int pass, const struct bw_row *r)
 {
 	printf("pass %u: %-5s %9zu %5u %4u %-8s %8.1f MB/s %8.2f k/s\n", pass,
@@ -1200,9 +1207,10 @@ static void print_spread(const char *fmt, double *v, unsigned int n)
 
 /*
  * The rows of @nr specs over @passes passes (those of a QP count, @qps,
- * or not): each value a median over the passes; MB/s and the ratios with
- * their least and most. A ratio counts the passes in which perftest gave a
- * result; "-" if none did.
+ * or not): each value a median over the passes; MB/s and the bandwidth
+ * ratio with their least and most. perftest's values and the ratios count
+ * the passes in which perftest gave a result ("-" if none did), its
+ * retransmissions too; xferk's count every pass.
  */
 static void bw_print(struct bw_row (*rows)[BW_ROWS][2], unsigned int nr,
 		     unsigned int passes, int qps)
@@ -1355,8 +1363,9 @@ static int bench_bw(int quick, const char *json, const char *peer)
 	for (i = 0; i < ARRAY_SIZE(bw_tunables); i++)
 		printf(" %s %lld", bw_tunables[i].name, bw_tunables[i].bw);
 	printf("\n");
-	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row, %u passes (odd ones perftest first); MB/s and ratios (xferk / perftest in the same pass): median [least-most]; the rest: medians over the passes, but resent (rxe's retransmission events, summed) and x_max (the slowest); CPU: whole machine, busy s/GiB; x_p99, x_max: xferk's op latency, ms\n",
-	       o.dev, o.seconds, passes);
+	printf("one stream of single-fragment ops vs perftest (-s LEN -t DEPTH -q 1) over %s, %.1f s per row, %u pass%s; MB/s and bw_ratio (xferk / perftest in the same pass): median [least-most]; the rest: medians over the passes, but resent (rxe's retransmission events, summed) and x_max (the slowest); CPU: whole machine, busy s/GiB; x_p99, x_max: xferk's op latency, ms\n",
+	       o.dev, o.seconds, passes,
+	       passes > 1 ? "es (the second: perftest first)" : "");
 	printf("%-5s %9s %5s %21s %21s %17s %8s %8s %6s %8s %8s %8s %8s %8s %8s\n",
 	       "op", "len", "depth", "xferk_MB/s", "pt_MB/s", "bw_ratio",
 	       "xferk_k/s", "pt_k/s", "msg", "xferk_cpu", "pt_cpu",
