@@ -115,7 +115,8 @@ done
 # run; UCX's is the comparison): each backend's JSON line, or its failure.
 echo "== abort and reuse (tests/nixl/abort_reuse.py, 8 MiB, 20 rounds)"
 for backend in XFERK UCX; do
-	(cd /tmp && /usr/bin/python3 "$XFERK_SRC/tests/nixl/abort_reuse.py" \
-		"$backend" --size $((8 << 20)) --iterations 20) ||
+	(cd /tmp && timeout 300 /usr/bin/python3 \
+		"$XFERK_SRC/tests/nixl/abort_reuse.py" "$backend" \
+		--size $((8 << 20)) --iterations 20) ||
 		echo "$backend: exit $?"
 done
