@@ -206,6 +206,11 @@ main() {
 	fi
 	kmemleak clear
 	run_test module/load insmod "$XFERK_MODDIR/kmod/xferk.ko"
+	# The kernel's and the modules' symbols, for a host that must name
+	# the instruction pointers of a stuck guest (tests/vm/symbolize.py).
+	mkdir -p /run/share
+	mount -t 9p -o trans=virtio,version=9p2000.L share /run/share 2>/dev/null &&
+		cp /proc/kallsyms /run/share/kallsyms
 	if [ -e /dev/xferk ]; then
 		# What tools/60-xferk.rules makes udev do on a real host.
 		getent group xferk >/dev/null || groupadd --system xferk

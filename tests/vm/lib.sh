@@ -16,6 +16,31 @@ mandoc groff dkms python3-pytest python3-numpy python3-torch fio jq"
 log() { printf '[xferk-vm] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# vm_monitor SOCKET CMD: runs the qemu monitor command CMD through the
+# monitor at SOCKET and prints its answer.
+vm_monitor() {
+	python3 - "$1" "$2" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+out = b""
+def until_prompt():
+    global out
+    while not out.endswith(b"(qemu) "):
+        data = s.recv(65536)
+        if not data:
+            sys.exit("the monitor closed")
+        out += data
+until_prompt()
+out = b""
+s.sendall(sys.argv[2].encode() + b"\n")
+until_prompt()
+text = out.decode(errors="replace").replace("\r", "")
+print("\n".join(text.splitlines()[1:-1]))
+PY
+}
+
 # Install whatever is missing from XFERK_PACKAGES (plus any extra arguments).
 ensure_packages() {
 	local missing=() p apt_log

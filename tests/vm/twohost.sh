@@ -171,28 +171,7 @@ th_metric() { echo "$*" | tee -a "$TH_DIR/metrics"; }
 
 # th_monitor NAME CMD: runs the qemu monitor command CMD in VM NAME and
 # prints its answer.
-th_monitor() {
-	python3 - "$TH_DIR/$1.monitor" "$2" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(5)
-s.connect(sys.argv[1])
-out = b""
-def until_prompt():
-    global out
-    while not out.endswith(b"(qemu) "):
-        data = s.recv(65536)
-        if not data:
-            sys.exit("the monitor closed")
-        out += data
-until_prompt()
-out = b""
-s.sendall(sys.argv[2].encode() + b"\n")
-until_prompt()
-text = out.decode(errors="replace").replace("\r", "")
-print("\n".join(text.splitlines()[1:-1]))
-PY
-}
+th_monitor() { vm_monitor "$TH_DIR/$1.monitor" "$2"; }
 
 # th_link_state: what each VM's virtio-net device knows of its receive
 # (0) and transmit (1) queues, for the log of a failed test: a transmit
