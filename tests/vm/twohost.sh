@@ -64,8 +64,8 @@ th_boot() {
 	rm -f "$TH_CTL/$name/ready" "$TH_CTL/$name/halt"
 	echo "$name $n $dir" >>"$TH_DIR/boots"
 	# The guest env names this VM, its address and its peer's.
-	write_guest_env "$dir" "$TH_KERNEL" twohost "*" "$TH_MODROOT" "$TH_ABI" \
-		"XFERK_HOST=$name XFERK_BOOT=$n XFERK_MODDIR=$TH_DIR
+	write_guest_env "$dir" "$TH_KERNEL" twohost "*" "$TH_MODDIR" "$TH_MODROOT" \
+		"$TH_ABI" "XFERK_HOST=$name XFERK_BOOT=$n
 XFERK_ADDR=$(th_addr "$name") XFERK_TEST_PEER=$(th_addr "$(th_other "$name")")
 export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 	if [ "$name" = a ]; then
