@@ -146,9 +146,9 @@ $(B)/tests/unit/%: tests/unit/%.cc $(LIBHDRS)
 	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -pedantic -Iuapi -Ilibxferk $(EXTRA_CFLAGS) -o $@ $<
 
 # The NIXL backend's device choice, which depends on nothing of NIXL.
-$(B)/tests/unit/nixl_topo: tests/unit/nixl_topo.cc libxferk/nixl/xferk_topo.cpp libxferk/nixl/xferk_topo.h
+$(B)/tests/unit/nixl_topo: tests/unit/nixl_topo.cc libxferk/nixl/plugin/xferk_topo.cpp libxferk/nixl/plugin/xferk_topo.h
 	@mkdir -p $(@D)
-	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -Ilibxferk/nixl $(EXTRA_CFLAGS) -o $@ $< libxferk/nixl/xferk_topo.cpp
+	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -Ilibxferk/nixl/plugin $(EXTRA_CFLAGS) -o $@ $< libxferk/nixl/plugin/xferk_topo.cpp
 
 # Unit scripts (host checks of the sources, e.g. the module's layers) run
 # like the unit programs.

@@ -135,24 +135,38 @@ flock 9
 # Built by this script's build_bench, else again.
 declare -f build_bench | cmp -s - "$dir/.bench-done" || build_bench
 
-# The plugin, against the cached NIXL tree and this tree's libxferk.
+# The plugin, built by meson.build against the cached NIXL install (as
+# against any installed NIXL) and this tree's libxferk (a pkg-config file
+# for the build tree).
 out=$XFERK_BUILD/nixl
 nixl_lib=$(dirname "$(find "$dir/nixl" -name libnixl.so | head -n1)")
 ucx_plugin=$(find "$dir/nixl" -name libplugin_UCX.so | head -n1)
 [ -n "$nixl_lib" ] && [ -n "$ucx_plugin" ] || { log "NIXL install in $dir is incomplete"; exit 1; }
-mkdir -p "$out/plugins"
+mkdir -p "$out/plugins" "$out/pkgconfig"
 make -s -C "$XFERK_SRC" lib
 src=$dir/src/nixl
-g++ -std=c++20 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror -fPIC -shared \
-	-o "$out/libplugin_XFERK.so" "$XFERK_SRC"/libxferk/nixl/*.cpp \
-	-I"$XFERK_SRC/libxferk/nixl" -I"$XFERK_SRC/libxferk" -I"$XFERK_SRC/uapi" \
-	-I"$src/src/api/cpp" -I"$src/src/utils" -I"$src/src/core/telemetry" \
-	-isystem "$src/subprojects/abseil-cpp-20250814.1" \
-	-L"$nixl_lib" -lnixl_common -L"$XFERK_BUILD/lib" -lxferk -ldl \
-	-Wl,-rpath,'$ORIGIN/..'
+cat >"$out/pkgconfig/xferk.pc" <<EOT
+Name: xferk
+Description: libxferk of the build tree $XFERK_BUILD
+Version: 0
+Libs: -L$XFERK_BUILD/lib -lxferk
+Cflags: -I$XFERK_SRC/libxferk -I$XFERK_SRC/uapi
+EOT
+meson_opts=(-Dnixl_path="$dir/nixl" -Dabsl_include="$src/subprojects/abseil-cpp-20250814.1")
+export PKG_CONFIG_PATH=$out/pkgconfig
+if [ -e "$out/meson/build.ninja" ]; then
+	meson configure "$out/meson" "${meson_opts[@]}" >"$out/meson.log" 2>&1
+else
+	meson setup "$out/meson" "$XFERK_SRC/libxferk/nixl" "${meson_opts[@]}" >"$out/meson.log" 2>&1
+fi || { cat "$out/meson.log" >&2; exit 1; }
+ninja -C "$out/meson" >>"$out/meson.log" 2>&1 || { tail -n 40 "$out/meson.log" >&2; exit 1; }
+# Installed (into a staging directory): the build's run paths are gone.
+rm -rf "$out/stage"
+meson install -C "$out/meson" --destdir "$out/stage" --no-rebuild >>"$out/meson.log" 2>&1
+install -m 0755 "$out/stage$nixl_lib/plugins/libplugin_XFERK.so" "$out/libplugin_XFERK.so"
 # The backend interface it was built against (install.sh compares it with
 # an installed NIXL's headers).
-(cd "$src/src/api/cpp" && sha256sum backend/backend_engine.h backend/backend_aux.h \
+(cd "$dir/nixl/include" && sha256sum backend/backend_engine.h backend/backend_aux.h \
 	backend/backend_plugin.h nixl_types.h nixl_descriptors.h) >"$out/interface.sha256"
 # Every symbol must resolve: NIXL's plugin manager would only log it.
 LD_LIBRARY_PATH="$nixl_lib:$XFERK_BUILD/lib" /usr/bin/python3 -c \

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-// The NIXL backend's choice of RDMA devices (libxferk/nixl/xferk_topo.h) on
+// The NIXL backend's choice of RDMA devices (libxferk/nixl/plugin/xferk_topo.h) on
 // a made-up sysfs tree: two PCI root complexes, a GPU and a NIC under one
 // PCIe switch (NUMA node 0), a NIC on the other root complex (node 1), a
 // NIC without an address, an InfiniBand NIC (its IPoIB device) and a

@@ -258,8 +258,9 @@ XferkCtrlClient::connect_locked() {
     setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &kIoTimeout, sizeof(kIoTimeout));
     keepalive(fd_);
-    if (connect(fd_, (struct sockaddr *)&sin, sizeof(sin)) ||
-        !xferk_ctrl_send(fd_, std::string("H") + std::string(secret_.begin(), secret_.end()))) {
+    std::string hello("H");
+    hello.append(secret_.begin(), secret_.end());
+    if (connect(fd_, (struct sockaddr *)&sin, sizeof(sin)) || !xferk_ctrl_send(fd_, hello)) {
         shut();
         return false;
     }
