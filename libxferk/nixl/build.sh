@@ -164,10 +164,10 @@ ninja -C "$out/meson" >>"$out/meson.log" 2>&1 || { tail -n 40 "$out/meson.log" >
 rm -rf "$out/stage"
 meson install -C "$out/meson" --destdir "$out/stage" --no-rebuild >>"$out/meson.log" 2>&1
 install -m 0755 "$out/stage$nixl_lib/plugins/libplugin_XFERK.so" "$out/libplugin_XFERK.so"
-# The backend interface it was built against (install.sh compares it with
-# an installed NIXL's headers).
-(cd "$dir/nixl/include" && sha256sum backend/backend_engine.h backend/backend_aux.h \
-	backend/backend_plugin.h nixl_types.h nixl_descriptors.h) >"$out/interface.sha256"
+# The backend interface it was built for, and the tool that fingerprints
+# one (install.sh compares an installed NIXL's headers with it).
+install -m 0644 "$out/meson/plugin/xferk_interface_built.cpp" "$out/interface"
+install -m 0755 "$out/meson/plugin/xferk_interface_tool" "$out/interface_tool"
 # Every symbol must resolve: NIXL's plugin manager would only log it.
 LD_LIBRARY_PATH="$nixl_lib:$XFERK_BUILD/lib" /usr/bin/python3 -c \
 	"import ctypes, os, sys; ctypes.CDLL(sys.argv[1], os.RTLD_NOW)" "$out/libplugin_XFERK.so"

@@ -11,15 +11,18 @@
 #
 # The plugin is built against the NIXL of `make nixl` (NIXL_SRC_DIR): where
 # the NIXL found has its headers installed, its backend interface headers
-# must be the same files, else nothing is installed (NIXL's plugin API
-# version does not change with that interface). DESTDIR is prepended.
+# must be the same bytes (plugin/xferk_interface.h), else nothing is
+# installed; the plugin makes the same check when NIXL loads it (NIXL's
+# plugin API version does not change with that interface). DESTDIR is
+# prepended.
 # --if-built (make install): exit 0 with a note when the plugin is not
 # built, no NIXL is found or its interface differs; without it those fail.
 set -euo pipefail
 XFERK_SRC=$(cd "$(dirname "$0")/../.." && pwd)
 XFERK_BUILD=${XFERK_BUILD:-$XFERK_SRC/build}
 plugin=$(realpath -m "$XFERK_BUILD/nixl/libplugin_XFERK.so")
-stamp=$(realpath -m "$XFERK_BUILD/nixl/interface.sha256")
+interface=$(realpath -m "$XFERK_BUILD/nixl/interface")
+interface_tool=$(realpath -m "$XFERK_BUILD/nixl/interface_tool")
 if_built=0
 [ "${1:-}" = --if-built ] && if_built=1
 log() { printf '[xferk-nixl-install] %s\n' "$*" >&2; }
@@ -29,7 +32,7 @@ give_up() {
 	exit 1
 }
 
-[ -e "$plugin" ] && [ -e "$stamp" ] ||
+[ -e "$plugin" ] && [ -e "$interface" ] && [ -x "$interface_tool" ] ||
 	give_up "no $plugin: run 'make nixl' first (the NIXL plugin is not installed)"
 
 # The libnixl.so of the NIXL to install into, if any.
@@ -61,18 +64,22 @@ else
 	[ -n "$libnixl" ] ||
 		give_up "no NIXL found (set NIXL_PREFIX or NIXL_PLUGIN_DIR): the NIXL plugin is not installed"
 	dir=$(dirname "$libnixl")/plugins
-	# A meson install's headers: <prefix>/include next to <prefix>/lib*.
-	include=$(dirname "$libnixl")
-	while [ "$include" != / ] && [ ! -d "$include/include/backend" ]; do
-		include=$(dirname "$include")
+	# A meson install's headers: <prefix>/include beside <prefix>/lib or
+	# <prefix>/lib/<multiarch>, where the plugin looks when it is loaded.
+	include=""
+	for prefix in "$(dirname "$(dirname "$libnixl")")" \
+		"$(dirname "$(dirname "$(dirname "$libnixl")")")"; do
+		if [ -e "$prefix/include/backend/backend_engine.h" ]; then
+			include=$prefix/include
+			break
+		fi
 	done
-	include=$include/include
 fi
 
-if [ -d "$include/backend" ]; then
-	if ! (cd "$include" && sha256sum --quiet -c "$stamp") >/dev/null 2>&1; then
-		give_up "the NIXL in $(dirname "$include") has other backend interface headers than the" \
-			"one the plugin was built against ($stamp): the plugin is not installed"
+if [ -n "$include" ]; then
+	if ! "$interface_tool" "$include" 2>/dev/null | cmp -s - "$interface"; then
+		give_up "the NIXL in $(dirname "$include") has another backend interface than the" \
+			"one the plugin was built for: the plugin is not installed"
 	fi
 else
 	log "note: the NIXL whose plugins go to $dir has no headers installed: its backend"

@@ -3,9 +3,11 @@
 # into a copy of the NIXL of `make nixl` (a meson install, NIXL_PREFIX), the
 # plugin lands in "plugins" next to its libnixl.so, and NIXL, with
 # NIXL_PLUGIN_DIR unset, lists XFERK among its plugins and creates the
-# backend, which moves 1 MiB. A NIXL whose backend interface header differs
-# gets nothing installed (exit 1); with --if-built and no NIXL found, the
-# install is skipped with exit 0.
+# backend, which moves 1 MiB. When that NIXL's backend interface header
+# changes, the installed plugin refuses to load (NIXL's createBackend
+# fails, the plugin says why), and a new install puts nothing there
+# (exit 1); with --if-built and no NIXL found, the install is skipped with
+# exit 0.
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
@@ -53,9 +55,31 @@ print("local WRITE through the installed plugin:", state)
 assert state == "DONE" and np.array_equal(src, dst), "the transfer failed"
 EOT
 
-# Another backend interface: nothing installed.
-rm -f "$libdir/plugins/libplugin_XFERK.so"
+# Another backend interface: the plugin refuses to load into it.
 echo "// another interface" >>"$prefix/include/backend/backend_engine.h"
+err=$prefix/guard.err
+python_dir=$(find "$prefix" -type d -name dist-packages | head -n1)
+# NIXL's package of this build (nixl_cu12), without the meta package's torch.
+backend=$(find "$python_dir" -maxdepth 1 -type d -name 'nixl_cu*' -printf '%f\n' | head -n1)
+LD_LIBRARY_PATH=$libdir:$XFERK_BUILD/lib PYTHONPATH=$python_dir \
+/usr/bin/python3 - "$backend" 2>"$err" <<'EOT' || rc=1
+import importlib, sys, uuid
+api = importlib.import_module(sys.argv[1] + "._api")
+nixl_agent, nixl_agent_config = api.nixl_agent, api.nixl_agent_config
+
+a = nixl_agent(str(uuid.uuid4()), nixl_agent_config(backends=[]))
+try:
+    a.create_backend("XFERK")
+except Exception as e:
+    print("createBackend with another backend interface:", type(e).__name__)
+else:
+    raise SystemExit("the plugin loaded into a NIXL with another backend_engine.h")
+EOT
+grep -q "XFERK: the NIXL of .* has another backend interface" "$err" ||
+	{ echo "the plugin did not say why it refused:"; cat "$err"; rc=1; }
+
+# ... and nothing is installed there.
+rm -f "$libdir/plugins/libplugin_XFERK.so"
 if NIXL_PREFIX=$prefix "$XFERK_SRC/libxferk/nixl/install.sh"; then
 	echo "installed into a NIXL with another backend_engine.h"
 	rc=1

@@ -1,9 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
 // libplugin_XFERK.so: the entry points NIXL's plugin manager looks up.
+#include <dlfcn.h>
+#include <link.h>
+#include <cstdint>
+#include <filesystem>
 #include "backend/backend_plugin.h"
 #include "xferk_backend.h"
+#include "xferk_interface.h"
 
 namespace {
+// The libnixl.so that loads the plugin is found by its soname; the
+// include directory of its install, if it has one, must hold the interface the plugin was built with, byte for byte
+// (xferk_interface.h). A NIXL without headers (a wheel) cannot be
+// compared: the plugin loads and says so.
+bool
+interface_matches() {
+    void *nixl = dlopen("libnixl.so", RTLD_NOW | RTLD_NOLOAD);
+    struct link_map *map = nullptr;
+    if (!nixl || dlinfo(nixl, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name[0]) {
+        if (nixl) dlclose(nixl);
+        NIXL_WARN << "XFERK: libnixl.so not found in the process: its backend interface "
+                     "is not checked";
+        return true;
+    }
+    std::error_code ec;
+    std::filesystem::path lib = std::filesystem::canonical(map->l_name, ec);
+    dlclose(nixl);
+    // <prefix>/lib/libnixl.so or <prefix>/lib/<multiarch>/libnixl.so.
+    std::filesystem::path prefix = lib.parent_path();
+    for (int level = 0; level < 2 && !ec; level++) {
+        prefix = prefix.parent_path();
+        if (!std::filesystem::exists(prefix / "include" / xferk_interface_marker, ec)) continue;
+        uint64_t fp;
+        if (xferk_interface_fingerprint(prefix / "include", fp) && fp == xferk_interface_built)
+            return true;
+        NIXL_ERROR << "XFERK: the NIXL of " << lib.string() << " has another backend "
+                   << "interface (" << (prefix / "include").string() << ") than the one "
+                   << "this plugin was built for: rebuild the plugin against it";
+        return false;
+    }
+    NIXL_WARN << "XFERK: no headers next to " << lib.string() << ": its backend interface "
+              << "is not checked";
+    return true;
+}
+
 // Backend parameters (nixl_agent.create_backend("XFERK", params)):
 //   ip_addr          this host's address for xferk and the control channel:
 //                    one device, no rails
@@ -32,6 +72,7 @@ xferk_options() {
 // driver exports dma-bufs (XferkEngine::getSupportedMems()).
 extern "C" NIXL_PLUGIN_EXPORT nixlBackendPlugin *
 nixl_plugin_init() {
+    if (!interface_matches()) return nullptr;
     return nixlBackendPluginCreator<XferkEngine>::create(
         NIXL_PLUGIN_API_VERSION, "XFERK", "0.1.0", xferk_options(), {DRAM_SEG, VRAM_SEG});
 }
