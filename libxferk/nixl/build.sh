@@ -122,6 +122,68 @@ EOT
 	declare -f build_bench >"$dir/.bench-done"
 }
 
+# sync_files SRC DST FILE...: copies into DST each FILE of SRC whose
+# content differs (an unchanged file keeps its time, so ninja leaves its
+# objects) and removes the files of DST not named.
+sync_files() {
+	local src=$1 dst=$2 f
+	shift 2
+	mkdir -p "$dst"
+	for f in "$@"; do
+		cmp -s "$src/$f" "$dst/$f" || cp -P "$src/$f" "$dst/$f"
+	done
+	for f in "$dst"/* "$dst"/.[!.]*; do
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		[[ " $* " == *" ${f##*/} "* ]] || rm -rf "$f"
+	done
+}
+
+# The plugin as NIXL's own src/plugins/xferk, built by NIXL's meson with
+# NIXL's flags, as Documentation/nixl.md tells a user to add it: a copy of
+# the pinned tree set up once in the cache, then only the plugin target.
+# This tree's plugin sources and libxferk are copied in by content, so one
+# build directory serves every checkout.
+build_intree() {
+	local t=$dir/intree files
+	if [ ! -e "$t/.setup" ]; then
+		log "setting up NIXL's tree with the plugin in $t (a few minutes, once)"
+		rm -rf "$t"
+		mkdir -p "$t/xferk/pkgconfig"
+		cp -a "$dir/src/nixl" "$t/nixl"
+		sed -i "s/^all_plugins = \['UCX',/all_plugins = ['XFERK', 'UCX',/" "$t/nixl/meson.build"
+		grep -q "^all_plugins = \['XFERK'," "$t/nixl/meson.build" ||
+			{ log "NIXL's meson.build has no all_plugins list to add XFERK to"; exit 1; }
+		printf "\nif enabled_plugins.get('XFERK')\n    subdir('xferk')\nendif\n" \
+			>>"$t/nixl/src/plugins/meson.build"
+		cat >"$t/xferk/pkgconfig/xferk.pc" <<EOT
+Name: xferk
+Description: libxferk as libxferk/nixl/build.sh copies it
+Version: 0
+Libs: -L$t/xferk/lib -lxferk
+Cflags: -I$t/xferk/include -I$t/xferk/uapi
+EOT
+	fi
+	mapfile -t files < <(cd "$XFERK_SRC/libxferk/nixl/plugin" && printf '%s\n' *)
+	sync_files "$XFERK_SRC/libxferk/nixl/plugin" "$t/nixl/src/plugins/xferk" "${files[@]}"
+	sync_files "$XFERK_SRC/libxferk" "$t/xferk/include" libxferk.h
+	sync_files "$XFERK_SRC/uapi" "$t/xferk/uapi" xferk.h
+	sync_files "$XFERK_BUILD/lib" "$t/xferk/lib" libxferk.so libxferk.so.0 \
+		"$(readlink "$XFERK_BUILD/lib/libxferk.so.0")"
+	if [ ! -e "$t/.setup" ]; then
+		(
+			export CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent PATH=/usr/bin:$PATH
+			export PKG_CONFIG_PATH=$t/xferk/pkgconfig:$dir/ucx/lib/pkgconfig
+			cd "$t/nixl"
+			# shellcheck disable=SC2086
+			meson setup "$t/build" ${NIXL_OPTS/-Denable_plugins=UCX,POSIX/-Denable_plugins=XFERK} \
+				-Ducx_path="$dir/ucx"
+		) >"$t/setup.log" 2>&1 || { tail -n 30 "$t/setup.log" >&2; exit 1; }
+		touch "$t/.setup"
+	fi
+	ninja -C "$t/build" src/plugins/xferk/libplugin_XFERK.so >"$t/build.log" 2>&1 ||
+		{ tail -n 40 "$t/build.log" >&2; exit 1; }
+}
+
 key=$( (echo "$UCX_OPTS $NIXL_OPTS"; declare -f build_cache; cd "$NIXL_SRC_DIR" &&
 	sha256sum "$NIXL_TARBALL" "$UCX_TARBALL" ${SUBPROJECTS// /.tar.xz }.tar.xz) |
 	sha256sum | cut -c1-12)
@@ -200,4 +262,5 @@ LD_LIBRARY_PATH='$nixl_lib:$dir/ucx/lib:$XFERK_BUILD/lib'
 PYTHONPATH='$out/python:$python_dir'
 export NIXL_PLUGIN_DIR LD_LIBRARY_PATH PYTHONPATH
 EOT
-log "built $out/libplugin_XFERK.so (environment: $out/env)"
+build_intree
+log "built $out/libplugin_XFERK.so (environment: $out/env), and in NIXL's tree"
