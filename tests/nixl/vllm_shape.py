@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""A vLLM-shaped workload through NIXL's Python API between two hosts.
+
+  vllm_shape.py target|initiator BACKEND DIR [--reqs N] [--block BYTES]
+                [--aborts N] [--bound SECONDS] [--expect-clean]
+
+Both sides register the KV cache of a 32-layer model: 64 regions (K and V
+of each layer), each of REQS x 128 blocks of BLOCK bytes, every region its
+own buffer. A request names 128 blocks of every region: 8,192 descriptors.
+The initiator (decode, as vLLM's NixlConnector) holds its request's blocks
+contiguous; the target's (prefill) are scattered by a fixed permutation.
+
+The target fills its regions with one pattern, publishes its metadata and
+addresses in DIR and serves until the initiator leaves initiator.done
+there. The initiator, with REQS requests in flight
+at a time:
+- READs them with a notification each (vLLM's direction) and checks every
+  byte it read;
+- WRITEs its own pattern into them with a notification each (SGLang's
+  direction); the target checks every byte of a request the moment its
+  notification arrives: a notification before its data is a failure;
+- aborts: READs request 0 and releases the handle right after posting (a
+  refused release is retried: only a release that succeeded hands the
+  blocks back), then fills its blocks with a canary at once, as the next
+  request would, and counts the bytes that change in the next 0.3 s.
+Each side prints one JSON line. Exit 1 on a wrong byte, a missing or early
+notification, a step that did not end within its bound, or (with
+--expect-clean) a byte a late access changed, or no abort that hit a
+transfer in flight.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+
+import numpy as np
+
+from nixl._api import nixl_agent, nixl_agent_config
+
+REGIONS = 64
+REQ_BLOCKS = 128
+CANARY = 0xC5
+SETTLE_S = 0.3
+BOUND_S = 120  # --bound
+
+
+def pattern(salt, region, nbytes):
+    """The bytes a side writes into @region (a function both sides know)."""
+    x = np.arange(nbytes, dtype=np.uint32) * np.uint32(2654435761)
+    return ((x + np.uint32(region * 40503 + salt)) >> np.uint32(13)).astype(np.uint8)
+
+
+class Shape:
+    def __init__(self, args):
+        self.block = args.block
+        self.reqs = args.reqs
+        self.blocks = args.reqs * REQ_BLOCKS
+        self.region_bytes = self.blocks * self.block
+        # The target's blocks of request i: perm[i * 128:(i + 1) * 128].
+        self.perm = np.random.default_rng(7).permutation(self.blocks)
+
+    def local_blocks(self, i):
+        return np.arange(i * REQ_BLOCKS, (i + 1) * REQ_BLOCKS)
+
+    def local_view(self, regions, r, i):
+        """Request @i's blocks of region @r on the initiator, writable (a
+        slice: indexing by an array would give a copy)."""
+        return regions[r].reshape(self.blocks, self.block)[i * REQ_BLOCKS:(i + 1) * REQ_BLOCKS]
+
+    def remote_blocks(self, i):
+        return self.perm[i * REQ_BLOCKS:(i + 1) * REQ_BLOCKS]
+
+    def descs(self, agent, bases, blocks):
+        """8,192 descriptors: @blocks of every region, region by region."""
+        d = np.zeros((REGIONS * len(blocks), 3), np.uint64)
+        offs = blocks.astype(np.uint64) * np.uint64(self.block)
+        for r, base in enumerate(bases):
+            d[r * len(blocks):(r + 1) * len(blocks), 0] = np.uint64(base) + offs
+        d[:, 1] = self.block
+        return agent.get_xfer_descs(d, "DRAM")
+
+    def view(self, regions, r, blocks):
+        """A copy of @blocks of region @r."""
+        return regions[r].reshape(self.blocks, self.block)[blocks]
+
+
+def make_agent(name, backend, shape):
+    a = nixl_agent(name, nixl_agent_config(backends=[backend]))
+    regions = [np.zeros(shape.region_bytes, np.uint8) for _ in range(REGIONS)]
+    a.register_memory([(x.ctypes.data, x.nbytes, 0, "") for x in regions], "DRAM")
+    return a, regions
+
+
+def publish(path, data):
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.rename(path + ".tmp", path)
+
+
+def wait_file(path):
+    until = time.monotonic() + BOUND_S
+    while not os.path.exists(path):
+        if time.monotonic() > until:
+            raise SystemExit(f"{path} did not appear within {BOUND_S} s")
+        time.sleep(0.1)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def target(args, shape):
+    a, regions = make_agent("prefill-" + uuid.uuid4().hex[:8], args.backend, shape)
+    for r in range(REGIONS):
+        regions[r][:] = pattern(1, r, shape.region_bytes)
+    publish(os.path.join(args.dir, "target.md"), a.get_agent_metadata())
+    publish(os.path.join(args.dir, "target.json"), json.dumps(
+        {"name": a.name, "bases": [x.ctypes.data for x in regions]}).encode())
+    want = {f"read {i}" for i in range(shape.reqs)} | {f"write {i}" for i in range(shape.reqs)}
+    seen, early, dup = set(), [], []
+    done = os.path.join(args.dir, "initiator.done")
+    until = time.monotonic() + BOUND_S
+    while time.monotonic() < until and (seen != want or not os.path.exists(done)):
+        for msgs in a.get_new_notifs().values():
+            for m in msgs:
+                m = m.decode()
+                if m in seen or m not in want:
+                    dup.append(m)
+                    continue
+                seen.add(m)
+                if m.startswith("write "):
+                    i = int(m.split()[1])
+                    ok = all(np.array_equal(
+                        shape.view(regions, r, shape.remote_blocks(i)),
+                        pattern(2, r, shape.region_bytes).reshape(shape.blocks, shape.block)
+                        [shape.local_blocks(i)]) for r in range(REGIONS))
+                    if not ok:
+                        early.append(m)
+        time.sleep(0.01)
+    missing = sorted(want - seen)
+    print(json.dumps({"side": "target", "backend": args.backend, "notifications": len(seen),
+                      "missing": missing, "before_data": early, "unexpected": dup}))
+    return 1 if missing or early or dup else 0
+
+
+def wait_all(a, handles):
+    """Polls @handles until none is in progress; returns their states."""
+    states = [a.transfer(h) for h in handles]
+    until = time.monotonic() + BOUND_S
+    while "PROC" in states and time.monotonic() < until:
+        states = [a.check_xfer_state(h) if s == "PROC" else s
+                  for h, s in zip(handles, states)]
+    return states
+
+
+def release(a, h):
+    """Releases @h, retrying a refusal; returns the refusals."""
+    refused = 0
+    until = time.monotonic() + BOUND_S
+    while True:
+        try:
+            a.release_xfer_handle(h)
+            return refused
+        except Exception:  # not reusable yet
+            refused += 1
+            if time.monotonic() > until:
+                raise
+            time.sleep(0.05)
+
+
+def initiator(args, shape):
+    md = wait_file(os.path.join(args.dir, "target.md"))
+    info = json.loads(wait_file(os.path.join(args.dir, "target.json")))
+    a, regions = make_agent("decode-" + uuid.uuid4().hex[:8], args.backend, shape)
+    peer = a.add_remote_agent(md)
+    peer = peer.decode() if isinstance(peer, bytes) else peer
+    local_bases = [x.ctypes.data for x in regions]
+    ldescs = [shape.descs(a, local_bases, shape.local_blocks(i)) for i in range(shape.reqs)]
+    rdescs = [shape.descs(a, info["bases"], shape.remote_blocks(i)) for i in range(shape.reqs)]
+    target_pattern = [pattern(1, r, shape.region_bytes).reshape(shape.blocks, shape.block)
+                      for r in range(REGIONS)]
+    result = {"side": "initiator", "backend": args.backend, "requests": shape.reqs,
+              "descriptors_per_request": REGIONS * REQ_BLOCKS, "block": shape.block}
+    bad = 0
+
+    # READ with notifications, every request in flight at once.
+    t0 = time.monotonic()
+    handles = [a.initialize_xfer("READ", ldescs[i], rdescs[i], peer, f"read {i}".encode())
+               for i in range(shape.reqs)]
+    states = wait_all(a, handles)
+    result["read_s"] = round(time.monotonic() - t0, 3)
+    for h in handles:
+        release(a, h)
+    wrong = sum(not np.array_equal(shape.local_view(regions, r, i),
+                                   target_pattern[r][shape.remote_blocks(i)])
+                for i in range(shape.reqs) for r in range(REGIONS))
+    result["read_states"], result["read_wrong_regions"] = states, wrong
+    bad += wrong or any(s != "DONE" for s in states)
+
+    # WRITE with notifications: the target checks each on arrival.
+    for r in range(REGIONS):
+        regions[r][:] = pattern(2, r, shape.region_bytes)
+    t0 = time.monotonic()
+    handles = [a.initialize_xfer("WRITE", ldescs[i], rdescs[i], peer, f"write {i}".encode())
+               for i in range(shape.reqs)]
+    states = wait_all(a, handles)
+    result["write_s"] = round(time.monotonic() - t0, 3)
+    for h in handles:
+        release(a, h)
+    result["write_states"] = states
+    bad += any(s != "DONE" for s in states)
+
+    # Aborts: request 0 released right after posting, its blocks reused.
+    in_flight = refused = corrupted = 0
+    for it in range(args.aborts):
+        for r in range(REGIONS):
+            shape.local_view(regions, r, 0)[:] = it % 100 + 1
+        h = a.initialize_xfer("READ", ldescs[0], rdescs[0], peer)
+        posted = a.transfer(h)
+        in_flight += posted == "PROC" and a.check_xfer_state(h) == "PROC"
+        refused += release(a, h)
+        for r in range(REGIONS):
+            shape.local_view(regions, r, 0)[:] = CANARY
+        time.sleep(SETTLE_S)
+        corrupted += sum(int(np.count_nonzero(shape.local_view(regions, r, 0) != CANARY))
+                         for r in range(REGIONS))
+    result["aborts"] = {"iterations": args.aborts, "in_flight": in_flight,
+                        "release_refused": refused, "corrupted_bytes": corrupted}
+    if args.expect_clean:
+        bad += corrupted > 0 or in_flight == 0
+    print(json.dumps(result))
+    a.deregister_memory(a.get_reg_descs(
+        [(x.ctypes.data, x.nbytes, 0, "") for x in regions], "DRAM"))
+    return 1 if bad else 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("role", choices=["target", "initiator"])
+    p.add_argument("backend")
+    p.add_argument("dir")
+    p.add_argument("--reqs", type=int, default=4)
+    p.add_argument("--block", type=int, default=256)
+    p.add_argument("--aborts", type=int, default=5)
+    p.add_argument("--expect-clean", action="store_true")
+    p.add_argument("--bound", type=float, default=BOUND_S,
+                   help="seconds any one step may take")
+    args = p.parse_args()
+    globals()["BOUND_S"] = args.bound
+    shape = Shape(args)
+    if args.role == "target":
+        return target(args, shape)
+    try:
+        return initiator(args, shape)
+    finally:
+        # The target serves until then.
+        publish(os.path.join(args.dir, "initiator.done"), b"")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+# vLLM-shaped NIXL traffic between the hosts (tests/nixl/vllm_shape.py):
+# host a is the prefill side (the target), host b the decode side (the
+# initiator): requests of 8,192 descriptors, READ and WRITE with
+# notifications, every byte checked, and aborts whose blocks are reused at
+# once. XFERK must pass; UCX runs the same over the same rxe link and its
+# numbers are printed beside it, not judged.
+TH_NIXL=$XFERK_SRC/tests/nixl/twohost.sh
+rc=0
+for backend in XFERK UCX; do
+	echo "== $backend"
+	th_start a "target-$backend" "$TH_NIXL" target "$backend"
+	out=$(th_run b "$TH_NIXL" initiator "$backend")
+	r=$?
+	echo "$out"
+	# The initiator's numbers, for the suite's metrics.
+	sed -n 's/^\[b\] \({"side": "initiator".*\)/\1/p' <<<"$out" | jq -r '
+		"nixl \(.backend): READ \(.read_s) s, WRITE \(.write_s) s (\(.requests) x " +
+		"\(.descriptors_per_request) descriptors); aborts in flight " +
+		"\(.aborts.in_flight)/\(.aborts.iterations), corrupted bytes " +
+		"\(.aborts.corrupted_bytes)"' | while read -r m; do th_metric "$m" >/dev/null; done
+	th_join a "target-$backend" 150 || { [ "$r" -eq 0 ] && r=1; }
+	[ "$r" -eq 77 ] && exit 77
+	if [ "$backend" = XFERK ]; then
+		[ "$r" -eq 0 ] || rc=1
+	else
+		echo "UCX: exit $r (reported, not judged)"
+	fi
+	# A side that outlived its bound goes before the next one starts.
+	th_run a pkill -9 -f vllm_shape.py >/dev/null
+	th_run b pkill -9 -f vllm_shape.py >/dev/null
+done
+exit $rc
