@@ -1,18 +1,20 @@
 #!/bin/bash
-# Runs in a two-VM guest (tests/twohost/97_nixl.sh): one side of
-# tests/nixl/vllm_shape.py over this host's xferk address, in
-# /ctl/x/vllm-BACKEND. XFERK is held to a clean abort (--expect-clean);
-# UCX's numbers are printed beside it.
-#   twohost.sh target|initiator XFERK|UCX
+# Runs in a two-VM guest (tests/twohost/97_nixl.sh, 98_nixl_faults.sh): one
+# side of tests/nixl/PROGRAM.py over this host's xferk address, in
+# /ctl/x/PROGRAM-BACKEND. vllm_shape holds XFERK to a clean abort
+# (--expect-clean).
+#   twohost.sh vllm_shape|vllm_faults target|initiator XFERK|UCX [ARG...]
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
 /usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
 # UCX warns for each operation a released handle leaves (thousands).
 export NIXL_XFERK_IP_ADDR=$XFERK_ADDR UCX_LOG_LEVEL=error
-dir=/ctl/x/vllm-$2
+prog=$1 role=$2 backend=$3
+shift 3
+dir=/ctl/x/$prog-$backend
 mkdir -p "$dir"
-flags=()
-[ "$2" = XFERK ] && flags=(--expect-clean)
+args=("$@")
+[ "$prog" = vllm_shape ] && [ "$backend" = XFERK ] && args+=(--expect-clean)
 cd /tmp || exit 1
-exec /usr/bin/python3 "$XFERK_SRC/tests/nixl/vllm_shape.py" "$1" "$2" "$dir" "${flags[@]}"
+exec /usr/bin/python3 "$XFERK_SRC/tests/nixl/$prog.py" "$role" "$backend" "$dir" "${args[@]}"

@@ -8,8 +8,8 @@ TH_NIXL=$XFERK_SRC/tests/nixl/twohost.sh
 rc=0
 for backend in XFERK UCX; do
 	echo "== $backend"
-	th_start a "target-$backend" "$TH_NIXL" target "$backend"
-	out=$(th_run b "$TH_NIXL" initiator "$backend")
+	th_start a "target-$backend" "$TH_NIXL" vllm_shape target "$backend"
+	out=$(th_run b "$TH_NIXL" vllm_shape initiator "$backend")
 	r=$?
 	echo "$out"
 	# The initiator's numbers, for the suite's metrics.
