@@ -58,32 +58,24 @@ EOT
 
 if [ -n "${NIXL_PLUGIN_DIR:-}" ]; then
 	dir=$NIXL_PLUGIN_DIR
-	include=""
+	log "note: NIXL_PLUGIN_DIR names no NIXL: its backend interface cannot be compared"
+	log "with the one the plugin was built for"
 else
 	libnixl=$(find_libnixl)
 	[ -n "$libnixl" ] ||
 		give_up "no NIXL found (set NIXL_PREFIX or NIXL_PLUGIN_DIR): the NIXL plugin is not installed"
 	dir=$(dirname "$libnixl")/plugins
-	# A meson install's headers: <prefix>/include beside <prefix>/lib or
-	# <prefix>/lib/<multiarch>, where the plugin looks when it is loaded.
-	include=""
-	for prefix in "$(dirname "$(dirname "$libnixl")")" \
-		"$(dirname "$(dirname "$(dirname "$libnixl")")")"; do
-		if [ -e "$prefix/include/backend/backend_engine.h" ]; then
-			include=$prefix/include
-			break
-		fi
-	done
-fi
-
-if [ -n "$include" ]; then
-	if ! "$interface_tool" "$include" 2>/dev/null | cmp -s - "$interface"; then
-		give_up "the NIXL in $(dirname "$include") has another backend interface than the" \
-			"one the plugin was built for: the plugin is not installed"
+	# The headers of that install, found as the plugin finds them when it
+	# is loaded (plugin/xferk_interface.h): exit 3 if it has none.
+	rc=0
+	found=$("$interface_tool" --lib "$(realpath "$libnixl")" 2>/dev/null) || rc=$?
+	if [ "$rc" = 3 ]; then
+		log "note: the NIXL whose plugins go to $dir has no headers installed: its backend"
+		log "interface cannot be compared with the one the plugin was built for"
+	elif [ "$rc" != 0 ] || [ "$found" != "$(cat "$interface")" ]; then
+		give_up "the NIXL of $libnixl has another backend interface than the one the" \
+			"plugin was built for: the plugin is not installed"
 	fi
-else
-	log "note: the NIXL whose plugins go to $dir has no headers installed: its backend"
-	log "interface cannot be compared with the one the plugin was built against"
 fi
 install -d "${DESTDIR:-}$dir"
 install -m 0755 "$plugin" "${DESTDIR:-}$dir/libplugin_XFERK.so"

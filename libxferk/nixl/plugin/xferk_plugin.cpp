@@ -9,10 +9,10 @@
 #include "xferk_interface.h"
 
 namespace {
-// The libnixl.so that loads the plugin is found by its soname; the
-// include directory of its install, if it has one, must hold the interface the plugin was built with, byte for byte
-// (xferk_interface.h). A NIXL without headers (a wheel) cannot be
-// compared: the plugin loads and says so.
+// The libnixl.so that loads the plugin is found by its soname; the include
+// directory of its install, if it has one, must hold the interface the
+// plugin was built with, byte for byte (xferk_interface.h). A NIXL without
+// headers (a wheel) cannot be compared: the plugin loads and says so.
 bool
 interface_matches() {
     void *nixl = dlopen("libnixl.so", RTLD_NOW | RTLD_NOLOAD);
@@ -26,22 +26,18 @@ interface_matches() {
     std::error_code ec;
     std::filesystem::path lib = std::filesystem::canonical(map->l_name, ec);
     dlclose(nixl);
-    // <prefix>/lib/libnixl.so or <prefix>/lib/<multiarch>/libnixl.so.
-    std::filesystem::path prefix = lib.parent_path();
-    for (int level = 0; level < 2 && !ec; level++) {
-        prefix = prefix.parent_path();
-        if (!std::filesystem::exists(prefix / "include" / xferk_interface_marker, ec)) continue;
-        uint64_t fp;
-        if (xferk_interface_fingerprint(prefix / "include", fp) && fp == xferk_interface_built)
-            return true;
-        NIXL_ERROR << "XFERK: the NIXL of " << lib.string() << " has another backend "
-                   << "interface (" << (prefix / "include").string() << ") than the one "
-                   << "this plugin was built for: rebuild the plugin against it";
-        return false;
+    std::filesystem::path include = ec ? std::filesystem::path() : xferk_interface_include_dir(lib);
+    uint64_t fp;
+    if (include.empty()) {
+        NIXL_WARN << "XFERK: no headers next to " << lib.string() << ": its backend "
+                  << "interface is not checked";
+        return true;
     }
-    NIXL_WARN << "XFERK: no headers next to " << lib.string() << ": its backend interface "
-              << "is not checked";
-    return true;
+    if (xferk_interface_fingerprint({include}, fp) && fp == xferk_interface_built) return true;
+    NIXL_ERROR << "XFERK: the NIXL of " << lib.string() << " has another backend interface ("
+               << include.string() << ") than the one this plugin was built for: rebuild "
+               << "the plugin against it";
+    return false;
 }
 
 // Backend parameters (nixl_agent.create_backend("XFERK", params)):
