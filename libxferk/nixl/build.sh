@@ -138,13 +138,28 @@ sync_files() {
 	done
 }
 
+# write_xferk_pc FILE LIBDIR CFLAGS: a pkg-config file for libxferk in
+# LIBDIR with CFLAGS, what the plugin's meson.build asks pkg-config for.
+write_xferk_pc() {
+	cat >"$1" <<EOT
+Name: xferk
+Description: libxferk as libxferk/nixl/build.sh found it
+Version: 0
+Libs: -L$2 -lxferk
+Cflags: $3
+EOT
+}
+
 # The plugin as NIXL's own src/plugins/xferk, built by NIXL's meson with
 # NIXL's flags, as Documentation/nixl.md tells a user to add it: a copy of
 # the pinned tree set up once in the cache, then only the plugin target.
 # This tree's plugin sources and libxferk are copied in by content, so one
 # build directory serves every checkout.
 build_intree() {
-	local t=$dir/intree files
+	local t=$dir/intree files setup
+	# Set up by this version of the setup below, else again.
+	setup=$(declare -f build_intree write_xferk_pc; echo "$NIXL_OPTS")
+	[ "$(cat "$t/.setup" 2>/dev/null)" = "$setup" ] || rm -f "$t/.setup"
 	if [ ! -e "$t/.setup" ]; then
 		log "setting up NIXL's tree with the plugin in $t (a few minutes, once)"
 		rm -rf "$t"
@@ -155,13 +170,8 @@ build_intree() {
 			{ log "NIXL's meson.build has no all_plugins list to add XFERK to"; exit 1; }
 		printf "\nif enabled_plugins.get('XFERK')\n    subdir('xferk')\nendif\n" \
 			>>"$t/nixl/src/plugins/meson.build"
-		cat >"$t/xferk/pkgconfig/xferk.pc" <<EOT
-Name: xferk
-Description: libxferk as libxferk/nixl/build.sh copies it
-Version: 0
-Libs: -L$t/xferk/lib -lxferk
-Cflags: -I$t/xferk/include -I$t/xferk/uapi
-EOT
+		write_xferk_pc "$t/xferk/pkgconfig/xferk.pc" "$t/xferk/lib" \
+			"-I$t/xferk/include -I$t/xferk/uapi"
 	fi
 	mapfile -t files < <(cd "$XFERK_SRC/libxferk/nixl/plugin" && printf '%s\n' *)
 	sync_files "$XFERK_SRC/libxferk/nixl/plugin" "$t/nixl/src/plugins/xferk" "${files[@]}"
@@ -178,7 +188,7 @@ EOT
 			meson setup "$t/build" ${NIXL_OPTS/-Denable_plugins=UCX,POSIX/-Denable_plugins=XFERK} \
 				-Ducx_path="$dir/ucx"
 		) >"$t/setup.log" 2>&1 || { tail -n 30 "$t/setup.log" >&2; exit 1; }
-		touch "$t/.setup"
+		echo "$setup" >"$t/.setup"
 	fi
 	ninja -C "$t/build" src/plugins/xferk/libplugin_XFERK.so >"$t/build.log" 2>&1 ||
 		{ tail -n 40 "$t/build.log" >&2; exit 1; }
@@ -207,13 +217,7 @@ ucx_plugin=$(find "$dir/nixl" -name libplugin_UCX.so | head -n1)
 mkdir -p "$out/plugins" "$out/pkgconfig"
 make -s -C "$XFERK_SRC" lib
 src=$dir/src/nixl
-cat >"$out/pkgconfig/xferk.pc" <<EOT
-Name: xferk
-Description: libxferk of the build tree $XFERK_BUILD
-Version: 0
-Libs: -L$XFERK_BUILD/lib -lxferk
-Cflags: -I$XFERK_SRC/libxferk -I$XFERK_SRC/uapi
-EOT
+write_xferk_pc "$out/pkgconfig/xferk.pc" "$XFERK_BUILD/lib" "-I$XFERK_SRC/libxferk -I$XFERK_SRC/uapi"
 meson_opts=(-Dnixl_path="$dir/nixl" -Dabsl_include="$src/subprojects/abseil-cpp-20250814.1")
 export PKG_CONFIG_PATH=$out/pkgconfig
 if [ -e "$out/meson/build.ninja" ]; then
@@ -224,7 +228,8 @@ fi || { cat "$out/meson.log" >&2; exit 1; }
 ninja -C "$out/meson" >>"$out/meson.log" 2>&1 || { tail -n 40 "$out/meson.log" >&2; exit 1; }
 # Installed (into a staging directory): the build's run paths are gone.
 rm -rf "$out/stage"
-meson install -C "$out/meson" --destdir "$out/stage" --no-rebuild >>"$out/meson.log" 2>&1
+meson install -C "$out/meson" --destdir "$out/stage" --no-rebuild >>"$out/meson.log" 2>&1 ||
+	{ tail -n 20 "$out/meson.log" >&2; exit 1; }
 install -m 0755 "$out/stage$nixl_lib/plugins/libplugin_XFERK.so" "$out/libplugin_XFERK.so"
 # The backend interface it was built for, and the tool that fingerprints
 # one (install.sh compares an installed NIXL's headers with it).
