@@ -111,6 +111,27 @@ for backend in XFERK UCX; do
 done
 (IFS=,; echo "JSON [${entries[*]}]")
 
+# Requests of many descriptors, as vLLM builds them (regions x blocks):
+# nixlbench's batch is the descriptors of one request; 256-byte blocks.
+echo "== descriptors per request (nixlbench, 256-byte blocks, WRITE)"
+printf '%-6s %8s %10s %12s\n' backend descs MB/s latency_us
+for backend in XFERK UCX; do
+	for descs in 8192 65536; do
+		log=$out/descs-$backend-$descs.log
+		if ! nixlbench_pair "$log" --backend "$backend" --op_type WRITE \
+			--start_block_size 256 --max_block_size 256 \
+			--start_batch_size $descs --max_batch_size $descs \
+			--total_buffer_size $((256 * descs)) --num_iter 8 --warmup_iter 2; then
+			echo "nixlbench $backend $descs descriptors: failed; its last lines:"
+			tail -n 5 "$log" "$log.target"
+			[ $backend = XFERK ] && exit 1
+			continue
+		fi
+		awk -v b=$backend -v d=$descs '$1 == 256 && $2 == d {
+			printf "%-6s %8s %10.1f %12.1f\n", b, d, $3 * 1e3, $4 }' "$log"
+	done
+done
+
 # Aborted transfers and reused buffers (the nixl_abort test judges XFERK's
 # run; UCX's is the comparison): each backend's JSON line, or its failure.
 echo "== abort and reuse (tests/nixl/abort_reuse.py, 8 MiB, 20 rounds)"
