@@ -10,7 +10,8 @@ makes the faults when the initiator says its requests are in flight.
 The target serves generation GEN: it publishes its metadata as
 target.GEN.md and target.GEN.json, records every notification (checking a
 WRITE's blocks the moment its notification arrives) until DIR/initiator.done
-appears, and then writes them to target.GEN.result.
+appears (with the initiator's outcomes) and the notification of each
+WRITE that succeeded is in, and then writes them to target.GEN.result.
 
 The initiator:
 1. loads generation 1, posts four READs with a notification each and
@@ -21,10 +22,12 @@ The initiator:
    right;
 3. posts four WRITEs with a notification each and leaves posted.2: the
    host takes the target's link down for 8 s (past the retry window: the
-   path dies and is replaced). Each request ends; generation 2 must have
-   delivered the notification of each WRITE that succeeded exactly once,
-   of a failed one at most once, and never before its data.
-Every NIXL call is timed: none may take longer than its bound (BOUNDS).
+   path dies and is replaced, which this host's xferk counts). Each
+   request ends; generation 2 must have delivered the notification of
+   each WRITE that succeeded exactly once, of a failed one at most once,
+   and never before its data.
+The calls of the data path (BOUNDS) are timed: none may take longer than
+its bound.
 Prints one JSON line; exits 1 on any of the above.
 """
 import json
@@ -35,7 +38,7 @@ import time
 import numpy as np
 
 import vllm_shape
-from vllm_shape import REGIONS, Shape, make_agent, pattern, publish, wait_file
+from vllm_shape import REGIONS, Shape, landed, make_agent, move_all, pattern, publish, wait_file
 
 # The longest a call may take, in seconds (Documentation/nixl.md, "How
 # long a call can block", with room for a loaded host): postXfer may
@@ -89,18 +92,27 @@ def target(backend, d, gen):
     written = [pattern(2, r, shape.region_bytes).reshape(shape.blocks, shape.block)
                for r in range(REGIONS)]
     seen, early = {}, []
+    done = os.path.join(d, "initiator.done")
+    owed, settle = None, None
     until = time.monotonic() + 3 * STEP_S
-    while time.monotonic() < until and not os.path.exists(os.path.join(d, "initiator.done")):
+    while time.monotonic() < until and (settle is None or time.monotonic() < settle):
         for msgs in a.get_new_notifs().values():
             for m in msgs:
                 m = m.decode()
                 seen[m] = seen.get(m, 0) + 1
-                if m.startswith("write "):
-                    i = int(m.split()[1])
-                    if not all(np.array_equal(shape.view(regions, r, shape.remote_blocks(i)),
-                                              written[r][shape.local_blocks(i)])
-                               for r in range(REGIONS)):
-                        early.append(m)
+                if m.startswith("write ") and not landed(shape, regions, written,
+                                                         int(m.split()[1])):
+                    early.append(m)
+        # The initiator is done: the notification of each WRITE it saw
+        # succeed may still be on its way (it follows the data); then a
+        # second of quiet, in which a duplicate would show.
+        if owed is None and os.path.exists(done):
+            with open(done, "rb") as f:
+                states = json.loads(f.read() or b"{}").get("link_down", [])
+            owed = {f"write {i}" for i, st in enumerate(states) if st == "DONE"}
+            until = min(until, time.monotonic() + 30)
+        if owed is not None and settle is None and owed <= seen.keys():
+            settle = time.monotonic() + 1
         time.sleep(0.01)
     result = {"side": "target", "generation": gen, "notifications": seen,
               "before_data": early, "over_bound": a.over_bound()}
@@ -116,31 +128,17 @@ def load(a, d, gen):
     return peer.decode() if isinstance(peer, bytes) else peer, info["bases"]
 
 
-def run(a, shape, ldescs, rdescs, peer, op, d, mark):
-    """Posts the four requests with notifications "op i", leaves @mark in
-    @d if given, waits for each to end; returns their states."""
-    handles = [a.initialize_xfer(op, ldescs[i], rdescs[i], peer, f"{op.lower()} {i}".encode())
-               for i in range(shape.reqs)]
-    states = []
-    for h in handles:
-        try:
-            states.append(a.transfer(h))
-        except Exception as e:  # noqa: BLE001 - NIXL raises its own kinds
-            states.append(type(e).__name__)
-    if mark:
-        publish(os.path.join(d, mark), b"")
-    until = time.monotonic() + STEP_S
-    while "PROC" in states and time.monotonic() < until:
-        for i, h in enumerate(handles):
-            if states[i] == "PROC":
-                try:
-                    states[i] = a.check_xfer_state(h)
-                except Exception as e:  # noqa: BLE001
-                    states[i] = type(e).__name__
-        time.sleep(0.01)
-    for h in handles:
-        vllm_shape.release(a, h)
-    return states
+def run(a, shape, ldescs, rdescs, peer, op, d, mark=None):
+    """vllm_shape.move_all(), leaving @mark in @d once the requests are
+    posted, if given."""
+    posted = (lambda: publish(os.path.join(d, mark), b"")) if mark else None
+    return move_all(a, shape, ldescs, rdescs, peer, op, posted)
+
+
+def reconnects():
+    """This host's xferk sessions that replaced a dead path, so far."""
+    with open("/sys/class/misc/xferk/stats/reconnects") as f:
+        return int(f.read())
 
 
 def initiator(backend, d):
@@ -159,12 +157,14 @@ def initiator(backend, d):
     result["killed_target"] = states
     if "PROC" in states:
         bad.append("a request stayed in progress after its target was killed")
+    if states == ["DONE"] * shape.reqs:
+        bad.append("every READ was done before the kill: it tested nothing")
     a.remove_remote_agent(peer)
 
     # 2. Its successor serves every byte.
     peer, bases = load(a, d, 2)
     rdescs = [shape.descs(a, bases, shape.remote_blocks(i)) for i in range(shape.reqs)]
-    states = run(a, shape, ldescs, rdescs, peer, "READ", d, None)
+    states = run(a, shape, ldescs, rdescs, peer, "READ", d)
     result["new_target"] = states
     want = [pattern(1, r, shape.region_bytes).reshape(shape.blocks, shape.block)
             for r in range(REGIONS)]
@@ -176,11 +176,20 @@ def initiator(backend, d):
     # 3. The target's link goes down for 8 s under four WRITEs.
     for r in range(REGIONS):
         regions[r][:] = pattern(2, r, shape.region_bytes)
+    before = reconnects()
     states = run(a, shape, ldescs, rdescs, peer, "WRITE", d, "posted.2")
     result["link_down"] = states
     if "PROC" in states:
         bad.append("a request stayed in progress across the outage")
-    publish(os.path.join(d, "initiator.done"), b"")
+    # The outage hit the WRITEs: the path died under them and the session
+    # replaced it (by the time they succeeded, or soon after they failed).
+    until = time.monotonic() + 30
+    while reconnects() == before and time.monotonic() < until:
+        time.sleep(0.1)
+    result["reconnects"] = reconnects() - before
+    if not result["reconnects"]:
+        bad.append("no session reconnected: the outage missed the WRITEs")
+    publish(os.path.join(d, "initiator.done"), json.dumps(result).encode())
     seen = json.loads(wait_file(os.path.join(d, "target.2.result")))
     for i, s in enumerate(states):
         n = seen["notifications"].get(f"write {i}", 0)
@@ -198,14 +207,17 @@ def initiator(backend, d):
 
 
 def main():
-    vllm_shape.BOUND_S = 3 * STEP_S
+    vllm_shape.BOUND_S = STEP_S
     role, backend, d = sys.argv[1:4]
     if role == "target":
         return target(backend, d, int(sys.argv[4]))
     try:
         return initiator(backend, d)
     finally:
-        publish(os.path.join(d, "initiator.done"), b"")
+        # The target serves until then (an initiator that failed early
+        # leaves it without outcomes).
+        if not os.path.exists(os.path.join(d, "initiator.done")):
+            publish(os.path.join(d, "initiator.done"), b"")
 
 
 if __name__ == "__main__":

@@ -6,23 +6,25 @@
                 [--aborts N] [--bound SECONDS] [--expect-clean]
 
 Both sides register the KV cache of a 32-layer model: 64 regions (K and V
-of each layer), each of REQS x 128 blocks of BLOCK bytes, every region its
-own buffer. A request names 128 blocks of every region: 8,192 descriptors.
-The initiator (decode, as vLLM's NixlConnector) holds its request's blocks
-contiguous; the target's (prefill) are scattered by a fixed permutation.
+of each layer), each of (REQS + 1) x 128 blocks of BLOCK bytes, every
+region its own buffer. A request names 128 blocks of every region: 8,192
+descriptors. The initiator (decode, as vLLM's NixlConnector) holds its
+request's blocks contiguous; the target's (prefill) are scattered by a
+fixed permutation.
 
 The target fills its regions with one pattern, publishes its metadata and
 addresses in DIR and serves until the initiator leaves initiator.done
-there. The initiator, with REQS requests in flight
-at a time:
+there and every notification is in. The initiator, with REQS requests in
+flight at a time:
 - READs them with a notification each (vLLM's direction) and checks every
   byte it read;
 - WRITEs its own pattern into them with a notification each (SGLang's
   direction); the target checks every byte of a request the moment its
   notification arrives: a notification before its data is a failure;
-- aborts: READs request 0 and releases the handle right after posting (a
+- aborts: WRITEs a byte other than the canary into the blocks of one more
+  request, then READs it and releases the handle right after posting (a
   refused release is retried: only a release that succeeded hands the
-  blocks back), then fills its blocks with a canary at once, as the next
+  blocks back), fills its blocks with a canary at once, as the next
   request would, and counts the bytes that change in the next 0.3 s.
 Each side prints one JSON line. Exit 1 on a wrong byte, a missing or early
 notification, a step that did not end within its bound, or (with
@@ -43,6 +45,7 @@ from nixl._api import nixl_agent, nixl_agent_config
 REGIONS = 64
 REQ_BLOCKS = 128
 CANARY = 0xC5
+FILL = 0x11  # what the target's blocks of the aborted request hold
 SETTLE_S = 0.3
 BOUND_S = 120  # --bound
 
@@ -57,7 +60,8 @@ class Shape:
     def __init__(self, args):
         self.block = args.block
         self.reqs = args.reqs
-        self.blocks = args.reqs * REQ_BLOCKS
+        # One request more than are moved at once: the aborts' own.
+        self.blocks = (args.reqs + 1) * REQ_BLOCKS
         self.region_bytes = self.blocks * self.block
         # The target's blocks of request i: perm[i * 128:(i + 1) * 128].
         self.perm = np.random.default_rng(7).permutation(self.blocks)
@@ -110,6 +114,13 @@ def wait_file(path):
         return f.read()
 
 
+def landed(shape, regions, written, i):
+    """Whether the target's blocks of request @i hold what the initiator
+    wrote (@written: its regions' pattern, as blocks)."""
+    return all(np.array_equal(shape.view(regions, r, shape.remote_blocks(i)),
+                              written[r][shape.local_blocks(i)]) for r in range(REGIONS))
+
+
 def target(args, shape):
     a, regions = make_agent("prefill-" + uuid.uuid4().hex[:8], args.backend, shape)
     for r in range(REGIONS):
@@ -117,10 +128,15 @@ def target(args, shape):
     publish(os.path.join(args.dir, "target.md"), a.get_agent_metadata())
     publish(os.path.join(args.dir, "target.json"), json.dumps(
         {"name": a.name, "bases": [x.ctypes.data for x in regions]}).encode())
+    written = [pattern(2, r, shape.region_bytes).reshape(shape.blocks, shape.block)
+               for r in range(REGIONS)]
     want = {f"read {i}" for i in range(shape.reqs)} | {f"write {i}" for i in range(shape.reqs)}
     seen, early, dup = set(), [], []
     done = os.path.join(args.dir, "initiator.done")
-    until = time.monotonic() + BOUND_S
+    # Serves until the initiator is done and every notification is in
+    # (one may arrive after its transfer reported done), within a bound
+    # for the whole run.
+    until = time.monotonic() + 4 * BOUND_S
     while time.monotonic() < until and (seen != want or not os.path.exists(done)):
         for msgs in a.get_new_notifs().values():
             for m in msgs:
@@ -129,14 +145,9 @@ def target(args, shape):
                     dup.append(m)
                     continue
                 seen.add(m)
-                if m.startswith("write "):
-                    i = int(m.split()[1])
-                    ok = all(np.array_equal(
-                        shape.view(regions, r, shape.remote_blocks(i)),
-                        pattern(2, r, shape.region_bytes).reshape(shape.blocks, shape.block)
-                        [shape.local_blocks(i)]) for r in range(REGIONS))
-                    if not ok:
-                        early.append(m)
+                if m.startswith("write ") and not landed(shape, regions, written,
+                                                         int(m.split()[1])):
+                    early.append(m)
         time.sleep(0.01)
     missing = sorted(want - seen)
     print(json.dumps({"side": "target", "backend": args.backend, "notifications": len(seen),
@@ -144,13 +155,45 @@ def target(args, shape):
     return 1 if missing or early or dup else 0
 
 
-def wait_all(a, handles):
-    """Polls @handles until none is in progress; returns their states."""
-    states = [a.transfer(h) for h in handles]
+def post_all(a, handles):
+    """Posts @handles; returns what each post said (a state, or the name
+    of the exception NIXL raised)."""
+    states = []
+    for h in handles:
+        try:
+            states.append(a.transfer(h))
+        except Exception as e:  # noqa: BLE001 - NIXL raises its own kinds
+            states.append(type(e).__name__)
+    return states
+
+
+def wait_all(a, handles, states):
+    """Polls the posted @handles (@states: what their posts said) until
+    none is in progress, within BOUND_S; returns their states."""
     until = time.monotonic() + BOUND_S
     while "PROC" in states and time.monotonic() < until:
-        states = [a.check_xfer_state(h) if s == "PROC" else s
-                  for h, s in zip(handles, states)]
+        for i, h in enumerate(handles):
+            if states[i] == "PROC":
+                try:
+                    states[i] = a.check_xfer_state(h)
+                except Exception as e:  # noqa: BLE001
+                    states[i] = type(e).__name__
+        time.sleep(0.01)
+    return states
+
+
+def move_all(a, shape, ldescs, rdescs, peer, op, posted=None):
+    """Posts requests 0 .. REQS - 1 as @op, each with the notification
+    "read I" or "write I", calls @posted() once they are posted, waits for
+    each to end and releases it; returns their states."""
+    handles = [a.initialize_xfer(op, ldescs[i], rdescs[i], peer, f"{op.lower()} {i}".encode())
+               for i in range(shape.reqs)]
+    states = post_all(a, handles)
+    if posted:
+        posted()
+    states = wait_all(a, handles, states)
+    for h in handles:
+        release(a, h)
     return states
 
 
@@ -176,8 +219,9 @@ def initiator(args, shape):
     peer = a.add_remote_agent(md)
     peer = peer.decode() if isinstance(peer, bytes) else peer
     local_bases = [x.ctypes.data for x in regions]
-    ldescs = [shape.descs(a, local_bases, shape.local_blocks(i)) for i in range(shape.reqs)]
-    rdescs = [shape.descs(a, info["bases"], shape.remote_blocks(i)) for i in range(shape.reqs)]
+    ldescs = [shape.descs(a, local_bases, shape.local_blocks(i)) for i in range(shape.reqs + 1)]
+    rdescs = [shape.descs(a, info["bases"], shape.remote_blocks(i))
+              for i in range(shape.reqs + 1)]
     target_pattern = [pattern(1, r, shape.region_bytes).reshape(shape.blocks, shape.block)
                       for r in range(REGIONS)]
     result = {"side": "initiator", "backend": args.backend, "requests": shape.reqs,
@@ -186,12 +230,8 @@ def initiator(args, shape):
 
     # READ with notifications, every request in flight at once.
     t0 = time.monotonic()
-    handles = [a.initialize_xfer("READ", ldescs[i], rdescs[i], peer, f"read {i}".encode())
-               for i in range(shape.reqs)]
-    states = wait_all(a, handles)
+    states = move_all(a, shape, ldescs, rdescs, peer, "READ")
     result["read_s"] = round(time.monotonic() - t0, 3)
-    for h in handles:
-        release(a, h)
     wrong = sum(not np.array_equal(shape.local_view(regions, r, i),
                                    target_pattern[r][shape.remote_blocks(i)])
                 for i in range(shape.reqs) for r in range(REGIONS))
@@ -202,28 +242,32 @@ def initiator(args, shape):
     for r in range(REGIONS):
         regions[r][:] = pattern(2, r, shape.region_bytes)
     t0 = time.monotonic()
-    handles = [a.initialize_xfer("WRITE", ldescs[i], rdescs[i], peer, f"write {i}".encode())
-               for i in range(shape.reqs)]
-    states = wait_all(a, handles)
+    states = move_all(a, shape, ldescs, rdescs, peer, "WRITE")
     result["write_s"] = round(time.monotonic() - t0, 3)
-    for h in handles:
-        release(a, h)
     result["write_states"] = states
     bad += any(s != "DONE" for s in states)
 
-    # Aborts: request 0 released right after posting, its blocks reused.
+    # Aborts: a request of blocks of their own (the target checks the
+    # others' data as their notifications come) released right after
+    # posting, its blocks reused. Its blocks on the target first get a byte
+    # that is not the canary, so that every byte a late READ brings shows.
+    x = shape.reqs
+    for r in range(REGIONS):
+        shape.local_view(regions, r, x)[:] = FILL
+    h = a.initialize_xfer("WRITE", ldescs[x], rdescs[x], peer)
+    if wait_all(a, [h], post_all(a, [h])) != ["DONE"]:
+        bad += 1
+    release(a, h)
     in_flight = refused = corrupted = 0
-    for it in range(args.aborts):
-        for r in range(REGIONS):
-            shape.local_view(regions, r, 0)[:] = it % 100 + 1
-        h = a.initialize_xfer("READ", ldescs[0], rdescs[0], peer)
+    for _ in range(args.aborts):
+        h = a.initialize_xfer("READ", ldescs[x], rdescs[x], peer)
         posted = a.transfer(h)
         in_flight += posted == "PROC" and a.check_xfer_state(h) == "PROC"
         refused += release(a, h)
         for r in range(REGIONS):
-            shape.local_view(regions, r, 0)[:] = CANARY
+            shape.local_view(regions, r, x)[:] = CANARY
         time.sleep(SETTLE_S)
-        corrupted += sum(int(np.count_nonzero(shape.local_view(regions, r, 0) != CANARY))
+        corrupted += sum(int(np.count_nonzero(shape.local_view(regions, r, x) != CANARY))
                          for r in range(REGIONS))
     result["aborts"] = {"iterations": args.aborts, "in_flight": in_flight,
                         "release_refused": refused, "corrupted_bytes": corrupted}
