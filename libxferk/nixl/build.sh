@@ -150,45 +150,59 @@ Cflags: $3
 EOT
 }
 
-# The plugin as NIXL's own src/plugins/xferk, built by NIXL's meson with
-# NIXL's flags, as Documentation/nixl.md tells a user to add it: a copy of
-# the pinned tree set up once in the cache, then only the plugin target.
-# This tree's plugin sources and libxferk are copied in by content, so one
-# build directory serves every checkout.
-build_intree() {
-	local t=$dir/intree files setup
-	# Set up by this version of the setup below, else again.
-	setup=$(declare -f build_intree write_xferk_pc; echo "$NIXL_OPTS")
-	[ "$(cat "$t/.setup" 2>/dev/null)" = "$setup" ] || rm -f "$t/.setup"
-	if [ ! -e "$t/.setup" ]; then
-		log "setting up NIXL's tree with the plugin in $t (a few minutes, once)"
-		rm -rf "$t"
-		mkdir -p "$t/xferk/pkgconfig"
-		cp -a "$dir/src/nixl" "$t/nixl"
-		sed -i "s/^all_plugins = \['UCX',/all_plugins = ['XFERK', 'UCX',/" "$t/nixl/meson.build"
-		grep -q "^all_plugins = \['XFERK'," "$t/nixl/meson.build" ||
-			{ log "NIXL's meson.build has no all_plugins list to add XFERK to"; exit 1; }
-		printf "\nif enabled_plugins.get('XFERK')\n    subdir('xferk')\nendif\n" \
-			>>"$t/nixl/src/plugins/meson.build"
-		write_xferk_pc "$t/xferk/pkgconfig/xferk.pc" "$t/xferk/lib" \
-			"-I$t/xferk/include -I$t/xferk/uapi"
-	fi
+# setup_intree DIR: a copy of the pinned tree in DIR with the plugin added
+# as Documentation/nixl.md tells a user (XFERK in all_plugins,
+# subdir('xferk')), configured with NIXL's options to build it alone; the
+# plugin's sources and libxferk are copied in by build_intree.
+setup_intree() {
+	local t=$1
+	log "setting up NIXL's tree with the plugin in $t (about two minutes)"
+	rm -rf "$t"
+	mkdir -p "$t/xferk/pkgconfig"
+	cp -a "$dir/src/nixl" "$t/nixl"
+	sed -i "s/^all_plugins = \['UCX',/all_plugins = ['XFERK', 'UCX',/" "$t/nixl/meson.build"
+	grep -q "^all_plugins = \['XFERK'," "$t/nixl/meson.build" ||
+		{ log "NIXL's meson.build has no all_plugins list to add XFERK to"; exit 1; }
+	printf "\nif enabled_plugins.get('XFERK')\n    subdir('xferk')\nendif\n" \
+		>>"$t/nixl/src/plugins/meson.build"
+	write_xferk_pc "$t/xferk/pkgconfig/xferk.pc" "$t/xferk/lib" \
+		"-I$t/xferk/include -I$t/xferk/uapi"
+	sync_intree "$t"
+	(
+		export CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent PATH=/usr/bin:$PATH
+		export PKG_CONFIG_PATH=$t/xferk/pkgconfig:$dir/ucx/lib/pkgconfig
+		cd "$t/nixl"
+		# shellcheck disable=SC2086
+		meson setup "$t/build" ${NIXL_OPTS/-Denable_plugins=UCX,POSIX/-Denable_plugins=XFERK} \
+			-Ducx_path="$dir/ucx"
+	) >"$t/setup.log" 2>&1 || { tail -n 30 "$t/setup.log" >&2; exit 1; }
+}
+
+# sync_intree DIR: this tree's plugin sources, libxferk's headers and
+# library into the copy in DIR, by content (one build directory serves
+# every checkout; an unchanged file is not rebuilt).
+sync_intree() {
+	local t=$1 files
 	mapfile -t files < <(cd "$XFERK_SRC/libxferk/nixl/plugin" && printf '%s\n' *)
 	sync_files "$XFERK_SRC/libxferk/nixl/plugin" "$t/nixl/src/plugins/xferk" "${files[@]}"
 	sync_files "$XFERK_SRC/libxferk" "$t/xferk/include" libxferk.h
 	sync_files "$XFERK_SRC/uapi" "$t/xferk/uapi" xferk.h
 	sync_files "$XFERK_BUILD/lib" "$t/xferk/lib" libxferk.so libxferk.so.0 \
 		"$(readlink "$XFERK_BUILD/lib/libxferk.so.0")"
-	if [ ! -e "$t/.setup" ]; then
-		(
-			export CUDA_HOME=/nonexistent CUDA_PATH=/nonexistent PATH=/usr/bin:$PATH
-			export PKG_CONFIG_PATH=$t/xferk/pkgconfig:$dir/ucx/lib/pkgconfig
-			cd "$t/nixl"
-			# shellcheck disable=SC2086
-			meson setup "$t/build" ${NIXL_OPTS/-Denable_plugins=UCX,POSIX/-Denable_plugins=XFERK} \
-				-Ducx_path="$dir/ucx"
-		) >"$t/setup.log" 2>&1 || { tail -n 30 "$t/setup.log" >&2; exit 1; }
-		echo "$setup" >"$t/.setup"
+}
+
+# The plugin as NIXL's own src/plugins/xferk, built by NIXL's meson with
+# NIXL's flags (-O3, -Werror): the copy of the tree is set up again only
+# when its setup changes (the stamp holds that code and NIXL's options),
+# then only the plugin target is built.
+build_intree() {
+	local t=$dir/intree stamp
+	stamp=$(declare -f setup_intree write_xferk_pc; echo "$NIXL_OPTS")
+	if [ "$(cat "$t/.setup" 2>/dev/null)" != "$stamp" ]; then
+		setup_intree "$t"
+		echo "$stamp" >"$t/.setup"
+	else
+		sync_intree "$t"
 	fi
 	ninja -C "$t/build" src/plugins/xferk/libplugin_XFERK.so >"$t/build.log" 2>&1 ||
 		{ tail -n 40 "$t/build.log" >&2; exit 1; }
