@@ -67,8 +67,9 @@ else
 	dir=$(dirname "$libnixl")/plugins
 	# The headers of that install, found as the plugin finds them when it
 	# is loaded (plugin/xferk_interface.h): exit 3 if it has none.
+	real=$(realpath -e "$libnixl") || give_up "cannot resolve $libnixl: the NIXL plugin is not installed"
 	rc=0
-	found=$("$interface_tool" --lib "$(realpath "$libnixl")" 2>/dev/null) || rc=$?
+	found=$("$interface_tool" --lib "$real" 2>/dev/null) || rc=$?
 	if [ "$rc" = 3 ]; then
 		log "note: the NIXL whose plugins go to $dir has no headers installed: its backend"
 		log "interface cannot be compared with the one the plugin was built for"

@@ -4,6 +4,7 @@
 #include <link.h>
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include "backend/backend_plugin.h"
 #include "xferk_backend.h"
 #include "xferk_interface.h"
@@ -23,10 +24,16 @@ interface_matches() {
                      "is not checked";
         return true;
     }
-    std::error_code ec;
-    std::filesystem::path lib = std::filesystem::canonical(map->l_name, ec);
+    std::string name = map->l_name;
     dlclose(nixl);
-    std::filesystem::path include = ec ? std::filesystem::path() : xferk_interface_include_dir(lib);
+    std::error_code ec;
+    std::filesystem::path lib = std::filesystem::canonical(name, ec);
+    if (ec) {
+        NIXL_WARN << "XFERK: cannot resolve " << name << " (" << ec.message()
+                  << "): its backend interface is not checked";
+        return true;
+    }
+    std::filesystem::path include = xferk_interface_include_dir(lib);
     uint64_t fp;
     if (include.empty()) {
         NIXL_WARN << "XFERK: no headers next to " << lib.string() << ": its backend "
