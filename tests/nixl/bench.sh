@@ -121,7 +121,8 @@ for backend in XFERK UCX; do
 		if ! nixlbench_pair "$log" --backend "$backend" --op_type WRITE \
 			--start_block_size 256 --max_block_size 256 \
 			--start_batch_size $descs --max_batch_size $descs \
-			--total_buffer_size $((256 * descs)) --num_iter 8 --warmup_iter 2; then
+			--total_buffer_size $((256 * descs)) --num_iter 8 --warmup_iter 2 \
+			--large_blk_iter_ftr 1; then
 			echo "nixlbench $backend $descs descriptors: failed; its last lines:"
 			tail -n 5 "$log" "$log.target"
 			[ $backend = XFERK ] && exit 1
