@@ -15,8 +15,9 @@ WRITE that succeeded is in, and then writes them to target.GEN.result.
 
 The initiator:
 1. loads generation 1, posts four READs with a notification each and
-   leaves posted.1: the host kills that target's process. Every request
-   must end (NIXL_ERR or DONE, never stay in progress) and be released;
+   leaves posted.1, on which that target kills itself (SIGKILL). At least
+   one READ must be hit; every request must end (NIXL_ERR or DONE, never
+   stay in progress) and be released;
 2. drops the dead agent, loads generation 2 (a new process on the same
    host) and READs four requests with notifications: all DONE, every byte
    right;
@@ -26,12 +27,13 @@ The initiator:
    request ends; generation 2 must have delivered the notification of
    each WRITE that succeeded exactly once, of a failed one at most once,
    and never before its data.
-The calls of the data path (BOUNDS) are timed: none may take longer than
-its bound.
+The calls of the data path and the loading and dropping of a remote
+agent (BOUNDS) are timed: none may take longer than its bound.
 Prints one JSON line; exits 1 on any of the above.
 """
 import json
 import os
+import signal
 import sys
 import time
 
@@ -40,8 +42,9 @@ import numpy as np
 import vllm_shape
 from vllm_shape import REGIONS, Shape, landed, make_agent, move_all, pattern, publish, wait_file
 
-# The longest a call may take, in seconds (Documentation/nixl.md, "How
-# long a call can block", with room for a loaded host): postXfer may
+# The longest a call of the data path, or loading or dropping a remote
+# agent, may take, in seconds (Documentation/nixl.md, "How long a call can
+# block", with room for a loaded host): postXfer may
 # connect (5 s) and send the notification (10 s); checkXfer and getNotifs
 # only ask the kernel; a release waits for the ops to be reusable (drain
 # budget, lost completion, flush: about 35 s).
@@ -96,6 +99,10 @@ def target(backend, d, gen):
     owed, settle = None, None
     until = time.monotonic() + 3 * STEP_S
     while time.monotonic() < until and (settle is None or time.monotonic() < settle):
+        # Generation 1 dies (SIGKILL) the moment the initiator's READs are
+        # posted: sooner than the host could kill it.
+        if gen == 1 and os.path.exists(os.path.join(d, "posted.1")):
+            os.kill(os.getpid(), signal.SIGKILL)
         for msgs in a.get_new_notifs().values():
             for m in msgs:
                 m = m.decode()
@@ -104,8 +111,8 @@ def target(backend, d, gen):
                                                          int(m.split()[1])):
                     early.append(m)
         # The initiator is done: the notification of each WRITE it saw
-        # succeed may still be on its way (it follows the data); then a
-        # second of quiet, in which a duplicate would show.
+        # succeed may still be on its way (it follows the data); once they
+        # are all in, one more second, in which a duplicate would show.
         if owed is None and os.path.exists(done):
             with open(done, "rb") as f:
                 states = json.loads(f.read() or b"{}").get("link_down", [])
@@ -182,13 +189,16 @@ def initiator(backend, d):
     if "PROC" in states:
         bad.append("a request stayed in progress across the outage")
     # The outage hit the WRITEs: the path died under them and the session
-    # replaced it (by the time they succeeded, or soon after they failed).
-    until = time.monotonic() + 30
-    while reconnects() == before and time.monotonic() < until:
-        time.sleep(0.1)
+    # replaced it. WRITEs that all succeeded did so on the new path, so it
+    # is counted by now (later, an idle session's keepalive would find the
+    # outage too); one that failed may have ended before the reconnect.
+    if states != ["DONE"] * shape.reqs:
+        until = time.monotonic() + 30
+        while reconnects() == before and time.monotonic() < until:
+            time.sleep(0.1)
     result["reconnects"] = reconnects() - before
     if not result["reconnects"]:
-        bad.append("no session reconnected: the outage missed the WRITEs")
+        bad.append("no session reconnected under the WRITEs: the outage missed them")
     publish(os.path.join(d, "initiator.done"), json.dumps(result).encode())
     seen = json.loads(wait_file(os.path.join(d, "target.2.result")))
     for i, s in enumerate(states):
