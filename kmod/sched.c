@@ -10,7 +10,10 @@
  *     earns quantum_bytes * weight per visit and spends a chunk's length
  *     per dispatch; an empty class forgets its deficit.
  * An item is eligible when its next chunk fits its op window, its QP's
- * window and the device window (a lone chunk always fits an empty window).
+ * window (chunks, and for user classes bytes: the least that keeps the QP
+ * busy, learned by the kernel's dynamic queue limits, so that a critical
+ * chunk waits behind no more bulk than that) and the device window (a lone
+ * chunk always fits an empty window).
  * A user item that finds its QP's window full waits on that QP's blocked
  * list instead of its class list, and one whose op window is full is
  * passed over: only items that wait for the device window count against
@@ -167,11 +170,74 @@ static u32 qp_window(const struct xferk_sched *s, u8 prio)
 	return per_qp;
 }
 
+/*
+ * The byte window of @qp's QPs together: @per_qp times its QPs, in the
+ * range the dynamic limit's counters take.
+ */
+static u32 qp_bytes(const struct xferk_sched_qp *qp, u64 per_qp)
+{
+	return min_t(u64, per_qp * max_t(u32, READ_ONCE(qp->nr_qps), 1),
+		     DQL_MAX_LIMIT);
+}
+
+/*
+ * Does @it's next chunk find its QP's byte window full? A user chunk goes
+ * while the QP has less than qp_window_bytes_min in flight, and otherwise
+ * while the dynamic limit has room, as long as it stays within
+ * qp_window_bytes_max; a QP with nothing in flight takes any chunk.
+ */
+static bool qp_bytes_full(const struct xferk_sched *s,
+			  const struct xferk_sched_item *it)
+{
+	const struct xferk_sched_qp *qp = it->next_qp;
+
+	if (it->prio == XFERK_PRIO_INTERNAL || !qp->inflight_bytes)
+		return false;
+	if (qp->inflight_bytes + it->next_len >
+	    qp_bytes(qp, s->lim->qp_window_bytes_max))
+		return true;
+	return qp->inflight_bytes >= qp_bytes(qp, s->lim->qp_window_bytes_min) &&
+	       (s64)dql_avail(&qp->bytes) + qp->unsettled < 0;
+}
+
 static bool qp_full(const struct xferk_sched *s,
 		    const struct xferk_sched_item *it)
 {
 	return it->next_qp->outstanding >=
-	       xferk_sched_qp_window(it->next_qp, qp_window(s, it->prio));
+	       xferk_sched_qp_window(it->next_qp, qp_window(s, it->prio)) ||
+	       qp_bytes_full(s, it);
+}
+
+/*
+ * A chunk's length as the dynamic limit counts it: chunks are at most
+ * XFERK_CHUNK_MAX_BYTES, far below DQL_MAX_OBJECT, which dql_queued()
+ * would BUG on; clamped the same way at dispatch and completion.
+ */
+static unsigned int dql_len(u64 len)
+{
+	return min_t(u64, len, DQL_MAX_OBJECT);
+}
+
+/*
+ * Reports @qp's completions since its last dispatch to its limit, as one
+ * batch, within the tunables as they are now. Nothing is queued to @qp
+ * between its completions and this, so the limit comes out as if it had
+ * been told at the last of them.
+ */
+static void qp_settle(const struct xferk_sched *s, struct xferk_sched_qp *qp)
+{
+	unsigned int queued = qp->bytes.num_queued - qp->bytes.num_completed;
+
+	if (!qp->unsettled)
+		return;
+	/* dql_completed() BUGs on more than was queued: never from here. */
+	if (WARN_ON_ONCE(qp->unsettled > queued))
+		qp->unsettled = queued;
+	qp->bytes.max_limit = qp_bytes(qp, s->lim->qp_window_bytes_max);
+	qp->bytes.min_limit = min_t(u32, qp->bytes.max_limit,
+				    qp_bytes(qp, s->lim->qp_window_bytes_min));
+	dql_completed(&qp->bytes, qp->unsettled);
+	qp->unsettled = 0;
 }
 
 /* @it's own window does not take its next chunk (an empty one always does). */
@@ -312,6 +378,9 @@ static void dispatch(struct xferk_sched *s, struct xferk_sched_item *it,
 	it->inflight_bytes += len;
 	it->inflight_chunks++;
 	it->next_qp->outstanding++;
+	it->next_qp->inflight_bytes += len;
+	qp_settle(s, it->next_qp);
+	dql_queued(&it->next_qp->bytes, dql_len(len));
 	it->progress = now;
 	c->bytes -= len;
 	s->inflight_bytes += len;
@@ -396,6 +465,8 @@ bool xferk_sched_complete(struct xferk_sched *s, struct xferk_sched_item *it,
 	it->inflight_bytes -= len;
 	it->inflight_chunks--;
 	qp->outstanding--;
+	qp->inflight_bytes -= len;
+	qp->unsettled += dql_len(len);
 	unblock_heads(qp);
 	s->inflight_bytes -= len;
 	s->inflight_chunks--;

@@ -29,8 +29,12 @@
 #ifndef XFERK_SCHED_H
 #define XFERK_SCHED_H
 
+#include <linux/cache.h>	/* for dynamic_queue_limits.h */
+#include <linux/dynamic_queue_limits.h>
+#include <linux/jiffies.h>
 #include <linux/ktime.h>
 #include <linux/list.h>
+#include <linux/string.h>
 #include <linux/types.h>
 #include "../uapi/xferk.h"
 
@@ -66,6 +70,9 @@ enum xferk_reject {
  * @internal_reserved_ops: queued ops beyond @max_queued_ops that only the
  *	internal class may use
  * @qp_window: chunks in flight per QP for user classes
+ * @qp_window_bytes_min: bytes in flight per QP for user classes that the
+ *	dynamic limit may not go below (struct xferk_sched_qp.bytes)
+ * @qp_window_bytes_max: ... nor above
  * @internal_reserved_wrs: chunks per QP beyond @qp_window, internal only
  * @dev_window_bytes: bytes in flight per device
  * @op_window_bytes: default per-op window: bytes in flight
@@ -82,6 +89,8 @@ struct xferk_sched_limits {
 	u64 file_max_bytes;
 	u32 internal_reserved_ops;
 	u32 qp_window;
+	u64 qp_window_bytes_min;
+	u64 qp_window_bytes_max;
 	u32 internal_reserved_wrs;
 	u64 dev_window_bytes;
 	u64 op_window_bytes;
@@ -98,6 +107,17 @@ struct xferk_sched_account {
 /**
  * struct xferk_sched_qp - a session's dispatch window
  * @outstanding: chunks dispatched to it and not yet complete
+ * @inflight_bytes: their bytes
+ * @bytes: the kernel's dynamic queue limit (lib/dynamic_queue_limits.c)
+ *	of @inflight_bytes: it grows when the QP ran dry while user chunks
+ *	waited for it, and shrinks when more was in flight than kept the QP
+ *	busy, so that a chunk dispatched behind a full window waits behind
+ *	the least that keeps the device busy. Every chunk counts; the limit
+ *	holds for user classes only, within qp_window_bytes_min and _max
+ * @unsettled: bytes completed since the last dispatch to it, reported to
+ *	@bytes just before the next one: the completions between two
+ *	dispatches are one batch, as a NIC's completions between two
+ *	transmits are for the limit's algorithm
  * @nr_qps: the session's QPs; the window is theirs together (0 counts
  *	as 1)
  * @blocked: per user class, the items whose next chunk found the window
@@ -108,6 +128,9 @@ struct xferk_sched_account {
  */
 struct xferk_sched_qp {
 	u32 outstanding;
+	u64 inflight_bytes;
+	struct dql bytes;
+	u32 unsettled;
 	u32 nr_qps;
 	struct list_head blocked[XFERK_PRIO_INTERNAL];
 };
@@ -117,6 +140,10 @@ static inline void xferk_sched_qp_init(struct xferk_sched_qp *qp)
 	int i;
 
 	qp->outstanding = 0;
+	qp->inflight_bytes = 0;
+	qp->unsettled = 0;
+	memset(&qp->bytes, 0, sizeof(qp->bytes));	/* dql_init() leaves adj_limit */
+	dql_init(&qp->bytes, HZ);
 	qp->nr_qps = 1;
 	for (i = 0; i < XFERK_PRIO_INTERNAL; i++)
 		INIT_LIST_HEAD(&qp->blocked[i]);

@@ -304,6 +304,8 @@ XFERK_TUNABLE(file_max_ops, file_max_ops, 1, 1 << 20, 1);
 XFERK_TUNABLE(file_max_bytes, file_max_bytes, 4096, 1ULL << 40, 1);
 XFERK_TUNABLE(internal_reserved_ops, internal_reserved_ops, 0, 1 << 16, 1);
 XFERK_TUNABLE(qp_window, qp_window, 1, XFERK_QP_CTXS, 1);
+XFERK_TUNABLE(qp_window_bytes_min, qp_window_bytes_min, 0, 1ULL << 40, 1);
+XFERK_TUNABLE(qp_window_bytes_max, qp_window_bytes_max, 4096, 1ULL << 40, 1);
 XFERK_TUNABLE(internal_reserved_wrs, internal_reserved_wrs, 0, XFERK_QP_CTXS, 1);
 XFERK_TUNABLE(dev_window_bytes, dev_window_bytes, 4096, 1ULL << 40, 1);
 XFERK_TUNABLE(op_window_bytes, op_window_bytes, 4096, 1ULL << 40, 1);
@@ -393,6 +395,8 @@ static struct attribute *xferk_queue_attrs[] = {
 	&qattr_file_max_bytes.attr.attr,
 	&qattr_internal_reserved_ops.attr.attr,
 	&qattr_qp_window.attr.attr,
+	&qattr_qp_window_bytes_min.attr.attr,
+	&qattr_qp_window_bytes_max.attr.attr,
 	&qattr_internal_reserved_wrs.attr.attr,
 	&qattr_dev_window_bytes.attr.attr,
 	&qattr_op_window_bytes.attr.attr,

@@ -4,7 +4,8 @@
  * (kmod/sched.c): all-or-nothing admission by reason, byte-fair shares
  * for given weights, the aging bound, windows never exceeded, reserved
  * internal credits, cancel of queued items, full sessions skipped without
- * lookahead, and parked chunks out of the device window.
+ * lookahead, parked chunks out of the device window, and the QPs' bytes in
+ * flight within their dynamic limit.
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>
@@ -25,6 +26,8 @@ static const struct xferk_sched_limits base_limits = {
 	.file_max_bytes = 1ULL << 40,
 	.internal_reserved_ops = 0,
 	.qp_window = 1 << 20,
+	.qp_window_bytes_min = 1ULL << 40,	/* no byte limit: see sched_qp_bytes */
+	.qp_window_bytes_max = 1ULL << 40,
 	.internal_reserved_wrs = 0,
 	.dev_window_bytes = 1ULL << 40,
 	.op_window_bytes = 1ULL << 40,
@@ -209,22 +212,26 @@ static void sched_aging_bound(struct kunit *test)
  */
 static void sched_windows_never_exceeded(struct kunit *test)
 {
-	const u32 nr_items = 64, max_inflight = 256;
+	const u32 nr_items = 64, max_inflight = 256, nr_qps = 3;
 	struct xferk_sched_item **inflight, **items;
 	struct env *e = env_new(test);
-	struct xferk_sched_qp qps[3];
+	struct xferk_sched_qp *qps;
 	struct rnd_state rnd;
 	u32 n = 0, i, done = 0, dispatched = 0;
 
 	inflight = kunit_kcalloc(test, max_inflight, sizeof(*inflight), GFP_KERNEL);
 	items = kunit_kcalloc(test, nr_items, sizeof(*items), GFP_KERNEL);
+	qps = kunit_kcalloc(test, nr_qps, sizeof(*qps), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, inflight);
 	KUNIT_ASSERT_NOT_NULL(test, items);
+	KUNIT_ASSERT_NOT_NULL(test, qps);
 	prandom_seed_state(&rnd, 42);
 	e->lim.qp_window = 8;
+	e->lim.qp_window_bytes_min = 0;
+	e->lim.qp_window_bytes_max = 192 * KIB;
 	e->lim.dev_window_bytes = 256 * KIB;
 	e->lim.lookahead = 4;
-	for (i = 0; i < ARRAY_SIZE(qps); i++)
+	for (i = 0; i < nr_qps; i++)
 		xferk_sched_qp_init(&qps[i]);
 	for (i = 0; i < nr_items; i++) {
 		items[i] = item(test, e, prandom_u32_state(&rnd) % XFERK_PRIO_INTERNAL,
@@ -232,7 +239,7 @@ static void sched_windows_never_exceeded(struct kunit *test)
 				4 * KIB << (prandom_u32_state(&rnd) % 5));
 		items[i]->window_chunks = 1 + prandom_u32_state(&rnd) % 4;
 		items[i]->window_bytes = 16 * KIB << (prandom_u32_state(&rnd) % 4);
-		items[i]->next_qp = &qps[prandom_u32_state(&rnd) % ARRAY_SIZE(qps)];
+		items[i]->next_qp = &qps[prandom_u32_state(&rnd) % nr_qps];
 		KUNIT_ASSERT_EQ(test, admit(e, items[i], 0), 0);
 	}
 	while (done < nr_items) {
@@ -246,6 +253,9 @@ static void sched_windows_never_exceeded(struct kunit *test)
 					  (it->inflight_chunks <= it->window_chunks &&
 					   it->inflight_bytes <= it->window_bytes));
 			KUNIT_EXPECT_LE(test, it->next_qp->outstanding, e->lim.qp_window);
+			KUNIT_EXPECT_TRUE(test, it->next_qp->outstanding == 1 ||
+					  it->next_qp->inflight_bytes <=
+					  e->lim.qp_window_bytes_max);
 			KUNIT_EXPECT_TRUE(test, e->s.inflight_chunks == 1 ||
 					  e->s.inflight_bytes <= e->lim.dev_window_bytes);
 			if (prandom_u32_state(&rnd) % 3)
@@ -339,6 +349,95 @@ static void sched_window_per_qp(struct kunit *test)
 	for (i = 0; i < 3; i++)
 		xferk_sched_complete(&e->s, internal, 4 * KIB, &e->qp, 0);
 	KUNIT_EXPECT_EQ(test, e->qp.outstanding, 0U);
+}
+
+/* Dispatches @e->qp's user chunks until none may go; returns how many. */
+static u32 fill_qp(struct kunit *test, struct env *e,
+		   struct xferk_sched_item *it)
+{
+	u32 n = 0;
+
+	while (xferk_sched_next(&e->s, 0) == it)
+		n++;
+	KUNIT_EXPECT_EQ(test, e->qp.inflight_bytes, (u64)it->inflight_bytes);
+	return n;
+}
+
+/* Completes every chunk @it has in flight, one at a time. */
+static void complete_inflight(struct env *e, struct xferk_sched_item *it)
+{
+	while (it->inflight_chunks)
+		xferk_sched_complete(&e->s, it, it->next_len, it->next_qp, 0);
+}
+
+/*
+ * A QP's user bytes in flight follow the dynamic queue limit: one chunk
+ * at first, more only once the QP ran dry while chunks waited for it, never
+ * beyond qp_window_bytes_max (times the session's QPs); below
+ * qp_window_bytes_min the limit is not asked; the internal class is not
+ * held by it; a critical chunk that waited for bytes goes first once a
+ * completion makes room.
+ */
+static void sched_qp_bytes(struct kunit *test)
+{
+	struct xferk_sched_item *bulk, *crit, *internal;
+	struct env *e = env_new(test);
+	struct xferk_sched_qp qp2;
+	u32 n, prev = 1, rounds;
+
+	e->lim.qp_window = 64;
+	e->lim.qp_window_bytes_min = 0;
+	e->lim.qp_window_bytes_max = 1024 * KIB;
+	bulk = item(test, e, XFERK_PRIO_BULK, 1000, 128 * KIB);
+	KUNIT_ASSERT_EQ(test, admit(e, bulk, 0), 0);
+	/* Time does not shrink the limit here, however slow the machine. */
+	e->qp.bytes.slack_hold_time = UINT_MAX;
+	KUNIT_EXPECT_EQ(test, fill_qp(test, e, bulk), 1U);
+
+	internal = item(test, e, XFERK_PRIO_INTERNAL, 1, 128 * KIB);
+	KUNIT_ASSERT_EQ(test, admit(e, internal, 0), 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), internal);
+	xferk_sched_complete(&e->s, internal, 128 * KIB, &e->qp, 0);
+
+	/* Ran dry each round with chunks waiting: the limit grows to max. */
+	for (rounds = 0; rounds < 10; rounds++) {
+		complete_inflight(e, bulk);
+		n = fill_qp(test, e, bulk);
+		KUNIT_EXPECT_GE(test, n, prev);
+		KUNIT_EXPECT_LE(test, n, 8U);
+		prev = n;
+	}
+	KUNIT_EXPECT_EQ(test, prev, 8U);
+
+	/* The critical chunk waits for a completion, then goes first. */
+	crit = item(test, e, XFERK_PRIO_CRITICAL, 1, 64 * KIB);
+	KUNIT_ASSERT_EQ(test, admit(e, crit, 0), 0);
+	KUNIT_EXPECT_NULL(test, xferk_sched_next(&e->s, 0));
+	xferk_sched_complete(&e->s, bulk, 128 * KIB, &e->qp, 0);
+	KUNIT_EXPECT_PTR_EQ(test, xferk_sched_next(&e->s, 0), crit);
+	xferk_sched_complete(&e->s, crit, 64 * KIB, &e->qp, 0);
+	complete_inflight(e, bulk);
+	KUNIT_EXPECT_EQ(test, e->qp.inflight_bytes, 0ULL);
+
+	/* Three QPs: three times the bytes. */
+	e->qp.nr_qps = 3;
+	e->lim.qp_window_bytes_max = 256 * KIB;
+	KUNIT_EXPECT_EQ(test, fill_qp(test, e, bulk), 6U);
+	complete_inflight(e, bulk);
+
+	/* A new QP: below the minimum, the limit is not asked. */
+	xferk_sched_qp_init(&qp2);
+	bulk->next_qp = &qp2;
+	e->lim.qp_window_bytes_min = 512 * KIB;
+	e->lim.qp_window_bytes_max = 1024 * KIB;
+	n = 0;
+	while (xferk_sched_next(&e->s, 0) == bulk)
+		n++;
+	KUNIT_EXPECT_EQ(test, n, 4U);
+	KUNIT_EXPECT_EQ(test, qp2.inflight_bytes, 512 * KIB);
+	complete_inflight(e, bulk);
+	xferk_sched_cancel(&e->s, bulk);
+	KUNIT_EXPECT_TRUE(test, xferk_sched_empty(&e->s));
 }
 
 /* Cancel takes queued items off the queue; in-flight chunks stay charged. */
@@ -552,6 +651,7 @@ static struct kunit_case xferk_sched_cases[] = {
 	KUNIT_CASE(sched_windows_never_exceeded),
 	KUNIT_CASE(sched_internal_reserved),
 	KUNIT_CASE(sched_window_per_qp),
+	KUNIT_CASE(sched_qp_bytes),
 	KUNIT_CASE(sched_cancel_queued),
 	KUNIT_CASE(sched_full_session_skipped),
 	KUNIT_CASE(sched_room_goes_to_who_can_use_it),
