@@ -847,6 +847,8 @@ struct bw_opts {
  */
 static const struct { const char *name; long long bw; } bw_tunables[] = {
 	{ "qp_window", 124 },
+	{ "qp_window_bytes_min", 1LL << 30 },
+	{ "qp_window_bytes_max", 1LL << 30 },
 	{ "dev_window_bytes", 1LL << 30 },
 	{ "op_window_bytes", 1LL << 30 },
 	{ "op_window_chunks", 1024 },
