@@ -183,8 +183,10 @@ static u32 qp_bytes(const struct xferk_sched_qp *qp, u64 per_qp)
 /*
  * Does @it's next chunk find its QP's byte window full? A user chunk goes
  * while the QP has less than qp_window_bytes_min in flight, and otherwise
- * while the dynamic limit has room, as long as it stays within
- * qp_window_bytes_max; a QP with nothing in flight takes any chunk.
+ * while the dynamic limit has room and the QP has less than
+ * qp_window_bytes_max: each bound may be passed by one chunk, whatever
+ * its size, so a large chunk is not passed over by smaller ones. A QP
+ * with nothing in flight takes any chunk.
  */
 static bool qp_bytes_full(const struct xferk_sched *s,
 			  const struct xferk_sched_item *it)
@@ -193,8 +195,7 @@ static bool qp_bytes_full(const struct xferk_sched *s,
 
 	if (it->prio == XFERK_PRIO_INTERNAL || !qp->inflight_bytes)
 		return false;
-	if (qp->inflight_bytes + it->next_len >
-	    qp_bytes(qp, s->lim->qp_window_bytes_max))
+	if (qp->inflight_bytes >= qp_bytes(qp, s->lim->qp_window_bytes_max))
 		return true;
 	return qp->inflight_bytes >= qp_bytes(qp, s->lim->qp_window_bytes_min) &&
 	       (s64)dql_avail(&qp->bytes) + qp->unsettled < 0;
@@ -221,8 +222,9 @@ static unsigned int dql_len(u64 len)
 /*
  * Reports @qp's completions since its last dispatch to its limit, as one
  * batch, within the tunables as they are now. Nothing is queued to @qp
- * between its completions and this, so the limit comes out as if it had
- * been told at the last of them.
+ * between its completions and this, so the limit comes out as it would
+ * have at the last of them (only the clock its shrinking waits on has
+ * moved on).
  */
 static void qp_settle(const struct xferk_sched *s, struct xferk_sched_qp *qp)
 {
