@@ -131,9 +131,10 @@ static u32 lanes_live(struct xferk_conn *c)
 static int peers_show(struct seq_file *m, void *unused)
 {
 	struct xferk_conn *c;
-	u32 i;
+	u32 i, window_limit;
+	u64 window_bytes;
 
-	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path attempts reconnects reposted peer_caps revokes_unanswered answers_owed qps qps_live qp_posts\n");
+	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path attempts reconnects reposted peer_caps revokes_unanswered answers_owed qps qps_live qp_posts window_bytes window_limit\n");
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		mutex_lock(&c->lock);
@@ -154,7 +155,11 @@ static int peers_show(struct seq_file *m, void *unused)
 		for (i = 0; i < c->path.nr_qps; i++)
 			seq_printf(m, "%s%llu", i ? "," : "",
 				   c->path.lanes[i].posts);
-		seq_putc(m, '\n');
+		spin_lock(&xferk_queue_lock);
+		window_bytes = c->sqp.inflight_bytes;
+		window_limit = c->sqp.bytes.limit;
+		spin_unlock(&xferk_queue_lock);
+		seq_printf(m, " %llu %u\n", window_bytes, window_limit);
 		mutex_unlock(&c->lock);
 	}
 	mutex_unlock(&xferk_conns_lock);

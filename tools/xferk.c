@@ -983,6 +983,7 @@ static const struct {
 } peer_metrics[] = {
 	{ "outstanding", false }, { "qps", false }, { "qps_live", false },
 	{ "revokes_unanswered", false }, { "answers_owed", false },
+	{ "window_bytes", false }, { "window_limit", false },
 	{ "attempts", true }, { "reconnects", true }, { "reposted", true },
 };
 

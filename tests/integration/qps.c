@@ -49,7 +49,7 @@ static int lanes_read(const char *side, struct lanes *l)
 		for (tok = strtok_r(line, " \n", &save); tok && n < 32;
 		     tok = strtok_r(NULL, " \n", &save))
 			fields[n++] = tok;
-		if (n != 21 || strcmp(fields[1], "rdma") ||
+		if (n < 21 || strcmp(fields[1], "rdma") ||
 		    strcmp(fields[2], side) || strcmp(fields[3], "up"))
 			continue;
 		memset(l, 0, sizeof(*l));
