@@ -50,7 +50,8 @@
  * processes, each with its own file and 4 x 1 MiB WRITEs in flight, share
  * the host's connection: aggregate MB/s and Jain's fairness index. The
  * admission queue's windows are opened for the run (qp_window 124,
- * dev_window_bytes, op_window_bytes 1 GiB, op_window_chunks 1024) and
+ * qp_window_bytes_min and _max, dev_window_bytes, op_window_bytes 1 GiB,
+ * op_window_chunks 1024) and
  * restored after it; qos measures the queue's policy. Without perftest
  * only xferk's rows are printed. --quick: 4 KiB and 1 MiB, depths 1 and 64,
  * 1 and 4 QPs at 4 KiB, one pass of 0.5 s rows. Needs root (the queue's windows,
