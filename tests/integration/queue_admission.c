@@ -70,7 +70,7 @@ int main(void)
 	const unsigned int hold_ms = t_debug_kernel() ? 8000 : 3000;
 	const unsigned int bound_ms = hold_ms + t_scaled_ms(30000);
 	long long submitted, rejects, dispatched, cancelled;
-	long long qp_window, max_ops, max_bytes, file_ops;
+	long long qp_window, max_ops, max_bytes, file_ops, bytes_min, bytes_max;
 	uint64_t conn, mr, emr, exp, remote, slow, op[8], extra, rconn, rremote;
 	struct xferk_token tok;
 	struct xferk_op_snapshot s;
@@ -200,13 +200,19 @@ int main(void)
 	restore_faults();
 
 	/* Bad input changes nothing. */
+	bytes_min = t_queue_stat("qp_window_bytes_min");
+	bytes_max = t_queue_stat("qp_window_bytes_max");
 	T_EXPECT_ERR(submit(x, f, 1, XFERK_PRIO_COUNT, XFERK_DEADLINE_NONE,
 			    &extra), EINVAL);
 	T_EXPECT(q_set("qp_window", 0) && q_set("qp_window", 129) &&
 		 q_set("weight_bulk", 0) && q_set("aging_ms", 0) &&
 		 t_write_file(Q "quantum_bytes", "lots") &&
-		 q_set("internal_reserved_wrs", 128), "bad tunables accepted");
-	T_EXPECT(t_queue_stat("qp_window") == 1 && t_queue_stat("internal_reserved_wrs") == 4,
+		 q_set("internal_reserved_wrs", 128) &&
+		 q_set("qp_window_bytes_max", 4095) &&
+		 q_set("qp_window_bytes_min", (1LL << 40) + 1), "bad tunables accepted");
+	T_EXPECT(t_queue_stat("qp_window") == 1 && t_queue_stat("internal_reserved_wrs") == 4 &&
+		 t_queue_stat("qp_window_bytes_min") == bytes_min &&
+		 t_queue_stat("qp_window_bytes_max") == bytes_max,
 		 "a refused write changed a tunable");
 	T_EXPECT(submit(x, f, 1, XFERK_PRIO_INTERNAL, XFERK_DEADLINE_NONE,
 			&extra) == 0, "internal class (CAP_SYS_ADMIN)");
