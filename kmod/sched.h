@@ -109,11 +109,12 @@ struct xferk_sched_account {
  * @outstanding: chunks dispatched to it and not yet complete
  * @inflight_bytes: their bytes
  * @bytes: the kernel's dynamic queue limit (lib/dynamic_queue_limits.c)
- *	of @inflight_bytes: it grows when the QP ran dry while user chunks
- *	waited for it, and shrinks when more was in flight than kept the QP
- *	busy, so that a chunk dispatched behind a full window waits behind
- *	the least that keeps the device busy. Every chunk counts; the limit
- *	holds for user classes only, within qp_window_bytes_min and _max
+ *	of @inflight_bytes: it grows when the QP ran dry after it had been
+ *	over its limit, and shrinks when, for a second (the hold time), more
+ *	was in flight than kept the QP busy, so that a chunk dispatched
+ *	behind a full window waits behind the least that keeps the device
+ *	busy. Every chunk counts; the limit holds for user classes only,
+ *	within qp_window_bytes_min and _max
  * @unsettled: bytes completed since the last dispatch to it, reported to
  *	@bytes just before the next one: the completions between two
  *	dispatches are one batch, as a NIC's completions between two
