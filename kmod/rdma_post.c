@@ -10,14 +10,15 @@
  * are drained (ib_drain_qp()) before they go, so none of their
  * completions is left in it.
  *
- * Completion moderation (moderate_completions): a chain's last work
- * request is signaled, the ones before it are not. An RC send queue
- * completes in posting order and always reports a failed or flushed work
- * request, so any completion on a QP vouches for the unsignaled work
- * requests posted before it that are still on its lane's sends: they
- * succeeded (lane_vouch()). Every unsignaled one is followed by a
- * signaled one on its QP: its chain's last, or, after a partial post, a
- * marker (a zero-length RDMA WRITE in a slot of its own).
+ * Completion moderation (moderate_completions): a chain's work request
+ * is signaled if it is the chain's last or if it brings the chain's bytes
+ * since its last signaled one to XFERK_SIGNAL_BYTES; the others are not.
+ * An RC send queue completes in posting order and always reports a failed
+ * or flushed work request, so any completion on a QP vouches for the
+ * unsignaled work requests posted before it that are still on its lane's
+ * sends: they succeeded (lane_vouch()). Every unsignaled one is followed
+ * by a signaled one on its QP: a later one of its chain, or, after a
+ * partial post, a marker (a zero-length RDMA WRITE in a slot of its own).
  *
  * QPs get bounded ack timeout and retry counts (never the infinite
  * rnr_retry 7), so every posted work request completes in bounded time
@@ -26,6 +27,7 @@
  * failed or flushed completion and any refused post mark the connection's
  * QP dead at once.
  */
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <rdma/ib_cache.h>
 #include <rdma/rdma_cm.h>
@@ -73,7 +75,16 @@ static bool xferk_moderate_completions = true;
 module_param_named(moderate_completions, xferk_moderate_completions, bool,
 		   0644);
 MODULE_PARM_DESC(moderate_completions,
-		 "Signal only the last work request of a chain (default Y)");
+		 "Signal a chain's last work request and one per 64 KiB (default Y)");
+
+/*
+ * With moderation, a chain signals at least one work request per this many
+ * bytes. A completion's cost matters next to small work requests, not next
+ * to 64 KiB of data; and a chain of large chunks then returns its first
+ * chunks while its last ones are in flight, so that the queue's byte limit
+ * sees a QP that stays busy (sched.c) instead of one emptied at each batch.
+ */
+#define XFERK_SIGNAL_BYTES	SZ_64K
 
 /* Fault injection: the next N posts find their QP moved to the error state. */
 atomic_t xferk_fault_qp_error = ATOMIC_INIT(0);
@@ -451,13 +462,14 @@ static void lane_posted(struct xferk_lane *l, struct xferk_wr **wrs, u32 n)
  * first ones of @wrs; *@error is 0 (the rest wait for room), or why the
  * first one not posted could not be (its chunk fails, the ones after it
  * wait). A completion is what returns a send slot and
- * counts its chunk in the op. With moderate_completions only the chain's
- * last work request is signaled, and its completion vouches for the ones
- * before it (lane_vouch()); a failed or flushed work request always
- * completes, as its own chunk's. A partial post whose last posted work
- * request is unsignaled gets a marker after it; a QP that cannot take
- * one dies (its posted work requests complete, or its teardown's flush
- * wait ends and reclaims them).
+ * counts its chunk in the op. With moderate_completions the chain's last
+ * work request is signaled, and one wherever the chain's bytes since its
+ * last signaled one reach XFERK_SIGNAL_BYTES; a signaled one's completion
+ * vouches for the ones before it (lane_vouch()); a failed or flushed work
+ * request always completes, as its own chunk's. A partial post whose last
+ * posted work request is unsignaled gets a marker after it; a QP that
+ * cannot take one dies (its posted work requests complete, or its
+ * teardown's flush wait ends and reclaims them).
  */
 static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 			  u32 n, int *error)
@@ -467,6 +479,7 @@ static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 	const struct ib_send_wr *bad = NULL;
 	struct ib_send_wr *first = NULL, **link = &first;
 	struct xferk_send *s;
+	u64 unsignaled_bytes = 0;
 	u32 ready, i;
 	int ret = 0;
 
@@ -480,8 +493,12 @@ static u32 conn_rdma_post(struct xferk_path *p, struct xferk_wr **wrs,
 			break;
 		s = wrs[ready]->send;
 		s->lane = l;
-		s->signaled = !moderate;
-		s->wr.wr.send_flags = moderate ? 0 : IB_SEND_SIGNALED;
+		unsignaled_bytes += wrs[ready]->len;
+		s->signaled = !moderate ||
+			      unsignaled_bytes >= XFERK_SIGNAL_BYTES;
+		if (s->signaled)
+			unsignaled_bytes = 0;
+		s->wr.wr.send_flags = s->signaled ? IB_SEND_SIGNALED : 0;
 		l->posted++;
 		*link = &s->wr.wr;
 		link = &s->wr.wr.next;
