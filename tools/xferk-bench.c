@@ -58,7 +58,7 @@
  * the addresses).
  *
  * moderation: completion moderation on and off in turn, over scattered
- * 4 KiB and 64 KiB fragments (see bench_moderation()). --quick: 4 KiB,
+ * 4 KiB and 16 KiB fragments (see bench_moderation()). --quick: 4 KiB,
  * one pass of 0.5 s rows. Needs root (moderate_completions).
  *
  * kernel: xferk next to nvme-rdma, the kernel's own consumer of the same
@@ -1917,10 +1917,10 @@ static int bench_kernel(int quick, const char *json, const char *peer,
 /*
  * moderation: completion moderation's effect on scattered fragments over a
  * real RDMA device (PEER as for qos). MOD_DEPTH ops of MOD_FRAGS fragments
- * each (4 KiB, or 64 KiB), with a gap between them on both sides (each its
- * own work request), kept in flight by submit and wait for MOD_SECONDS,
- * with moderate_completions Y and N in turn (passes alternate which goes
- * first). Each reports work requests per second, the machine's busy CPU
+ * each (4 KiB, or 16 KiB: a 64 KiB one is signaled either way), with a gap
+ * between them on both sides (each its own work request), kept in flight
+ * by submit and wait for MOD_SECONDS, with moderate_completions Y and N
+ * in turn (passes alternate which goes first). Each reports work requests per second, the machine's busy CPU
  * per work request and the share of work requests that completed without
  * a completion of their own; then the medians and Y / N.
  */
@@ -1983,7 +1983,7 @@ static int mod_run(struct qos_end *e, size_t len, uint8_t opcode,
 
 static int bench_moderation(int quick, const char *json, const char *peer)
 {
-	static const size_t lens[] = { 4096, 64 << 10 };
+	static const size_t lens[] = { 4096, 16 << 10 };
 	static const uint8_t opcodes[] = { XFERK_OP_WRITE, XFERK_OP_READ };
 	unsigned int nr_lens = quick ? 1 : 2, passes = quick ? 1 : MOD_PASSES;
 	struct mod_row rows[2][2][2][MOD_PASSES];	/* len, op, Y/N, pass */
