@@ -143,6 +143,8 @@ int xferk_dev_request(struct xferk_cm_req *r, const void *priv, u8 len);
 void xferk_dereg_mr(struct ib_mr *mr);
 
 /* rdma_post.c: the path's CQ and QPs, send slots, posting, teardown */
+int xferk_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
 int lane_create_qp(struct xferk_path *p, struct xferk_lane *l,
 		   struct rdma_cm_id *id);
 int conn_rdma_setup(struct xferk_path *p, struct rdma_cm_id *id);

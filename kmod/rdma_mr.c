@@ -63,7 +63,7 @@ static int conn_reg_mr(struct xferk_path *p, struct ib_mr *mr, int access)
 	WRITE_ONCE(p->reg_status, -ENOTCONN);
 	mutex_lock(p->lock);
 	ret = p->events->postable(p) ?
-	      ib_post_send(p->lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
+	      xferk_post_send(p->lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
 	mutex_unlock(p->lock);
 	if (ret == -ENOTCONN)
 		return ret;

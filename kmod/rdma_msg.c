@@ -117,7 +117,7 @@ int conn_rdma_send_msg(struct xferk_path *p, const void *msg, u32 len,
 				      DMA_BIDIRECTIONAL);
 	m->send_seq[i] = seq;
 	m->send_cqe[i].done = conn_msg_send_done;
-	if (ib_post_send(p->lanes[0].qp, &wr, NULL)) {
+	if (xferk_post_send(p->lanes[0].qp, &wr, NULL)) {
 		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
 	}
