@@ -99,8 +99,9 @@ atomic_t xferk_fault_refuse_chain = ATOMIC_INIT(0);
  * @wr: the chain of work requests
  * @bad_wr: where the driver names the first it did not post (may be NULL)
  *
- * A driver may hand a kernel QP's send processing to a softirq (soft-RoCE
- * runs its requester as a tasklet). Raised from process context with
+ * A driver may hand a kernel QP's send processing to a softirq (Linux 6.1's
+ * soft-RoCE runs its requester as a tasklet; later ones use a workqueue,
+ * which this does not change). Raised from process context with
  * bottom halves enabled, a softirq wakes ksoftirqd: a thread that runs
  * when the scheduler gets to it, a context switch per post, milliseconds
  * on a busy host. Raised here, it runs at local_bh_enable(), at once and
