@@ -175,7 +175,7 @@ int main(void)
 {
 	long long moderated, deaths;
 	double share;
-	struct xferk_op_snapshot s;
+	struct xferk_op_snapshot s = { 0 };
 	struct t_loop l;
 	int ret;
 
