@@ -1920,9 +1920,10 @@ static int bench_kernel(int quick, const char *json, const char *peer,
  * each (4 KiB, or 16 KiB: a 64 KiB one is signaled either way), with a gap
  * between them on both sides (each its own work request), kept in flight
  * by submit and wait for MOD_SECONDS, with moderate_completions Y and N
- * in turn (passes alternate which goes first). Each reports work requests per second, the machine's busy CPU
- * per work request and the share of work requests that completed without
- * a completion of their own; then the medians and Y / N.
+ * in turn (passes alternate which goes first). Each reports work requests
+ * per second, the machine's busy CPU per work request and the share of
+ * work requests that completed without a completion of their own; then
+ * the medians and Y / N.
  */
 #define MODERATE	"/sys/module/xferk/parameters/moderate_completions"
 #define MODERATED	"/sys/class/misc/xferk/stats/completions_moderated"
