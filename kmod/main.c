@@ -33,7 +33,7 @@
 char *xferk_listen_addr = "0.0.0.0";
 module_param_named(listen_addr, xferk_listen_addr, charp, 0444);
 MODULE_PARM_DESC(listen_addr,
-		 "IPv4/IPv6 address the connection listener binds (default 0.0.0.0: all)");
+		 "IPv4/IPv6 address the connection listener binds (default 0.0.0.0: every IPv4 address; \"::\" every IPv4 and IPv6 one, IPv6 only on iWARP)");
 
 module_param_named(listen_port, xferk_listen_port, ushort, 0444);
 MODULE_PARM_DESC(listen_port, "TCP-space port of the connection listener (default 18515)");

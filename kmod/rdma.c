@@ -97,7 +97,17 @@ static int listener_start(void)
 		ret = PTR_ERR(id);
 		goto out;
 	}
-	ret = rdma_bind_addr(id, (struct sockaddr *)&xferk_listen_sockaddr);
+	/*
+	 * "::" takes IPv4 peers too, whatever net.ipv6.bindv6only says, where
+	 * rdma_cm matches the address families itself (InfiniBand, RoCE; an
+	 * iWARP device listens on its IPv6 addresses only); "0.0.0.0" only
+	 * IPv4 ones (rdma_cm's rule for AF_INET).
+	 */
+	if (xferk_listen_sockaddr.ss_family == AF_INET6)
+		ret = rdma_set_afonly(id, 0);
+	if (!ret)
+		ret = rdma_bind_addr(id,
+				     (struct sockaddr *)&xferk_listen_sockaddr);
 	if (!ret)
 		ret = rdma_listen(id, 128);
 	if (ret)

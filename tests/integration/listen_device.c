@@ -14,25 +14,6 @@
 
 #include "test.h"
 
-static char mod[512];
-
-static int sh(const char *cmd)
-{
-	int ret = system(cmd);
-
-	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
-}
-
-/* Loads xferk with @params, then gives the device to its group. */
-static int load(const char *params)
-{
-	char cmd[700];
-
-	snprintf(cmd, sizeof(cmd), "insmod %s %s && chgrp xferk /dev/xferk",
-		 mod, params);
-	return sh(cmd);
-}
-
 /*
  * Connects to the listener, trying again every 500 ms until @ms have
  * passed; each attempt may take 10 s (30 s on the debug kernel). 0 or an
@@ -69,10 +50,9 @@ int main(void)
 
 	if (!dir || access("/dev/xferk", F_OK))
 		return T_SKIP;
-	snprintf(mod, sizeof(mod), "%s/kmod/xferk.ko", dir);
-	if (sh("rmmod xferk") || load("listen_addr=10.99.0.1")) {
+	if (t_sh("rmmod xferk") || t_load_module("listen_addr=10.99.0.1")) {
 		fprintf(stderr, "cannot reload xferk\n");
-		load("");
+		t_load_module("");
 		return T_FAIL;
 	}
 	ret = connect_within(t_scaled_ms(10000));
@@ -80,7 +60,7 @@ int main(void)
 
 	pid = fork();
 	if (pid == 0)
-		exit(sh("rdma link delete rxe0"));
+		exit(t_sh("rdma link delete rxe0"));
 	/* It takes a moment, not until xferk goes. */
 	until = t_now_ms() + hang_ms;
 	for (;;) {
@@ -93,20 +73,21 @@ int main(void)
 		 hang_ms);
 	if (!done) {
 		/* Unloading lets go of the listener, and the delete ends. */
-		sh("rmmod xferk");
+		t_sh("rmmod xferk");
 		waitpid(pid, &status, 0);
-		sh("rdma link add rxe0 type rxe netdev dummy0");
-		load("");
+		t_sh("rdma link add rxe0 type rxe netdev dummy0");
+		t_load_module("");
 		return T_FAIL;
 	}
 	T_EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		 "rdma link delete: status %#x", status);
-	T_EXPECT(sh("rdma link add rxe0 type rxe netdev dummy0") == 0,
+	T_EXPECT(t_sh("rdma link add rxe0 type rxe netdev dummy0") == 0,
 		 "device back");
 	ret = connect_within(t_scaled_ms(20000));
 	T_EXPECT(ret == 0, "listening again once the device is back: %s",
 		 strerror(-ret));
 
-	T_EXPECT(sh("rmmod xferk") == 0 && load("") == 0, "reload with defaults");
+	T_EXPECT(t_sh("rmmod xferk") == 0 && t_load_module("") == 0,
+		 "reload with defaults");
 	return t_result();
 }

@@ -46,6 +46,7 @@ static inline int t_result(void)
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <liburing.h>
 
@@ -307,6 +308,31 @@ static inline int t_peers_matching(const char *w1, const char *w2)
 		n += (!w1 || strstr(line, w1)) && (!w2 || strstr(line, w2));
 	fclose(f);
 	return n;
+}
+
+/* Runs @cmd with sh: its exit status, or -1. */
+static inline int t_sh(const char *cmd)
+{
+	int ret = system(cmd);
+
+	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
+}
+
+/*
+ * Loads xferk ($XFERK_MODDIR/kmod/xferk.ko) with @params, then gives the
+ * device to its group. 0, or the shell's status.
+ */
+static inline int t_load_module(const char *params)
+{
+	const char *dir = getenv("XFERK_MODDIR");
+	char cmd[1024];
+
+	if (!dir)
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "insmod %s/kmod/xferk.ko %s && chgrp xferk /dev/xferk", dir,
+		 params);
+	return t_sh(cmd);
 }
 
 /* Does a (debugfs) file contain @needle? */
