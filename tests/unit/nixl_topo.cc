@@ -5,6 +5,7 @@
 // NIC without an address, an InfiniBand NIC (its IPoIB device) and a
 // soft-RoCE device on a virtual network device. Exit 0 pass, 1 fail.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -60,12 +61,11 @@ add_nic(const fs::path &root, const std::string &name, const std::string &dev, i
 }
 
 static XferkAddr
-addr(const char *ifname, const char *ip, uint32_t a, uint32_t mask) {
+addr(const char *ifname, const char *ip, unsigned int prefix) {
     XferkAddr x;
+    if (!xferk_parse_ip(ip, x)) std::abort();
     x.ifname = ifname;
-    x.ip = ip;
-    x.addr = a;
-    x.mask = mask;
+    x.prefix = prefix;
     return x;
 }
 
@@ -97,10 +97,12 @@ main() {
     write_file(root / "devices/system/node/possible", "0-1");
 
     std::vector<XferkAddr> addrs = {
-        addr("ens1", "10.1.0.1", 0x0a010001, 0xffff0000),
-        addr("ens2", "10.2.0.1", 0x0a020001, 0xffff0000),
-        addr("dummy0", "10.3.0.1", 0x0a030001, 0xffffff00),
-        addr("ib0", "10.4.0.1", 0x0a040001, 0xffff0000),
+        addr("ens1", "10.1.0.1", 16),
+        addr("ens2", "10.2.0.1", 16),
+        addr("dummy0", "10.3.0.1", 24),
+        addr("ib0", "10.4.0.1", 16),
+        addr("ens2", "fd00:2::1", 64),
+        addr("ens9", "fd00:3::1", 60),
     };
 
     // What sysfs says of each device.
@@ -157,6 +159,32 @@ main() {
     EXPECT(a && a->ip == "10.2.0.1", "10.2.77.9's subnet");
     EXPECT(!xferk_addr_on_subnet(addrs, "10.3.1.1"), "10.3.1.1 is on none");
     EXPECT(!xferk_addr_on_subnet(addrs, "not an address"), "not an address");
+    a = xferk_addr_on_subnet(addrs, "fd00:2::77:9");
+    EXPECT(a && a->ip == "fd00:2::1", "fd00:2::77:9's subnet");
+    a = xferk_addr_on_subnet(addrs, "fd00:3:0:f::9");
+    EXPECT(a && a->ip == "fd00:3::1", "fd00:3:0:f::9 is in fd00:3::/60");
+    EXPECT(!xferk_addr_on_subnet(addrs, "fd00:3:0:10::1"), "fd00:3:0:10::1 is on none");
+    EXPECT(!xferk_addr_on_subnet(addrs, "::ffff:10.1.0.9"), "an IPv4-mapped address is IPv6");
+
+    // Spellings: the canonical one keys maps.
+    XferkAddr p;
+    EXPECT(xferk_parse_ip("FD00:0002:0::1", p) && p.ip == "fd00:2::1" && p.family == AF_INET6 &&
+               p.prefix == 128,
+           "FD00:0002:0::1 is %s", p.ip.c_str());
+    EXPECT(xferk_parse_ip("10.1.0.1", p) && p.family == AF_INET && p.prefix == 32, "10.1.0.1");
+    EXPECT(!xferk_parse_ip("fe80::1%eth0", p) && !xferk_parse_ip("10.1.0", p) &&
+               !xferk_parse_ip("", p),
+           "not addresses");
+    const char *unreachable[] = {"0.0.0.0", "255.255.255.255", "224.0.0.1", "::", "ff02::1",
+                                 "fe80::1"};
+    for (const char *ip : unreachable)
+        EXPECT(xferk_parse_ip(ip, p) && !xferk_unicast_ip(p), "%s is not unicast", ip);
+    EXPECT(xferk_parse_ip("fd00:2::1", p) && xferk_unicast_ip(p) &&
+               xferk_parse_ip("10.1.0.1", p) && xferk_unicast_ip(p),
+           "unicast addresses");
+    EXPECT(xferk_canonical_ip("fd00:2::1") && !xferk_canonical_ip("fd00:2:0::1") &&
+               xferk_canonical_ip("10.1.0.1") && !xferk_canonical_ip("010.1.0.1"),
+           "canonical spellings");
 
     EXPECT(xferk_split(",a,,b,", ',') == std::vector<std::string>({"a", "b"}), "split");
     EXPECT(xferk_split("", ',').empty(), "split nothing");

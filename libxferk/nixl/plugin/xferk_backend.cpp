@@ -61,8 +61,10 @@ const XferkAddr *
 device_addr(const std::string &name,
             const std::vector<XferkNic> &nics,
             const std::vector<XferkAddr> &addrs) {
+    XferkAddr parsed;
+    bool is_ip = xferk_parse_ip(name, parsed);
     for (const XferkAddr &a : addrs)
-        if (a.ip == name) return &a;
+        if (is_ip && a.ip == parsed.ip) return &a;
     for (const XferkNic &n : nics)
         if (n.name == name) return xferk_nic_addr(n, addrs);
     return nullptr;
@@ -84,16 +86,6 @@ affinity_node() {
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &set)) cpus.push_back(c);
     return xferk_cpus_node("/sys", cpus);
-}
-
-// A dotted IPv4 address in its one canonical spelling (no other string
-// names the same address, so it can key a map).
-bool
-valid_ipv4(const std::string &ip) {
-    char buf[INET_ADDRSTRLEN];
-    struct in_addr in;
-    return ip.size() < INET_ADDRSTRLEN && inet_pton(AF_INET, ip.c_str(), &in) == 1 &&
-        inet_ntop(AF_INET, &in, buf, sizeof(buf)) && ip == buf;
 }
 
 // An unsigned parameter: @dflt if absent; false if it is not a number
@@ -185,6 +177,12 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         return;
     }
     if (!rails_) rails_ = XFERK_MAX_RAILS;
+    unsigned int ctrl_port;
+    if (!param_uint(params, "ctrl_port", 0, 65535, ctrl_port)) {
+        NIXL_ERROR << "XFERK: ctrl_port: a number from 0 to 65535";
+        initErr = true;
+        return;
+    }
     int ret = xferk_open(&x_);
     if (ret) {
         NIXL_ERROR << "XFERK: cannot open /dev/xferk: " << strerror(-ret);
@@ -204,11 +202,13 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         return;
     }
     server_ = std::make_unique<XferkCtrlServer>(
-        ip_, secret_, [this](const std::string &frame, const std::string &peer_ip) {
+        ip_, (uint16_t)ctrl_port, secret_,
+        [this](const std::string &frame, const std::string &peer_ip) {
             return handle_ctrl(frame, peer_ip);
         });
-    if (ip_.empty() || !server_->port()) {
-        NIXL_ERROR << "XFERK: no control listener on '" << ip_ << "' (set ip_addr)";
+    if (!server_->port()) {
+        NIXL_ERROR << "XFERK: no control listener on " << ip_ << " port " << ctrl_port << ": "
+                   << strerror(server_->error());
         initErr = true;
     }
 }
@@ -223,10 +223,11 @@ XferkEngine::~XferkEngine() {
 // The devices this engine uses: ip_addr; else devices; else
 // NIXL_XFERK_IP_ADDR; else the devices nearest the current CUDA device or
 // the NUMA node of this thread's CPUs (xferk_topo.h); else, with no RDMA
-// device in sysfs, the first IPv4 address that is up and not loopback. The
-// first carries the sessions and the control channel; of the others, the
-// first on each further subnet is a rail (routing cannot tell two devices
-// of one subnet apart). False, with @why, if a parameter names no device.
+// device in sysfs, the first address that is up and not loopback (IPv4
+// before IPv6). The first carries the sessions and the control channel; of
+// the others, the first on each further subnet is a rail (routing cannot
+// tell two devices of one subnet apart). False, with @why, if a parameter
+// names no device or no address.
 bool
 XferkEngine::choose_devices(const nixl_b_params_t &params, std::string &why) {
     std::string ip = param_str(params, "ip_addr"), devices = param_str(params, "devices");
@@ -240,7 +241,13 @@ XferkEngine::choose_devices(const nixl_b_params_t &params, std::string &why) {
         return false;
     }
     if (!ip.empty() || (!named && env && *env)) {
-        ip_ = !ip.empty() ? ip : env;
+        XferkAddr a;
+        if (!xferk_parse_ip(!ip.empty() ? ip : env, a) || !xferk_unicast_ip(a)) {
+            why = (!ip.empty() ? "ip_addr: " + ip : std::string("NIXL_XFERK_IP_ADDR: ") + env) +
+                ": not a unicast IPv4 or IPv6 address peers can reach";
+            return false;
+        }
+        ip_ = a.ip;
         return true;
     }
     if (named) {
@@ -248,7 +255,7 @@ XferkEngine::choose_devices(const nixl_b_params_t &params, std::string &why) {
             const XferkAddr *a = device_addr(d, nics, addrs);
             if (!a) {
                 why = "devices: " + d +
-                    ": no RDMA device or address of this host with an IPv4 address that is up";
+                    ": neither an address of this host that is up nor an RDMA device with one";
                 return false;
             }
             chosen.push_back(*a);
@@ -260,7 +267,7 @@ XferkEngine::choose_devices(const nixl_b_params_t &params, std::string &why) {
         if (chosen.empty() && !addrs.empty()) chosen.push_back(addrs[0]);
     }
     if (chosen.empty()) {
-        why = "no RDMA device with an IPv4 address that is up (set devices or ip_addr)";
+        why = "no RDMA device with an address that is up (set devices or ip_addr)";
         return false;
     }
     ip_ = chosen[0].ip;
@@ -403,8 +410,9 @@ XferkEngine::loadRemoteConnInfo(const std::string &remote_agent,
     unsigned int port = 0;
     xferk_key_t secret;
 
-    if (!(in >> ip >> port >> secret_hex) || !valid_ipv4(ip) || port == 0 || port > 65535 ||
-        secret_hex.size() != 32 || !xferk_unhex(secret_hex, secret.data(), secret.size()))
+    if (!(in >> ip >> port >> secret_hex) || !xferk_canonical_ip(ip) || port == 0 ||
+        port > 65535 || secret_hex.size() != 32 ||
+        !xferk_unhex(secret_hex, secret.data(), secret.size()))
         return NIXL_ERR_INVALID_PARAM;
     in >> rails;
     if (in >> extra) return NIXL_ERR_INVALID_PARAM;
@@ -412,7 +420,7 @@ XferkEngine::loadRemoteConnInfo(const std::string &remote_agent,
     peer->ip = ip;
     peer->rails = xferk_split(rails, ',');
     if (peer->rails.size() >= XFERK_MAX_RAILS ||
-        !std::all_of(peer->rails.begin(), peer->rails.end(), valid_ipv4))
+        !std::all_of(peer->rails.begin(), peer->rails.end(), xferk_canonical_ip))
         return NIXL_ERR_INVALID_PARAM;
     if (!peer->ctrl.open(ip, (uint16_t)port, secret)) {
         NIXL_ERROR << "XFERK: control connection to " << remote_agent << " at " << ip << ":"
@@ -522,7 +530,7 @@ XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip,
                          const std::string &peer_ip, xferk_token &tok) {
     bool near = false;
 
-    if (!valid_ipv4(ip)) return -EINVAL;
+    if (!xferk_canonical_ip(ip)) return -EINVAL;
     for (const XferkAddr &r : rail_addrs_)
         near |= on_subnet(r, ip);
     if (!near) return -EADDRNOTAVAIL;

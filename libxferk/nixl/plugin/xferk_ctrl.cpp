@@ -30,6 +30,42 @@ keepalive(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
+// @ip (IPv4 or IPv6 text) and @port in @ss; false if @ip is not an address.
+bool
+sockaddr_of(const std::string &ip, uint16_t port, struct sockaddr_storage &ss, socklen_t &len) {
+    auto *sin = (struct sockaddr_in *)&ss;
+    auto *sin6 = (struct sockaddr_in6 *)&ss;
+
+    memset(&ss, 0, sizeof(ss));
+    if (inet_pton(AF_INET, ip.c_str(), &sin->sin_addr) == 1) {
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons(port);
+        len = sizeof(*sin);
+        return true;
+    }
+    if (inet_pton(AF_INET6, ip.c_str(), &sin6->sin6_addr) == 1) {
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(port);
+        len = sizeof(*sin6);
+        return true;
+    }
+    return false;
+}
+
+// The address of @ss in its canonical spelling, or "".
+std::string
+ip_of(const struct sockaddr_storage &ss) {
+    char buf[INET6_ADDRSTRLEN] = "";
+    const void *a = ss.ss_family == AF_INET6 ?
+        (const void *)&((const struct sockaddr_in6 *)&ss)->sin6_addr :
+        (const void *)&((const struct sockaddr_in *)&ss)->sin_addr;
+
+    if ((ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
+        !inet_ntop(ss.ss_family, a, buf, sizeof(buf)))
+        return "";
+    return buf;
+}
+
 bool
 io_all(int fd, void *buf, size_t len, bool write_side) {
     auto *p = static_cast<uint8_t *>(buf);
@@ -100,21 +136,30 @@ xferk_unhex(const std::string &hex, uint8_t *p, size_t n) {
 }
 
 XferkCtrlServer::XferkCtrlServer(const std::string &ip,
+                                 uint16_t port,
                                  const xferk_key_t &secret,
                                  handler_t handler)
     : secret_(secret),
       handler_(std::move(handler)) {
-    struct sockaddr_in sin = {};
-    socklen_t slen = sizeof(sin);
+    struct sockaddr_storage ss;
+    socklen_t slen;
+    int one = 1;
 
-    sin.sin_family = AF_INET;
-    if (inet_pton(AF_INET, ip.c_str(), &sin.sin_addr) != 1) return;
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0 || bind(listen_fd_, (struct sockaddr *)&sin, sizeof(sin)) ||
-        listen(listen_fd_, 64) || getsockname(listen_fd_, (struct sockaddr *)&sin, &slen) ||
-        pipe2(wake_fd_, O_CLOEXEC))
+    if (!sockaddr_of(ip, port, ss, slen)) {
+        error_ = EINVAL;
         return;
-    port_ = ntohs(sin.sin_port);
+    }
+    listen_fd_ = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // A fixed port can be bound again while connections of an engine
+    // before are in TIME_WAIT.
+    if (listen_fd_ < 0 || setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+        bind(listen_fd_, (struct sockaddr *)&ss, slen) || listen(listen_fd_, 64) ||
+        getsockname(listen_fd_, (struct sockaddr *)&ss, &slen) || pipe2(wake_fd_, O_CLOEXEC)) {
+        error_ = errno;
+        return;
+    }
+    port_ = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+                                              ((struct sockaddr_in *)&ss)->sin_port);
     thread_ = std::thread([this] { serve(); });
 }
 
@@ -170,11 +215,10 @@ XferkCtrlServer::serve() {
         }
         if (fds[0].revents) break;
         if (fds[1].revents & POLLIN) {
-            struct sockaddr_in sin = {};
-            socklen_t slen = sizeof(sin);
-            char ip[INET_ADDRSTRLEN] = "";
+            struct sockaddr_storage ss = {};
+            socklen_t slen = sizeof(ss);
             int fd = accept4(
-                listen_fd_, (struct sockaddr *)&sin, &slen, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                listen_fd_, (struct sockaddr *)&ss, &slen, SOCK_CLOEXEC | SOCK_NONBLOCK);
             if (fd >= 0 && conns.size() >= kMaxConns) {
                 close(fd);
             } else if (fd >= 0) {
@@ -182,8 +226,7 @@ XferkCtrlServer::serve() {
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
                 keepalive(fd);
-                inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
-                conns[fd] = Conn{false, ip, "", time(nullptr)};
+                conns[fd] = Conn{false, ip_of(ss), "", time(nullptr)};
             }
         }
         std::vector<int> gone;
@@ -245,14 +288,13 @@ XferkCtrlClient::open(const std::string &ip, uint16_t port, const xferk_key_t &s
 
 bool
 XferkCtrlClient::connect_locked() {
-    struct sockaddr_in sin = {};
+    struct sockaddr_storage ss;
+    socklen_t slen;
     int one = 1;
 
     shut();
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(port_);
-    if (inet_pton(AF_INET, ip_.c_str(), &sin.sin_addr) != 1) return false;
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (!sockaddr_of(ip_, port_, ss, slen)) return false;
+    fd_ = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return false;
     // Bounds connect() too (Linux applies SO_SNDTIMEO to it).
     setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &kIoTimeout, sizeof(kIoTimeout));
@@ -260,7 +302,7 @@ XferkCtrlClient::connect_locked() {
     keepalive(fd_);
     std::string hello("H");
     hello.append(secret_.begin(), secret_.end());
-    if (connect(fd_, (struct sockaddr *)&sin, sizeof(sin)) || !xferk_ctrl_send(fd_, hello)) {
+    if (connect(fd_, (struct sockaddr *)&ss, slen) || !xferk_ctrl_send(fd_, hello)) {
         shut();
         return false;
     }

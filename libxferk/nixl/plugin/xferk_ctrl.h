@@ -13,7 +13,7 @@
  *   'H' secret[16]                  hello: the first frame of a connection
  *   'E' key[16]                     export the region with this key to the
  *                                   host the connection comes from
- *   'R' key[16] ip                  the same to address @ip (dotted IPv4),
+ *   'R' key[16] ip                  the same to address @ip (IPv4 or IPv6),
  *                                   which must be on the subnet of one of
  *                                   the listener's rails
  *   'T' token | 'X' errno (4 bytes) the reply to 'E' and 'R'
@@ -54,22 +54,33 @@ bool xferk_unhex(const std::string &hex, uint8_t *p, size_t n);
 
 /*
  * The listener: a thread serving every connection to it with poll(). The
- * handler gets each frame after the hello, with the IPv4 address the
- * connection came from, and returns the reply frame, or an empty string for
- * none. It runs on the listener's thread.
+ * handler gets each frame after the hello, with the address the connection
+ * came from (canonical IPv4 or IPv6 text), and returns the reply frame, or
+ * an empty string for none. It runs on the listener's thread.
  */
 class XferkCtrlServer {
 public:
     using handler_t =
         std::function<std::string(const std::string &frame, const std::string &peer_ip)>;
 
-    /* Listens on @ip, an ephemeral port; port() is 0 on failure. */
-    XferkCtrlServer(const std::string &ip, const xferk_key_t &secret, handler_t handler);
+    /*
+     * Listens on @ip (IPv4 or IPv6 text) and @port (0: an ephemeral one);
+     * on failure port() is 0 and error() the errno.
+     */
+    XferkCtrlServer(const std::string &ip,
+                    uint16_t port,
+                    const xferk_key_t &secret,
+                    handler_t handler);
     ~XferkCtrlServer();
 
     uint16_t
     port() const {
         return port_;
+    }
+
+    int
+    error() const {
+        return error_;
     }
 
 private:
@@ -79,6 +90,7 @@ private:
     int listen_fd_ = -1;
     int wake_fd_[2] = {-1, -1};
     uint16_t port_ = 0;
+    int error_ = 0;
     xferk_key_t secret_;
     handler_t handler_;
     std::thread thread_;

@@ -48,9 +48,9 @@ interface_matches() {
 }
 
 // Backend parameters (nixl_agent.create_backend("XFERK", params)):
-//   ip_addr          this host's address for xferk and the control channel:
-//                    one device, no rails
-//   devices          the RDMA devices to use, by name or IPv4 address,
+//   ip_addr          this host's address (IPv4 or IPv6) for xferk and the
+//                    control channel: one device, no rails
+//   devices          the RDMA devices to use, by name or address,
 //                    comma separated: the first carries the sessions and
 //                    the control channel, the others are rails
 //                    (default: NIXL_XFERK_IP_ADDR if set, else the devices
@@ -64,10 +64,12 @@ interface_matches() {
 //                    1 to XFERK_MAX_QPS (8); 0 (default): the module's
 //                    qps_per_session. A session that exists is shared as
 //                    it is.
+//   ctrl_port        the TCP port of the control channel's listener;
+//                    0 (default): an ephemeral one
 nixl_b_params_t
 xferk_options() {
     return {{"ip_addr", ""}, {"devices", ""}, {"rails", "0"}, {"drain_budget_ms", "100"},
-            {"qps", "0"}};
+            {"qps", "0"}, {"ctrl_port", "0"}};
 }
 } // namespace
 

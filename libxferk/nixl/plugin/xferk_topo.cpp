@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -76,7 +77,94 @@ parse_cpulist(const std::string &list, std::vector<int> &out) {
     }
     return true;
 }
+// The number of leading one bits of a netmask of @n bytes.
+unsigned int
+mask_prefix(const uint8_t *mask, size_t n) {
+    unsigned int bits = 0;
+    for (size_t i = 0; i < n && mask[i] == 0xff; i++)
+        bits += 8;
+    if (bits < 8 * n)
+        for (uint8_t b = mask[bits / 8]; b & 0x80; b <<= 1)
+            bits++;
+    return bits;
+}
+
+// @a and @b share their first @bits bits.
+bool
+same_prefix(const uint8_t *a, const uint8_t *b, unsigned int bits) {
+    size_t whole = bits / 8;
+    if (memcmp(a, b, whole)) return false;
+    if (bits % 8 == 0) return true;
+    uint8_t mask = (uint8_t)(0xff << (8 - bits % 8));
+    return ((a[whole] ^ b[whole]) & mask) == 0;
+}
+
+// @sa (AF_INET or AF_INET6) and its netmask @mask in @out; false for
+// another family or an address inet_ntop cannot spell.
+bool
+addr_of(const struct sockaddr *sa, const struct sockaddr *mask, XferkAddr &out) {
+    char buf[INET6_ADDRSTRLEN];
+    const void *a, *m;
+    size_t n;
+
+    if (sa->sa_family == AF_INET) {
+        a = &((const struct sockaddr_in *)sa)->sin_addr;
+        m = &((const struct sockaddr_in *)mask)->sin_addr;
+        n = 4;
+    } else if (sa->sa_family == AF_INET6) {
+        a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        m = &((const struct sockaddr_in6 *)mask)->sin6_addr;
+        n = 16;
+    } else {
+        return false;
+    }
+    if (!inet_ntop(sa->sa_family, a, buf, sizeof(buf))) return false;
+    out.ip = buf;
+    out.family = sa->sa_family;
+    memcpy(out.addr, a, n);
+    out.prefix = mask_prefix((const uint8_t *)m, n);
+    return true;
+}
 } // namespace
+
+bool
+xferk_parse_ip(const std::string &ip, XferkAddr &out) {
+    char buf[INET6_ADDRSTRLEN];
+    XferkAddr a;
+
+    if (inet_pton(AF_INET, ip.c_str(), a.addr) == 1) {
+        a.family = AF_INET;
+        a.prefix = 32;
+    } else if (inet_pton(AF_INET6, ip.c_str(), a.addr) == 1) {
+        a.family = AF_INET6;
+        a.prefix = 128;
+    } else {
+        return false;
+    }
+    if (!inet_ntop(a.family, a.addr, buf, sizeof(buf))) return false;
+    a.ip = buf;
+    out = a;
+    return true;
+}
+
+bool
+xferk_unicast_ip(const XferkAddr &a) {
+    static const uint8_t zero[16] = {};
+    static const uint8_t ones[4] = {0xff, 0xff, 0xff, 0xff};
+
+    if (a.family == AF_INET)
+        return memcmp(a.addr, zero, 4) && memcmp(a.addr, ones, 4) && (a.addr[0] & 0xf0) != 0xe0;
+    if (a.family != AF_INET6) return false;
+    const auto *in6 = (const struct in6_addr *)a.addr;
+    return !IN6_IS_ADDR_UNSPECIFIED(in6) && !IN6_IS_ADDR_MULTICAST(in6) &&
+        !IN6_IS_ADDR_LINKLOCAL(in6);
+}
+
+bool
+xferk_canonical_ip(const std::string &ip) {
+    XferkAddr a;
+    return xferk_parse_ip(ip, a) && a.ip == ip;
+}
 
 std::vector<std::string>
 xferk_split(const std::string &s, char sep) {
@@ -121,21 +209,19 @@ xferk_host_addrs() {
 
     if (getifaddrs(&ifaddr)) return addrs;
     for (struct ifaddrs *ifa = ifaddr; ifa; ifa = ifa->ifa_next) {
-        char buf[INET_ADDRSTRLEN];
-        if (!ifa->ifa_addr || !ifa->ifa_netmask || ifa->ifa_addr->sa_family != AF_INET ||
-            (ifa->ifa_flags & IFF_LOOPBACK) || !(ifa->ifa_flags & IFF_UP))
-            continue;
-        const auto *sin = (const struct sockaddr_in *)ifa->ifa_addr;
-        const auto *mask = (const struct sockaddr_in *)ifa->ifa_netmask;
-        if (!inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf))) continue;
         XferkAddr a;
+        if (!ifa->ifa_addr || !ifa->ifa_netmask || (ifa->ifa_flags & IFF_LOOPBACK) ||
+            !(ifa->ifa_flags & IFF_UP) || !addr_of(ifa->ifa_addr, ifa->ifa_netmask, a))
+            continue;
+        if (a.family == AF_INET6 &&
+            IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr))
+            continue;
         a.ifname = ifa->ifa_name;
-        a.ip = buf;
-        a.addr = ntohl(sin->sin_addr.s_addr);
-        a.mask = ntohl(mask->sin_addr.s_addr);
         addrs.push_back(a);
     }
     freeifaddrs(ifaddr);
+    std::stable_partition(addrs.begin(), addrs.end(),
+                          [](const XferkAddr &a) { return a.family == AF_INET; });
     return addrs;
 }
 
@@ -177,11 +263,11 @@ xferk_nic_addr(const XferkNic &nic, const std::vector<XferkAddr> &addrs) {
 
 const XferkAddr *
 xferk_addr_on_subnet(const std::vector<XferkAddr> &addrs, const std::string &ip) {
-    struct in_addr in;
-    if (inet_pton(AF_INET, ip.c_str(), &in) != 1) return nullptr;
-    uint32_t peer = ntohl(in.s_addr);
+    XferkAddr peer;
+    if (!xferk_parse_ip(ip, peer)) return nullptr;
     for (const XferkAddr &a : addrs)
-        if ((a.addr & a.mask) == (peer & a.mask)) return &a;
+        if (a.family == peer.family && same_prefix(a.addr, peer.addr, a.prefix))
+            return &a;
     return nullptr;
 }
 

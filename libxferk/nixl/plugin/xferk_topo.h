@@ -2,8 +2,8 @@
 /*
  * Which RDMA devices an engine uses (Documentation/nixl.md, "Devices and
  * rails"): the devices of the host as sysfs shows them, the ones nearest a
- * GPU (by PCI path) or a NUMA node, and the IPv4 address xferk reaches a
- * device by (its port's network device's). Pure functions of a sysfs tree
+ * GPU (by PCI path) or a NUMA node, and the IPv4 or IPv6 address xferk
+ * reaches a device by (its port's network device's). Pure functions of a sysfs tree
  * and an address list, so that a host test runs them on a made-up tree;
  * nothing here depends on NIXL.
  */
@@ -11,6 +11,7 @@
 #define XFERK_TOPO_H
 
 #include <cstdint>
+#include <sys/socket.h>
 #include <string>
 #include <vector>
 
@@ -23,19 +24,44 @@ struct XferkNic {
                          * first of its PCI device's (IPoIB); "" if none */
 };
 
-/* An IPv4 address of a network device (host byte order). */
+/* An IPv4 or IPv6 address of a network device, and its subnet. */
 struct XferkAddr {
     std::string ifname;
-    std::string ip; /* dotted */
-    uint32_t addr = 0;
-    uint32_t mask = 0;
+    std::string ip;            /* in its canonical spelling (inet_ntop) */
+    int family = 0;            /* AF_INET or AF_INET6 */
+    uint8_t addr[16] = {};     /* network byte order: 4 or 16 bytes used */
+    unsigned int prefix = 0;   /* the subnet's prefix length, in bits */
 };
+
+/*
+ * @ip (IPv4 or IPv6 text) in @out: no interface, the whole address as its
+ * subnet, @out.ip its canonical spelling. False if @ip is not an address.
+ */
+bool
+xferk_parse_ip(const std::string &ip, XferkAddr &out);
+
+/*
+ * @a is an address a peer can connect to: not unspecified (0.0.0.0, ::),
+ * broadcast, multicast, or IPv6 link-local (which needs a scope).
+ */
+bool
+xferk_unicast_ip(const XferkAddr &a);
+
+/*
+ * @ip is an address in its canonical spelling: no other string names the
+ * same address, so it can key a map.
+ */
+bool
+xferk_canonical_ip(const std::string &ip);
 
 /* The RDMA devices under @sysfs (normally "/sys"), by name. */
 std::vector<XferkNic>
 xferk_scan_nics(const std::string &sysfs);
 
-/* The IPv4 addresses of the network devices that are up, not loopback. */
+/*
+ * The addresses of the network devices that are up, not loopback: IPv4
+ * before IPv6, no IPv6 link-local ones (they need a scope to be reached).
+ */
 std::vector<XferkAddr>
 xferk_host_addrs();
 
@@ -68,7 +94,7 @@ xferk_nearest_nics(const std::vector<XferkNic> &nics,
 const XferkAddr *
 xferk_nic_addr(const XferkNic &nic, const std::vector<XferkAddr> &addrs);
 
-/* The address of @addrs on the subnet of @ip (dotted), or nullptr. */
+/* The address of @addrs on the subnet of @ip (IPv4 or IPv6), or nullptr. */
 const XferkAddr *
 xferk_addr_on_subnet(const std::vector<XferkAddr> &addrs, const std::string &ip);
 
