@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
-"""What the NIXL tests of notifications share (imported from the
-directory of the script that runs)."""
+"""What the NIXL tests share (imported from the directory of the script
+that runs)."""
 import time
+
+import numpy as np
 
 
 def notes(target, init, seconds):
@@ -12,3 +14,17 @@ def notes(target, init, seconds):
         got += target.get_new_notifs().get(init.name, [])
         time.sleep(0.01)
     return got
+
+
+def pair(agent, size, fill):
+    """Two agents made by @agent() that loaded each other's metadata, the
+    initiator's @size bytes of @fill and the target's @size zeroes
+    registered: (init, target, src, dst)."""
+    init, target = agent(), agent()
+    src = np.full(size, fill, np.uint8)
+    dst = np.zeros(size, np.uint8)
+    init.register_memory([(src.ctypes.data, size, 0, "")], "DRAM")
+    target.register_memory([(dst.ctypes.data, size, 0, "")], "DRAM")
+    init.add_remote_agent(target.get_agent_metadata())
+    target.add_remote_agent(init.get_agent_metadata())
+    return init, target, src, dst

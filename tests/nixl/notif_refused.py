@@ -20,7 +20,7 @@ import uuid
 import numpy as np
 
 from nixl._api import nixl_agent, nixl_agent_config
-from notes import notes
+from notes import notes, pair
 
 BIG = 1_000_000
 LEN = 1 << 20
@@ -47,13 +47,7 @@ def write(init, target, src, dst, msg):
 
 
 def main():
-    init, target = agent(), agent()
-    src = np.full(LEN, 5, np.uint8)
-    dst = np.zeros(LEN, np.uint8)
-    init.register_memory([(src.ctypes.data, LEN, 0, "")], "DRAM")
-    target.register_memory([(dst.ctypes.data, LEN, 0, "")], "DRAM")
-    init.add_remote_agent(target.get_agent_metadata())
-    target.add_remote_agent(init.get_agent_metadata())
+    init, target, src, dst = pair(agent, LEN, 5)
 
     sent = refused = 0
     while sent < 80 and not refused:

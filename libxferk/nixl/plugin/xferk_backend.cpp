@@ -6,11 +6,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <sched.h>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include "common/nixl_log.h"
@@ -24,6 +26,10 @@ constexpr auto kArrivalTtl = std::chrono::minutes(30);
 /* Ops one request may have: far more than the descriptors NIXL can carry. */
 constexpr uint32_t kMaxNotifOps = 1u << 24;
 constexpr uint64_t kWaitRoundNs = 10ULL * 1000000000ULL;
+constexpr uint64_t kRevokeNs = 2ULL * 1000000000ULL; /* disconnect's wait for answers */
+/* Exports disconnect() closes at a time: the kernel asks a session's peer
+ * about at most XFERK_REVOKES_MAX (16) at once, and forces the rest. */
+constexpr size_t kClosers = 16;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
@@ -109,8 +115,10 @@ param_uint(const nixl_b_params_t &params, const char *key, unsigned int dflt, un
 } // namespace
 
 // A region this engine registered. @exports: its export and token for each
-// peer host (and this host, for local transfers), undone at deregister.
-// @users: request handles whose ops may use the region.
+// grantee: the address it was made to (a peer host's, or this host's for
+// local transfers) and the agent that asked for it; undone at deregister,
+// and those of an agent when it is disconnected. @users: request handles
+// whose ops may use the region.
 struct XferkLocalMD : public nixlBackendMD {
     XferkLocalMD() : nixlBackendMD(true) {}
 
@@ -122,7 +130,8 @@ struct XferkLocalMD : public nixlBackendMD {
         uint64_t handle;
         xferk_token token;
     };
-    std::map<std::string, Export> exports; /* by peer ip: one each */
+    using Grantee = std::pair<std::string, std::string>; /* ip, agent */
+    std::map<Grantee, Export> exports; /* one each */
     std::map<std::string, std::set<std::string>> rails_of; /* rail ips by asking peer */
     std::set<XferkReqH *> users;
 };
@@ -443,13 +452,48 @@ XferkEngine::connect(const std::string &remote_agent) {
 
 nixl_status_t
 XferkEngine::disconnect(const std::string &remote_agent) {
-    std::lock_guard<std::mutex> guard(lock_);
-    peers_.erase(remote_agent);
+    std::vector<uint64_t> handles;
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        peers_.erase(remote_agent);
+        auto busy = exporting_.find(remote_agent);
+        if (busy != exporting_.end()) busy->second.disconnects++;
+        for (auto &r : regions_) {
+            auto &exports = r.second->exports;
+            for (auto e = exports.begin(); e != exports.end();) {
+                if (e->first.second != remote_agent) {
+                    ++e;
+                    continue;
+                }
+                handles.push_back(e->second.handle);
+                e = exports.erase(e);
+            }
+        }
+    }
+    // One deadline for all, kClosers at a time: the call is bounded by
+    // kRevokeNs, plus the invalidations.
+    uint64_t deadline = xferk_now_ns() + kRevokeNs;
+    std::atomic<size_t> next{0};
+    auto close_some = [&] {
+        for (size_t i; (i = next++) < handles.size();) {
+            int ret = xferk_window_close(x_, handles[i], deadline, nullptr, nullptr);
+            if (ret)
+                NIXL_WARN << "XFERK: closing an export of " << remote_agent << ": "
+                          << strerror(-ret);
+        }
+    };
+    std::vector<std::thread> closers;
+    for (size_t t = 1; t < std::min(handles.size(), kClosers); t++)
+        closers.emplace_back(close_some);
+    close_some();
+    for (std::thread &t : closers)
+        t.join();
     return NIXL_SUCCESS;
 }
 
 // A control frame from a peer (listener thread). 'E': export a region the
-// peer presents the key of, to the host the request came from.
+// peer presents the key of, to the host the request came from, for the
+// agent the frame names.
 std::string
 XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
     xferk_key_t key;
@@ -471,12 +515,15 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
             err = -ENOBUFS;
         else
             return "A";
-    } else if (frame[0] == 'E' && frame.size() == 1 + key.size()) {
+    } else if (frame[0] == 'E' && frame.size() >= 1 + key.size()) {
         memcpy(key.data(), frame.data() + 1, key.size());
-        err = export_region(key, peer_ip, tok);
+        err = export_region(key, peer_ip, frame.substr(1 + key.size()), tok);
     } else if (frame[0] == 'R' && frame.size() > 1 + key.size()) {
+        std::string rest = frame.substr(1 + key.size());
+        size_t nul = rest.find('\0');
         memcpy(key.data(), frame.data() + 1, key.size());
-        err = rail_export(key, frame.substr(1 + key.size()), peer_ip, tok);
+        err = rail_export(key, rest.substr(0, nul),
+                          nul == std::string::npos ? "" : rest.substr(nul + 1), peer_ip, tok);
     } else if (frame[0] != 'E' && frame[0] != 'R') {
         return ""; /* unknown: ignored */
     }
@@ -484,22 +531,31 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
     return "X" + std::string((const char *)&err, sizeof(err));
 }
 
-// The token of the region with @key for the host at @ip: one export per
-// region and host, made at the first request. 0 or a negative errno.
+// The token of the region with @key for @agent at the host at @ip: one
+// export per region and grantee, made at the first request. 0 or a
+// negative errno: -EINVAL for no agent (a plugin before per-agent exports),
+// -EACCES when disconnect() of @agent came while the export was being made.
 int
-XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, xferk_token &tok) {
-    uint64_t mr = 0, len = 0, conn, exp;
+XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, const std::string &agent,
+                           xferk_token &tok) {
+    const XferkLocalMD::Grantee grantee(ip, agent);
+    uint64_t mr = 0, len = 0, conn, exp, disconnects;
+
+    if (agent.empty()) return -EINVAL;
     {
         std::lock_guard<std::mutex> guard(lock_);
         auto it = regions_.find(key);
         if (it == regions_.end()) return -ENOENT;
-        auto e = it->second->exports.find(ip);
+        auto e = it->second->exports.find(grantee);
         if (e != it->second->exports.end()) {
             tok = e->second.token;
             return 0;
         }
         mr = it->second->mr;
         len = it->second->len;
+        Exporting &busy = exporting_[agent];
+        busy.calls++;
+        disconnects = busy.disconnects;
     }
     int ret = -ENOTCONN;
     // A connection that ended for good is replaced once.
@@ -508,25 +564,30 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, xferk_
         ret = conn_to(ip, conn) ? xferk_export(x_, conn, mr, 0, len, kExportAccess, &tok, &exp) :
                                   -ENOTCONN;
     }
-    if (ret) return ret;
     std::unique_lock<std::mutex> guard(lock_);
+    auto busy = exporting_.find(agent);
+    bool revoked = busy->second.disconnects != disconnects;
+    if (!--busy->second.calls) exporting_.erase(busy);
+    if (ret) return ret;
     auto it = regions_.find(key);
-    if (it == regions_.end() || it->second->exports.count(ip)) {
-        // Deregistered, or exported by another thread meanwhile.
+    if (revoked || it == regions_.end() || it->second->exports.count(grantee)) {
+        // Revoked, deregistered, or exported by another thread meanwhile.
         guard.unlock();
         xferk_unexport(x_, exp);
-        return it == regions_.end() ? -ENOENT : export_region(key, ip, tok);
+        if (revoked) return -EACCES;
+        return it == regions_.end() ? -ENOENT : export_region(key, ip, agent, tok);
     }
-    it->second->exports[ip] = {exp, tok};
+    it->second->exports[grantee] = {exp, tok};
     return 0;
 }
 
-// A rail's export of the region with @key to @ip, for the peer at
-// @peer_ip: @ip must be a canonical address on one of our rails' subnets
-// (this host's own when the peer is on it), and the peer gets at most
-// XFERK_MAX_RAILS - 1 such addresses per region. 0 or a negative errno.
+// A rail's export of the region with @key to @ip, for @agent at the peer
+// at @peer_ip: @ip must be a canonical address on one of our rails'
+// subnets (this host's own when the peer is on it), and the peer gets at
+// most XFERK_MAX_RAILS - 1 such addresses per region. 0 or a negative
+// errno.
 int
-XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip,
+XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip, const std::string &agent,
                          const std::string &peer_ip, xferk_token &tok) {
     bool near = false;
 
@@ -542,7 +603,7 @@ XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip,
         if (!rails.count(ip) && rails.size() + 1 >= XFERK_MAX_RAILS) return -E2BIG;
         rails.insert(ip);
     }
-    return export_region(key, ip, tok);
+    return export_region(key, ip, agent, tok);
 }
 
 void
@@ -588,7 +649,8 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
     if (!peer) return NIXL_ERR_NOT_FOUND;
     xferk_token tok;
     int32_t why = 0;
-    int err = ask_token(*peer, "E" + std::string(key.begin(), key.end()), true, tok, why);
+    int err =
+        ask_token(*peer, "E" + std::string(key.begin(), key.end()) + localAgent, true, tok, why);
     if (err == -ENOTCONN) return NIXL_ERR_REMOTE_DISCONNECT;
     if (err) {
         NIXL_ERROR << "XFERK: " << remote_agent << " refused an export: " << strerror(-why);
@@ -637,8 +699,10 @@ XferkEngine::import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote) {
         uint64_t conn;
         int32_t why = 0;
         // Once: the owner may take up to a connect's timeout to answer.
-        int ret = ask_token(peer, "R" + std::string(key.begin(), key.end()) + mine.ip, false,
-                            tok, why);
+        int ret = ask_token(peer,
+                            "R" + std::string(key.begin(), key.end()) + mine.ip + '\0' +
+                                localAgent,
+                            false, tok, why);
         if (!ret) ret = conn_to(*theirs, conn) ? xferk_import_rail(x_, conn, &tok, remote) : -ENOTCONN;
         if (ret) {
             NIXL_WARN << "XFERK: no rail through " << mine.ip << " to " << *theirs << ": "
@@ -656,7 +720,7 @@ XferkEngine::loadLocalMD(nixlBackendMD *input, nixlBackendMD *&output) {
     xferk_token tok;
 
     if (!md) return NIXL_ERR_INVALID_PARAM;
-    int ret = export_region(md->key, ip_, tok);
+    int ret = export_region(md->key, ip_, localAgent, tok);
     if (ret) {
         NIXL_ERROR << "XFERK: export: " << strerror(-ret);
         return NIXL_ERR_BACKEND;

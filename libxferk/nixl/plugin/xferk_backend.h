@@ -140,8 +140,8 @@ private:
     ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok,
               int32_t &why) const;
     int
-    rail_export(const xferk_key_t &key, const std::string &ip, const std::string &peer_ip,
-                xferk_token &tok);
+    rail_export(const xferk_key_t &key, const std::string &ip, const std::string &agent,
+                const std::string &peer_ip, xferk_token &tok);
     bool
     conn_to(const std::string &ip, uint64_t &conn) const;
     int
@@ -173,7 +173,8 @@ private:
     void
     wait_reusable(uint64_t op) const;
     int
-    export_region(const xferk_key_t &key, const std::string &ip, xferk_token &tok);
+    export_region(const xferk_key_t &key, const std::string &ip, const std::string &agent,
+                  xferk_token &tok);
     void
     forget_conn(const std::string &ip) const;
     void
@@ -192,6 +193,13 @@ private:
     mutable std::mutex lock_;
     mutable std::map<std::string, uint64_t> conns_;             /* peer ip -> xferk conn */
     std::map<std::string, std::shared_ptr<Peer>> peers_;        /* by agent name */
+    /* Agents whose exports are being made (export_region() without the
+     * lock): how many calls, and how often disconnect() came meanwhile. */
+    struct Exporting {
+        unsigned int calls = 0;
+        uint64_t disconnects = 0;
+    };
+    std::map<std::string, Exporting> exporting_;
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
     mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
     mutable notif_list_t ready_;

@@ -4,16 +4,20 @@
  * remote agent it loaded, next to the RDMA session. xferk tokens are bound to
  * the session with one peer host, so a token cannot be put into an agent's
  * metadata before the peer is known: the peer asks for it here, presenting
- * the region's key from the metadata. Notification messages (NIXL's strings)
- * travel here too; their ordering against the data comes from xferk's
- * data-landed notifications (see xferk_backend.cpp).
+ * the region's key from the metadata and its agent's name (the owner
+ * revokes what an agent asked for when it disconnects that agent).
+ * Notification messages (NIXL's strings) travel here too; their ordering
+ * against the data comes from xferk's data-landed notifications (see
+ * xferk_backend.cpp).
  *
  * Frames: a 4-byte big-endian length (1 MiB at most), then that many bytes,
  * the first a type (integers in the sender's byte order: both ends are x86):
  *   'H' secret[16]                  hello: the first frame of a connection
- *   'E' key[16]                     export the region with this key to the
- *                                   host the connection comes from
- *   'R' key[16] ip                  the same to address @ip (IPv4 or IPv6),
+ *   'E' key[16] agent               export the region with this key to the
+ *                                   host the connection comes from, for
+ *                                   the agent of that name (the rest of
+ *                                   the frame; may be empty)
+ *   'R' key[16] ip [NUL agent]      the same to address @ip (IPv4 or IPv6),
  *                                   which must be on the subnet of one of
  *                                   the listener's rails
  *   'T' token | 'X' errno (4 bytes) the reply to 'E' and 'R'
