@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -182,6 +183,18 @@ main() {
     EXPECT(xferk_parse_ip("fd00:2::1", p) && xferk_unicast_ip(p) &&
                xferk_parse_ip("10.1.0.1", p) && xferk_unicast_ip(p),
            "unicast addresses");
+    // /proc/net/if_inet6: flags 0x40 tentative, 0x20 deprecated, 0x01
+    // temporary, 0x08 duplicate detection failed; 0x80 permanent, 0x02 nodad.
+    std::set<std::string> unstable = xferk_unstable_ipv6(
+        "fd000000000000000000000000000002 04 40 00 80     eth0\n"
+        "fd000000000000000000000000000003 04 40 00 40     eth0\n"
+        "fd000000000000000000000000000004 04 40 00 20     eth0\n"
+        "fd000000000000000000000000000005 04 40 00 01     eth0\n"
+        "fd000000000000000000000000000006 04 40 00 08     eth0\n"
+        "fd990000000000000000000000000001 02 40 00 82   dummy0\n"
+        "short line\n");
+    EXPECT(unstable == std::set<std::string>({"fd00::3", "fd00::4", "fd00::5", "fd00::6"}),
+           "unstable IPv6 addresses: %zu", unstable.size());
     EXPECT(xferk_canonical_ip("fd00:2::1") && !xferk_canonical_ip("fd00:2:0::1") &&
                xferk_canonical_ip("10.1.0.1") && !xferk_canonical_ip("010.1.0.1"),
            "canonical spellings");

@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <ifaddrs.h>
+#include <linux/if_addr.h>
 #include <net/if.h>
 
 namespace fs = std::filesystem;
@@ -202,10 +204,43 @@ xferk_scan_nics(const std::string &sysfs) {
     return nics;
 }
 
+std::set<std::string>
+xferk_unstable_ipv6(const std::string &if_inet6) {
+    const unsigned int unstable =
+        IFA_F_TENTATIVE | IFA_F_DADFAILED | IFA_F_DEPRECATED | IFA_F_TEMPORARY;
+    std::set<std::string> out;
+    std::istringstream in(if_inet6);
+    std::string line;
+
+    // "<32 hex digits> <ifindex> <prefix length> <scope> <flags> <name>"
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string hex, ifindex, plen, scope, flags;
+        uint8_t raw[16];
+        char buf[INET6_ADDRSTRLEN];
+        if (!(fields >> hex >> ifindex >> plen >> scope >> flags) || hex.size() != 32) continue;
+        unsigned long bits = strtoul(flags.c_str(), nullptr, 16);
+        bool ok = true;
+        for (size_t i = 0; i < 16 && ok; i++) {
+            unsigned int v;
+            ok = sscanf(hex.c_str() + 2 * i, "%2x", &v) == 1;
+            raw[i] = (uint8_t)v;
+        }
+        if (ok && (bits & unstable) && inet_ntop(AF_INET6, raw, buf, sizeof(buf)))
+            out.insert(buf);
+    }
+    return out;
+}
+
 std::vector<XferkAddr>
 xferk_host_addrs() {
     std::vector<XferkAddr> addrs;
     struct ifaddrs *ifaddr;
+    std::ifstream if_inet6("/proc/net/if_inet6");
+    std::stringstream text;
+
+    text << if_inet6.rdbuf();
+    std::set<std::string> unstable = xferk_unstable_ipv6(text.str());
 
     if (getifaddrs(&ifaddr)) return addrs;
     for (struct ifaddrs *ifa = ifaddr; ifa; ifa = ifa->ifa_next) {
@@ -214,7 +249,8 @@ xferk_host_addrs() {
             !(ifa->ifa_flags & IFF_UP) || !addr_of(ifa->ifa_addr, ifa->ifa_netmask, a))
             continue;
         if (a.family == AF_INET6 &&
-            IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr))
+            (IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr) ||
+             unstable.count(a.ip)))
             continue;
         a.ifname = ifa->ifa_name;
         addrs.push_back(a);

@@ -11,6 +11,7 @@
 #define XFERK_TOPO_H
 
 #include <cstdint>
+#include <set>
 #include <sys/socket.h>
 #include <string>
 #include <vector>
@@ -60,10 +61,20 @@ xferk_scan_nics(const std::string &sysfs);
 
 /*
  * The addresses of the network devices that are up, not loopback: IPv4
- * before IPv6, no IPv6 link-local ones (they need a scope to be reached).
+ * before IPv6, no IPv6 link-local ones (they need a scope to be reached)
+ * nor those xferk_unstable_ipv6() names.
  */
 std::vector<XferkAddr>
 xferk_host_addrs();
+
+/*
+ * The IPv6 addresses of @if_inet6 (the text of /proc/net/if_inet6) that are
+ * not to be advertised, in canonical spelling: tentative (duplicate
+ * detection not done), whose detection failed, deprecated, or temporary
+ * (privacy addresses, which change).
+ */
+std::set<std::string>
+xferk_unstable_ipv6(const std::string &if_inet6);
 
 /*
  * The NUMA node all CPUs of @cpus (CPU numbers) belong to under @sysfs,
