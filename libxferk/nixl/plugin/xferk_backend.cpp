@@ -30,6 +30,7 @@ constexpr uint64_t kRevokeNs = 2ULL * 1000000000ULL; /* disconnect's wait for an
 /* Exports disconnect() closes at a time: the kernel asks a session's peer
  * about at most XFERK_REVOKES_MAX (16) at once, and forces the rest. */
 constexpr size_t kClosers = 16;
+constexpr size_t kMaxAgentName = 256; /* in a token request */
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
@@ -533,15 +534,16 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
 
 // The token of the region with @key for @agent at the host at @ip: one
 // export per region and grantee, made at the first request. 0 or a
-// negative errno: -EINVAL for no agent (a plugin before per-agent exports),
-// -EACCES when disconnect() of @agent came while the export was being made.
+// negative errno: -EINVAL for no agent (a plugin before per-agent exports)
+// or a name longer than kMaxAgentName, -EACCES when disconnect() of @agent
+// came while the export was being made.
 int
 XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, const std::string &agent,
                            xferk_token &tok) {
     const XferkLocalMD::Grantee grantee(ip, agent);
     uint64_t mr = 0, len = 0, conn, exp, disconnects;
 
-    if (agent.empty()) return -EINVAL;
+    if (agent.empty() || agent.size() > kMaxAgentName) return -EINVAL;
     {
         std::lock_guard<std::mutex> guard(lock_);
         auto it = regions_.find(key);

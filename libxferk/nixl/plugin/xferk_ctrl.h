@@ -16,7 +16,7 @@
  *   'E' key[16] agent               export the region with this key to the
  *                                   host the connection comes from, for
  *                                   the agent of that name (the rest of
- *                                   the frame; may be empty)
+ *                                   the frame: 1 to 256 bytes)
  *   'R' key[16] ip [NUL agent]      the same to address @ip (IPv4 or IPv6),
  *                                   which must be on the subnet of one of
  *                                   the listener's rails
