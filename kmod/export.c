@@ -11,9 +11,10 @@
  * Token wire format (little endian, XFERK_TOKEN_SIZE bytes): struct
  * xferk_token in wire.h; the MAC covers every byte before it.
  *
- * A window is an export of a list of page-aligned blocks of a region (a
- * request's share of a pool), mapped by the device as one contiguous
- * remote range: the peer sees the blocks one after the other.
+ * A window is an export of a list of blocks of a region (a request's share
+ * of a pool), mapped by the device as one contiguous remote range: the
+ * peer sees the blocks one after the other. Where two blocks meet, both
+ * are page-aligned; the first may start and the last end mid-page.
  *
  * To a peer that announced XFERK_CAP_REVOKE, an export's token also
  * carries the export's id in the session and its generation, a random
@@ -150,31 +151,42 @@ void xferk_export_module_init(void)
 	xferk_notify_set_deliver(export_post_event);
 }
 
+/* The pages [addr, addr + len) touches. */
+static unsigned long span_pages(u64 addr, u64 len)
+{
+	return (PAGE_ALIGN(addr + len) - (addr & PAGE_MASK)) >> PAGE_SHIFT;
+}
+
 /*
- * Range and pages of a window: each block within the region, its address
- * and length page-aligned. Return: 0, -EINVAL, or -E2BIG (more pages than
- * XFERK_WINDOW_MAX_PAGES).
+ * Range and pages of a window: each block within the region; every edge
+ * between two blocks page-aligned, so that the blocks are one range of
+ * pages to the device (the first block may start and the last may end
+ * anywhere, as a plain export may). Return: 0, -EINVAL, or -E2BIG (more
+ * pages than XFERK_WINDOW_MAX_PAGES).
  */
 static int window_check(const struct xferk_region *r,
 			const struct xferk_block *blocks, u32 nr_blocks,
 			u64 *len, unsigned long *npages)
 {
+	u64 addr;
 	u32 i;
 	int ret;
 
 	*len = 0;
+	*npages = 0;
 	for (i = 0; i < nr_blocks; i++) {
 		ret = xferk_range_check(blocks[i].offset, blocks[i].len, r->len);
 		if (ret)
 			return ret;
-		if (!PAGE_ALIGNED(r->addr + blocks[i].offset) ||
-		    !PAGE_ALIGNED(blocks[i].len))
+		addr = r->addr + blocks[i].offset;
+		if ((i > 0 && !PAGE_ALIGNED(addr)) ||
+		    (i < nr_blocks - 1 && !PAGE_ALIGNED(addr + blocks[i].len)))
 			return -EINVAL;
 		*len += blocks[i].len;
-		if (*len > (u64)XFERK_WINDOW_MAX_PAGES << PAGE_SHIFT)
+		*npages += span_pages(addr, blocks[i].len);
+		if (*npages > XFERK_WINDOW_MAX_PAGES)
 			return -E2BIG;
 	}
-	*npages = *len >> PAGE_SHIFT;
 	return 0;
 }
 
@@ -187,15 +199,16 @@ static unsigned long *window_index(const struct xferk_region *r,
 				   u32 nr_blocks, unsigned long npages)
 {
 	unsigned long *index, n = 0, first, count;
+	u64 addr;
 	u32 i;
 
 	index = kvmalloc_array(npages, sizeof(*index), XFERK_GFP_USER);
 	if (!index)
 		return NULL;
 	for (i = 0; i < nr_blocks; i++) {
-		first = (r->addr + blocks[i].offset - (r->addr & PAGE_MASK)) >>
-			PAGE_SHIFT;
-		for (count = blocks[i].len >> PAGE_SHIFT; count; count--)
+		addr = r->addr + blocks[i].offset;
+		first = (addr >> PAGE_SHIFT) - (r->addr >> PAGE_SHIFT);
+		for (count = span_pages(addr, blocks[i].len); count; count--)
 			index[n++] = first++;
 	}
 	return index;
@@ -213,8 +226,7 @@ static int export_range(struct xferk_export *e, const struct xferk_region *r,
 			return ret;
 		e->reg.addr = r->addr + x->offset;
 		e->reg.len = x->len;
-		e->reg.npages = (PAGE_ALIGN(e->reg.addr + e->reg.len) -
-				 (e->reg.addr & PAGE_MASK)) >> PAGE_SHIFT;
+		e->reg.npages = span_pages(e->reg.addr, e->reg.len);
 		return 0;
 	}
 	ret = window_check(r, x->blocks, x->nr_blocks, &x->len, &e->reg.npages);

@@ -181,7 +181,8 @@ static int export_window(struct xferk_path *p, struct xferk_reg *reg,
 		return -ENOMEM;
 	for (i = 0; i < reg->npages; i++)
 		pages[i] = r->pages[reg->window_index[i]];
-	ret = export_frwr(p, reg, access, pages, reg->npages, 0);
+	ret = export_frwr(p, reg, access, pages, reg->npages,
+			  offset_in_page(reg->addr));
 	kvfree(pages);
 	return ret;
 }

@@ -1126,7 +1126,7 @@ static int cmd_stats(void)
 static const char *const feature_names[] = {
 	"info", "datapath", "null_peer", "cancel", "uring", "queue",
 	"sessions", "windows", "groups", "notify", "rails", "qps", "dmabuf",
-	"poll",
+	"poll", "window_edges",
 };
 
 /* The XFERK_FEAT_* names of @features, bitN for bits this tool predates. */

@@ -38,7 +38,7 @@
  * working (see the rules above); a caller checks features, not this number,
  * before using a newer command.
  */
-#define XFERK_ABI_VERSION	11
+#define XFERK_ABI_VERSION	12
 
 /* Largest argument struct the kernel accepts from a (future) caller. */
 #define XFERK_ARG_MAX_SIZE	4096
@@ -68,6 +68,8 @@
 #define XFERK_FEAT_DMABUF	(1ULL << 12)
 /* poll(2) and read(2) of the file: a count of its ops' wakeups and events */
 #define XFERK_FEAT_POLL		(1ULL << 13)
+/* A window's first block may start and its last end mid-page */
+#define XFERK_FEAT_WINDOW_EDGES	(1ULL << 14)
 
 /*
  * Handles are opaque, non-zero __u64 values, valid only on the open file
@@ -253,8 +255,10 @@ struct xferk_ioc_import {
 
 /**
  * struct xferk_block - one block of a window
- * @offset: start within the region; the address it names is page-aligned
- * @len: bytes, > 0, a multiple of the page size
+ * @offset: start within the region; the address it names is page-aligned,
+ *	except for the window's first block (XFERK_FEAT_WINDOW_EDGES)
+ * @len: bytes, > 0; the block ends on a page boundary, except for the
+ *	window's last block (XFERK_FEAT_WINDOW_EDGES)
  */
 struct xferk_block {
 	__u64 offset;

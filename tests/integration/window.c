@@ -6,6 +6,9 @@
  *    names that), and one of 100 blocks of 1-3 pages: a WRITE of the
  *    whole window lands exactly where the block list says and nowhere
  *    else in the pool; a READ of the window brings the same bytes back.
+ *    A window over a region that starts and ends mid-page reaches both
+ *    edges and no byte beyond them; misaligned edges between blocks are
+ *    refused.
  * 2. CLOSE of an imported window and of a plain export, both idle: the
  *    peer's kernel answers (cooperative, counted, ack time reported); the
  *    import then fails a submit with ESTALE before anything is posted, and
@@ -55,29 +58,32 @@ static uint64_t rnd(void)
 	return rnd_state;
 }
 
-/* Bytes outside the blocks that are not 0xee: -1 if none, else an offset. */
-static long untouched_outside(const struct xferk_block *b, uint32_t n)
+/*
+ * Bytes of the pool outside the blocks of the region at @at in it that
+ * are not 0xee: -1 if none, else an offset.
+ */
+static long untouched_outside(uint64_t at, const struct xferk_block *b,
+			      uint32_t n)
 {
-	static uint8_t in[POOL_PAGES];
-	uint64_t p, i;
+	static uint8_t in[POOL_PAGES * PAGE];
+	uint64_t i;
 	uint32_t k;
 
 	memset(in, 0, sizeof(in));
 	for (k = 0; k < n; k++)
-		for (p = b[k].offset / PAGE; p < (b[k].offset + b[k].len) / PAGE; p++)
-			in[p] = 1;
-	for (p = 0; p < POOL_PAGES; p++) {
-		if (in[p])
-			continue;
-		for (i = 0; i < PAGE; i++)
-			if (pool[p * PAGE + i] != 0xee)
-				return (long)(p * PAGE + i);
-	}
+		memset(in + at + b[k].offset, 1, b[k].len);
+	for (i = 0; i < POOL_PAGES * PAGE; i++)
+		if (!in[i] && pool[i] != 0xee)
+			return (long)i;
 	return -1;
 }
 
-/* WRITE the whole window, check every block and the rest; READ it back. */
-static void roundtrip(const struct xferk_block *b, uint32_t n, uint64_t seed)
+/*
+ * WRITE the whole window of region @mr (at @at in the pool), check every
+ * block and the rest of the pool; READ it back.
+ */
+static void roundtrip(uint64_t mr, uint64_t at, const struct xferk_block *b,
+		      uint32_t n, uint64_t seed)
 {
 	struct xferk_token tok;
 	struct xferk_op_snapshot s;
@@ -89,7 +95,7 @@ static void roundtrip(const struct xferk_block *b, uint32_t n, uint64_t seed)
 	int ret;
 
 	memset(pool, 0xee, POOL_PAGES * PAGE);
-	ret = xferk_window_open_gen(x, conn, pool_mr, b, n, RW, &tok, &win, &len,
+	ret = xferk_window_open_gen(x, conn, mr, b, n, RW, &tok, &win, &len,
 				    &gen);
 	T_EXPECT(ret == 0, "window of %u blocks: %s", n, strerror(-ret));
 	if (ret)
@@ -106,7 +112,7 @@ static void roundtrip(const struct xferk_block *b, uint32_t n, uint64_t seed)
 	T_EXPECT(ret == XFERK_STATE_SUCCEEDED, "write %u blocks: %d err %d", n,
 		 ret, s.first_error);
 	for (k = 0; k < n; k++) {
-		if (memcmp(pool + b[k].offset, src + done, b[k].len)) {
+		if (memcmp(pool + at + b[k].offset, src + done, b[k].len)) {
 			T_EXPECT(0, "block %u (pool offset %llu) differs", k,
 				 (unsigned long long)b[k].offset);
 			break;
@@ -115,7 +121,7 @@ static void roundtrip(const struct xferk_block *b, uint32_t n, uint64_t seed)
 	}
 	T_EXPECT(done == len || k < n, "window length %llu, blocks %llu",
 		 (unsigned long long)len, (unsigned long long)done);
-	bad = untouched_outside(b, n);
+	bad = untouched_outside(at, b, n);
 	T_EXPECT(bad < 0, "pool byte %ld outside the window was written", bad);
 
 	memset(src, 0, len);
@@ -161,7 +167,7 @@ static void scattered(void)
 		if (!ret)
 			xferk_unexport(x, win);
 	}
-	roundtrip(b, n, 1);
+	roundtrip(pool_mr, 0, b, n, 1);
 
 	/* 100 blocks of 1-3 pages, disjoint, in random order. */
 	for (i = 0; i < 100; i++) {
@@ -177,9 +183,48 @@ static void scattered(void)
 		b[i] = b[j];
 		b[j] = t;
 	}
-	roundtrip(b, 100, 2);
+	roundtrip(pool_mr, 0, b, 100, 2);
 	T_EXPECT(t_stat("windows_opened") >= opened + 2,
 		 "windows_opened %lld, was %lld", t_stat("windows_opened"), opened);
+}
+
+/*
+ * A region that starts and ends mid-page (at EDGE bytes into the pool,
+ * EDGE bytes short of its end): a window may reach both edges, its first
+ * block starting and its last ending mid-page, and nothing beyond them
+ * lands; a misaligned edge between two blocks is refused (EINVAL).
+ */
+static void edges(void)
+{
+	const uint64_t EDGE = 100, len = POOL_PAGES * PAGE - 2 * EDGE;
+	struct xferk_block b[3] = {
+		{ 0, PAGE - EDGE },			/* to the first page's end */
+		{ 5 * PAGE - EDGE, 2 * PAGE },		/* whole pages */
+		{ len - (PAGE - EDGE), PAGE - EDGE },	/* the last page's start on */
+	};
+	struct xferk_block one = { 10, 20 };		/* within one page */
+	struct xferk_token tok;
+	uint64_t mr, win;
+
+	if (!(xferk_features(x) & XFERK_FEAT_WINDOW_EDGES)) {
+		T_EXPECT(0, "no XFERK_FEAT_WINDOW_EDGES");
+		return;
+	}
+	T_EXPECT_ERR(xferk_mr_reg(x, pool + EDGE, len, XFERK_ACCESS_ALL, &mr), 0);
+	roundtrip(mr, EDGE, b, 3, 3);
+	roundtrip(mr, EDGE, &one, 1, 4);
+	/* The last block first: the first would end, the last start mid-page. */
+	b[0] = b[2];
+	b[2] = (struct xferk_block) { 0, PAGE - EDGE };
+	T_EXPECT_ERR(xferk_window_open(x, conn, mr, b, 3, RW, &tok, &win, NULL),
+		     EINVAL);
+	/* A middle block that starts mid-page. */
+	b[1].offset += 1;
+	b[1].len -= 1;
+	b[0] = b[2];
+	T_EXPECT_ERR(xferk_window_open(x, conn, mr, b, 2, RW, &tok, &win, NULL),
+		     EINVAL);
+	T_EXPECT_ERR(xferk_mr_dereg(x, mr), 0);
 }
 
 /* An idle import's CLOSE is answered; the import is stale afterwards. */
@@ -359,8 +404,9 @@ static void bad_input(void)
 	b[1].offset = 4 * PAGE + 1;
 	CHECK_OPEN(EINVAL, (void)0);
 	b[1].offset = 4 * PAGE;
-	b[1].len = PAGE + 1;
+	b[0].len = PAGE + 1;
 	CHECK_OPEN(EINVAL, (void)0);
+	b[0].len = PAGE;
 	b[1].len = 0;
 	CHECK_OPEN(EINVAL, (void)0);
 	b[1] = (struct xferk_block) { (POOL_PAGES - 1) * PAGE, 2 * PAGE };
@@ -516,6 +562,7 @@ int main(void)
 		return T_FAIL;
 	xferk_unimport(x, rm);
 	scattered();
+	edges();
 	close_export();
 	close_forced();
 	close_ring();

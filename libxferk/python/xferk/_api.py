@@ -59,6 +59,7 @@ class Feature(enum.IntFlag):
     QPS = L.FEAT_QPS
     DMABUF = L.FEAT_DMABUF
     POLL = L.FEAT_POLL
+    WINDOW_EDGES = L.FEAT_WINDOW_EDGES
 
 
 class Access(enum.IntFlag):
