@@ -146,9 +146,14 @@ $(B)/tests/unit/%: tests/unit/%.cc $(LIBHDRS)
 	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -pedantic -Iuapi -Ilibxferk $(EXTRA_CFLAGS) -o $@ $<
 
 # The NIXL backend's device choice, which depends on nothing of NIXL.
-$(B)/tests/unit/nixl_topo: tests/unit/nixl_topo.cc libxferk/nixl/plugin/xferk_topo.cpp libxferk/nixl/plugin/xferk_topo.h
+$(B)/tests/unit/nixl_topo: tests/unit/nixl_topo.cc tests/unit/expect.h libxferk/nixl/plugin/xferk_topo.cpp libxferk/nixl/plugin/xferk_topo.h
 	@mkdir -p $(@D)
 	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -Ilibxferk/nixl/plugin $(EXTRA_CFLAGS) -o $@ $< libxferk/nixl/plugin/xferk_topo.cpp
+
+# The NIXL backend's windows per request, which depend on nothing of NIXL.
+$(B)/tests/unit/nixl_windows: tests/unit/nixl_windows.cc tests/unit/expect.h libxferk/nixl/plugin/xferk_windows.cpp libxferk/nixl/plugin/xferk_windows.h
+	@mkdir -p $(@D)
+	$(CXX) $(CFLAGS) -std=c++20 -Wall -Wextra -Iuapi -Ilibxferk/nixl/plugin $(EXTRA_CFLAGS) -o $@ $< libxferk/nixl/plugin/xferk_windows.cpp
 
 # Unit scripts (host checks of the sources, e.g. the module's layers) run
 # like the unit programs.

@@ -11,11 +11,4 @@ if [ "${XFERK_KERNEL:-stock}" = debug ]; then
 fi
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
-for m in pytest torch numpy; do
-	/usr/bin/python3 -c "import $m" 2>/dev/null ||
-		{ echo "SKIP: python3 module $m missing (python3-$m)"; exit 77; }
-done
-cd /tmp || exit 1
-/usr/bin/python3 -m pytest -rs -v -p no:cacheprovider --rootdir "$NIXL_SRC/test/python" \
-	"$NIXL_SRC/test/python/test_nixl_api.py" "$NIXL_SRC/test/python/test_nixl_bindings.py" \
-	--backend XFERK
+nixl_suite

@@ -2,8 +2,11 @@
 """What the NIXL tests share (imported from the directory of the script
 that runs)."""
 import time
+import uuid
 
 import numpy as np
+
+from nixl._api import nixl_agent, nixl_agent_config
 
 
 def notes(target, init, seconds):
@@ -28,3 +31,22 @@ def pair(agent, size, fill):
     init.add_remote_agent(target.get_agent_metadata())
     target.add_remote_agent(init.get_agent_metadata())
     return init, target, src, dst
+
+
+def backend_agent(params):
+    """An agent with an XFERK backend of @params."""
+    a = nixl_agent(str(uuid.uuid4()), nixl_agent_config(backends=[]))
+    a.create_backend("XFERK", params)
+    return a
+
+
+def refused(params):
+    """Whether an XFERK backend with @params fails to be created (said)."""
+    label = " ".join(f"{k}={v}" for k, v in params.items())
+    try:
+        backend_agent(params)
+    except Exception as e:  # noqa: BLE001 - NIXL raises its own kinds
+        print(f"{label}: refused ({type(e).__name__})")
+        return True
+    print(f"{label}: the backend was created")
+    return False

@@ -13,21 +13,10 @@
 #include <unistd.h>
 #include <vector>
 
+#include "expect.h"
 #include "xferk_topo.h"
 
 namespace fs = std::filesystem;
-
-static int failures;
-
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                  \
-            std::fprintf(stderr, __VA_ARGS__);                                                     \
-            std::fprintf(stderr, "\n");                                                            \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static void
 write_file(const fs::path &p, const std::string &text) {

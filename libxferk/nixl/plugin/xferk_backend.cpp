@@ -31,6 +31,10 @@ constexpr uint64_t kRevokeNs = 2ULL * 1000000000ULL; /* disconnect's wait for an
  * about at most XFERK_REVOKES_MAX (16) at once, and forces the rest. */
 constexpr size_t kClosers = 16;
 constexpr size_t kMaxAgentName = 256; /* in a token request */
+/* fence=request: windows per 'W' frame (of at most kWindowPages blocks:
+ * under the 1 MiB a frame may have), window ids per 'C' frame. */
+constexpr size_t kFrameWindows = 200;
+constexpr size_t kFrameIds = 65536;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
@@ -60,6 +64,72 @@ random_tag() {
         memcpy(&tag, k.data(), sizeof(tag));
     }
     return tag;
+}
+
+// Reads a control frame's fields in order; @ok turns false at the first
+// that is missing (and stays so).
+struct FrameReader {
+    const std::string &frame;
+    size_t pos = 1; /* past the type */
+    bool ok = true;
+
+    template<typename T>
+    T
+    get() {
+        T v{};
+        if (!ok || left() < sizeof(T)) {
+            ok = false;
+            return v;
+        }
+        memcpy(&v, frame.data() + pos, sizeof(T));
+        pos += sizeof(T);
+        return v;
+    }
+
+    std::string
+    bytes(size_t n) {
+        if (!ok || left() < n) {
+            ok = false;
+            return "";
+        }
+        pos += n;
+        return frame.substr(pos - n, n);
+    }
+
+    void
+    copy(void *to, size_t n) {
+        if (!ok || left() < n) {
+            ok = false;
+            return;
+        }
+        memcpy(to, frame.data() + pos, n);
+        pos += n;
+    }
+
+    size_t
+    left() const {
+        return frame.size() - pos;
+    }
+};
+
+template<typename T>
+void
+put(std::string &frame, const T &v) {
+    frame.append((const char *)&v, sizeof(v));
+}
+
+// The reply that refuses a frame: 'X' and a negative errno (4 bytes).
+std::string
+refusal(int32_t err) {
+    return "X" + std::string((const char *)&err, sizeof(err));
+}
+
+// A frame of @type, with @agent's name and its length (2 bytes) first.
+std::string
+named(char type, const std::string &agent) {
+    std::string s(1, type);
+    put(s, (uint16_t)agent.size());
+    return s.append(agent);
 }
 
 // The address of @names among @addrs: itself, or the address of the RDMA
@@ -139,17 +209,22 @@ struct XferkLocalMD : public nixlBackendMD {
 
 // A remote agent's region (or this agent's own, for local transfers) as
 // imported: the remote handle and the address NIXL's descriptors are
-// relative to.
+// relative to. A region of a fence=request target is not imported
+// (@remote 0): each request gets windows over its blocks of it, by @key,
+// in the target's @page size.
 struct XferkRemoteMD : public nixlBackendMD {
     XferkRemoteMD() : nixlBackendMD(false) {}
 
     uint64_t remote = 0;
     uintptr_t base = 0;
     size_t len = 0;
+    xferk_key_t key;
+    uint32_t page = 0;
 };
 
 // A transfer: its fragments (fixed at prepXfer), the keys of the local
-// regions they use and how many remote handles they name; the xferk ops of
+// regions they use and how many remote handles they name; the windows it
+// has on a fence=request target (from prepXfer to releaseReqH); the xferk ops of
 // the last post (none: not posted), each with at most XFERK_MAX_FRAGS
 // fragments, their group (0: one op, or the fragments name more remote
 // handles than a group takes), what each op ended as once reusable
@@ -163,6 +238,8 @@ struct XferkReqH : public nixlBackendReqH {
     std::string remote_agent;
     std::vector<uint64_t> ops;
     std::vector<nixl_status_t> outcome;
+    std::vector<uint64_t> window_ids;     /* the target's, fence=request */
+    std::vector<uint64_t> window_imports; /* their imports, in that order */
     uint64_t group = 0;
     int submit_error = 0;
     nixl_status_t last_check = NIXL_ERR_NOT_POSTED;
@@ -187,6 +264,18 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         return;
     }
     if (!rails_) rails_ = XFERK_MAX_RAILS;
+    // An engine that creates its backend without parameters (vLLM's) is
+    // fenced per request through the environment.
+    const char *fence_env = getenv("NIXL_XFERK_FENCE");
+    std::string fence = params.count("fence") ? param_str(params, "fence") :
+        fence_env                             ? fence_env :
+                                                "";
+    if (!fence.empty() && fence != "agent" && fence != "request") {
+        NIXL_ERROR << "XFERK: fence (or NIXL_XFERK_FENCE): agent or request";
+        initErr = true;
+        return;
+    }
+    per_request_ = fence == "request";
     unsigned int ctrl_port;
     if (!param_uint(params, "ctrl_port", 0, 65535, ctrl_port)) {
         NIXL_ERROR << "XFERK: ctrl_port: a number from 0 to 65535";
@@ -381,13 +470,24 @@ XferkEngine::deregisterMem(nixlBackendMD *meta) {
     // refusing (NIXL excludes transfers on this agent meanwhile).
     for (uint64_t op : ops)
         wait_reusable(op);
+    std::vector<uint64_t> handles;
     std::unique_lock<std::mutex> guard(lock_);
     for (XferkReqH *req : md->users)
         req->regions.erase(md->key);
     regions_.erase(md->key);
+    for (auto w = windows_.begin(); w != windows_.end();) {
+        if (w->second.key != md->key) {
+            ++w;
+            continue;
+        }
+        handles.push_back(w->second.handle);
+        w = windows_.erase(w);
+    }
     guard.unlock();
     for (const auto &e : md->exports)
-        xferk_unexport(x_, e.second.handle);
+        handles.push_back(e.second.handle);
+    for (uint64_t h : handles)
+        xferk_unexport(x_, h);
     int ret = xferk_mr_dereg(x_, md->mr);
     delete md;
     return ret ? NIXL_ERR_BACKEND : NIXL_SUCCESS;
@@ -470,17 +570,31 @@ XferkEngine::disconnect(const std::string &remote_agent) {
                 e = exports.erase(e);
             }
         }
+        for (auto w = windows_.begin(); w != windows_.end();) {
+            if (w->second.grantee.second != remote_agent) {
+                ++w;
+                continue;
+            }
+            handles.push_back(w->second.handle);
+            w = windows_.erase(w);
+        }
     }
-    // One deadline for all, kClosers at a time: the call is bounded by
-    // kRevokeNs, plus the invalidations.
+    close_handles(handles, remote_agent);
+    return NIXL_SUCCESS;
+}
+
+// Closes exports and windows of @agent's, as xferk_window_close() does:
+// once it returns, no access through them can land. One deadline for all,
+// kClosers at a time: bounded by kRevokeNs, plus the invalidations.
+void
+XferkEngine::close_handles(const std::vector<uint64_t> &handles, const std::string &agent) const {
     uint64_t deadline = xferk_now_ns() + kRevokeNs;
     std::atomic<size_t> next{0};
     auto close_some = [&] {
         for (size_t i; (i = next++) < handles.size();) {
             int ret = xferk_window_close(x_, handles[i], deadline, nullptr, nullptr);
             if (ret)
-                NIXL_WARN << "XFERK: closing an export of " << remote_agent << ": "
-                          << strerror(-ret);
+                NIXL_WARN << "XFERK: closing an export of " << agent << ": " << strerror(-ret);
         }
     };
     std::vector<std::thread> closers;
@@ -489,12 +603,12 @@ XferkEngine::disconnect(const std::string &remote_agent) {
     close_some();
     for (std::thread &t : closers)
         t.join();
-    return NIXL_SUCCESS;
 }
 
 // A control frame from a peer (listener thread). 'E': export a region the
 // peer presents the key of, to the host the request came from, for the
-// agent the frame names.
+// agent the frame names; with fence=request, only the page size is
+// answered ('P'), and 'W' and 'C' open and close windows instead.
 std::string
 XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
     xferk_key_t key;
@@ -516,9 +630,26 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
             err = -ENOBUFS;
         else
             return "A";
+    } else if (frame[0] == 'W') {
+        return open_windows(frame, peer_ip);
+    } else if (frame[0] == 'C') {
+        return close_windows(frame, peer_ip);
+    } else if (frame[0] == 'E' && frame.size() >= 1 + key.size() && per_request_) {
+        std::string agent = frame.substr(1 + key.size());
+        uint32_t page = sysconf(_SC_PAGESIZE);
+        memcpy(key.data(), frame.data() + 1, key.size());
+        std::lock_guard<std::mutex> guard(lock_);
+        if (agent.empty() || agent.size() > kMaxAgentName)
+            err = -EINVAL;
+        else if (!regions_.count(key))
+            err = -ENOENT;
+        else
+            return "P" + std::string((const char *)&page, sizeof(page));
     } else if (frame[0] == 'E' && frame.size() >= 1 + key.size()) {
         memcpy(key.data(), frame.data() + 1, key.size());
         err = export_region(key, peer_ip, frame.substr(1 + key.size()), tok);
+    } else if (frame[0] == 'R' && per_request_) {
+        err = -EPERM;
     } else if (frame[0] == 'R' && frame.size() > 1 + key.size()) {
         std::string rest = frame.substr(1 + key.size());
         size_t nul = rest.find('\0');
@@ -529,7 +660,7 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
         return ""; /* unknown: ignored */
     }
     if (!err) return "T" + std::string((const char *)tok.bytes, sizeof(tok.bytes));
-    return "X" + std::string((const char *)&err, sizeof(err));
+    return refusal(err);
 }
 
 // The token of the region with @key for @agent at the host at @ip: one
@@ -541,7 +672,7 @@ int
 XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, const std::string &agent,
                            xferk_token &tok) {
     const XferkLocalMD::Grantee grantee(ip, agent);
-    uint64_t mr = 0, len = 0, conn, exp, disconnects;
+    uint64_t mr = 0, len = 0, exp, disconnects;
 
     if (agent.empty() || agent.size() > kMaxAgentName) return -EINVAL;
     {
@@ -555,21 +686,13 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, const 
         }
         mr = it->second->mr;
         len = it->second->len;
-        Exporting &busy = exporting_[agent];
-        busy.calls++;
-        disconnects = busy.disconnects;
+        disconnects = begin_export(agent);
     }
-    int ret = -ENOTCONN;
-    // A connection that ended for good is replaced once.
-    for (int attempt = 0; attempt < 2 && (ret == -ENOTCONN || ret == -ESTALE); attempt++) {
-        if (attempt) forget_conn(ip);
-        ret = conn_to(ip, conn) ? xferk_export(x_, conn, mr, 0, len, kExportAccess, &tok, &exp) :
-                                  -ENOTCONN;
-    }
+    int ret = on_conn(ip, [&](uint64_t conn) {
+        return xferk_export(x_, conn, mr, 0, len, kExportAccess, &tok, &exp);
+    });
     std::unique_lock<std::mutex> guard(lock_);
-    auto busy = exporting_.find(agent);
-    bool revoked = busy->second.disconnects != disconnects;
-    if (!--busy->second.calls) exporting_.erase(busy);
+    bool revoked = end_export(agent, disconnects);
     if (ret) return ret;
     auto it = regions_.find(key);
     if (revoked || it == regions_.end() || it->second->exports.count(grantee)) {
@@ -581,6 +704,160 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, const 
     }
     it->second->exports[grantee] = {exp, tok};
     return 0;
+}
+
+// An export or windows for @agent are being made: what end_export() needs
+// to tell whether disconnect() of @agent came meanwhile. With lock_.
+uint64_t
+XferkEngine::begin_export(const std::string &agent) {
+    Exporting &busy = exporting_[agent];
+    busy.calls++;
+    return busy.disconnects;
+}
+
+// The export begin_export() announced is made or failed: whether @agent
+// was disconnected meanwhile (then it must be undone). With lock_.
+bool
+XferkEngine::end_export(const std::string &agent, uint64_t disconnects) {
+    auto busy = exporting_.find(agent);
+    bool revoked = busy->second.disconnects != disconnects;
+    if (!--busy->second.calls) exporting_.erase(busy);
+    return revoked;
+}
+
+// Calls @fn with the connection to @ip, and once more with a new one if
+// that one ended for good (-ENOTCONN, -ESTALE): what @fn returns, or
+// -ENOTCONN.
+int
+XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t conn)> &fn) const {
+    int ret = -ENOTCONN;
+
+    for (int attempt = 0; attempt < 2 && (ret == -ENOTCONN || ret == -ESTALE); attempt++) {
+        uint64_t conn;
+
+        if (attempt) forget_conn(ip);
+        ret = conn_to(ip, conn) ? fn(conn) : -ENOTCONN;
+    }
+    return ret;
+}
+
+// 'W' (fence=request): windows for a request of the agent the frame names,
+// at the host it came from, each over blocks of one region. Frame: 'W',
+// name length (2 bytes), name, access (4: XFERK_ACCESS_REMOTE_READ for a
+// READ, _WRITE for a WRITE), windows (4), then per window the region's
+// key (16), blocks (4) and each block's offset in the region and length
+// (8 each). Reply: 'V' and per window its id (8) and token, or 'X' errno
+// (-EINVAL: malformed; -ENOENT: a region is not registered; -EACCES:
+// disconnect() of the agent came meanwhile; what xferk_window_open()
+// says). All or none are opened.
+std::string
+XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) {
+    struct Ask {
+        xferk_key_t key;
+        uint64_t mr = 0;
+        std::vector<xferk_block> blocks;
+    };
+    FrameReader in{frame};
+    std::string agent = in.bytes(in.get<uint16_t>());
+    uint32_t access = in.get<uint32_t>(), nwin = in.get<uint32_t>();
+    std::vector<Ask> asks;
+    std::vector<std::pair<uint64_t, xferk_token>> opened; /* handle, token */
+    uint64_t disconnects;
+    int32_t err = -EINVAL;
+
+    if (!in.ok || agent.empty() || agent.size() > kMaxAgentName || !nwin ||
+        nwin > kFrameWindows || !access || (access & ~kExportAccess))
+        return refusal(err);
+    asks.resize(nwin);
+    for (Ask &a : asks) {
+        in.copy(a.key.data(), a.key.size());
+        uint32_t n = in.get<uint32_t>();
+        if (!in.ok || !n || n > XFERK_WINDOW_MAX_BLOCKS || in.left() / 16 < n)
+            return refusal(err);
+        a.blocks.resize(n);
+        for (xferk_block &b : a.blocks) {
+            b.offset = in.get<uint64_t>();
+            b.len = in.get<uint64_t>();
+        }
+    }
+    if (!in.ok || in.left()) return refusal(err);
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        for (Ask &a : asks) {
+            auto it = regions_.find(a.key);
+            if (it == regions_.end()) {
+                err = -ENOENT;
+                return refusal(err);
+            }
+            a.mr = it->second->mr;
+        }
+        disconnects = begin_export(agent);
+    }
+    auto undo = [&] {
+        for (const auto &o : opened)
+            xferk_unexport(x_, o.first);
+        opened.clear();
+    };
+    err = on_conn(peer_ip, [&](uint64_t conn) {
+        for (const Ask &a : asks) {
+            uint64_t handle;
+            xferk_token tok;
+            int ret = xferk_window_open(x_, conn, a.mr, a.blocks.data(), a.blocks.size(),
+                                        access, &tok, &handle, nullptr);
+            if (ret) {
+                undo();
+                return ret;
+            }
+            opened.emplace_back(handle, tok);
+        }
+        return 0;
+    });
+    std::unique_lock<std::mutex> guard(lock_);
+    bool revoked = end_export(agent, disconnects);
+    bool gone = std::any_of(asks.begin(), asks.end(),
+                            [&](const Ask &a) { return !regions_.count(a.key); });
+    if (!err && (revoked || gone)) {
+        guard.unlock();
+        undo();
+        err = revoked ? -EACCES : -ENOENT;
+    }
+    if (err) return refusal(err);
+    std::string reply = "V";
+    for (size_t i = 0; i < asks.size(); i++) {
+        uint64_t id = ++last_window_;
+        windows_[id] = {opened[i].first, {peer_ip, agent}, asks[i].key};
+        put(reply, id);
+        reply.append((const char *)opened[i].second.bytes, sizeof(opened[i].second.bytes));
+    }
+    return reply;
+}
+
+// 'C' (fence=request): closes windows of the agent the frame names, at the
+// host it came from, as disconnect() does. Frame: 'C', name length (2),
+// name, ids (4), each id (8); ids of other grantees or unknown are
+// skipped. Reply: 'A', once none can be accessed any more, or 'X' -EINVAL.
+std::string
+XferkEngine::close_windows(const std::string &frame, const std::string &peer_ip) {
+    FrameReader in{frame};
+    std::string agent = in.bytes(in.get<uint16_t>());
+    uint32_t n = in.get<uint32_t>();
+    std::vector<uint64_t> handles;
+    int32_t err = -EINVAL;
+
+    if (!in.ok || n > kFrameIds || in.left() != n * sizeof(uint64_t))
+        return refusal(err);
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        while (n--) {
+            auto w = windows_.find(in.get<uint64_t>());
+            if (w == windows_.end() || w->second.grantee != std::make_pair(peer_ip, agent))
+                continue;
+            handles.push_back(w->second.handle);
+            windows_.erase(w);
+        }
+    }
+    close_handles(handles, agent);
+    return "A";
 }
 
 // A rail's export of the region with @key to @ip, for @agent at the peer
@@ -620,14 +897,9 @@ XferkEngine::import_region(const std::string &ip,
                            uintptr_t base,
                            size_t len,
                            nixlBackendMD *&output) {
-    uint64_t conn;
     auto md = std::make_unique<XferkRemoteMD>();
-    int ret = -ENOTCONN;
+    int ret = on_conn(ip, [&](uint64_t conn) { return xferk_import(x_, conn, &token, &md->remote); });
 
-    for (int attempt = 0; attempt < 2 && (ret == -ENOTCONN || ret == -ESTALE); attempt++) {
-        if (attempt) forget_conn(ip);
-        ret = conn_to(ip, conn) ? xferk_import(x_, conn, &token, &md->remote) : -ENOTCONN;
-    }
     if (ret) {
         NIXL_ERROR << "XFERK: import: " << strerror(-ret);
         return NIXL_ERR_BACKEND;
@@ -651,12 +923,23 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
     if (!peer) return NIXL_ERR_NOT_FOUND;
     xferk_token tok;
     int32_t why = 0;
-    int err =
-        ask_token(*peer, "E" + std::string(key.begin(), key.end()) + localAgent, true, tok, why);
+    uint32_t page = 0;
+    int err = ask_token(*peer, "E" + std::string(key.begin(), key.end()) + localAgent, true, tok,
+                        why, &page);
     if (err == -ENOTCONN) return NIXL_ERR_REMOTE_DISCONNECT;
     if (err) {
         NIXL_ERROR << "XFERK: " << remote_agent << " refused an export: " << strerror(-why);
         return NIXL_ERR_BACKEND;
+    }
+    if (page) {
+        // A fence=request target: windows per request (prep_windows()).
+        auto md = std::make_unique<XferkRemoteMD>();
+        md->base = input.addr;
+        md->len = input.len;
+        md->key = key;
+        md->page = page;
+        output = md.release();
+        return NIXL_SUCCESS;
     }
     nixl_status_t ret = import_region(peer->ip, tok, input.addr, input.len, output);
     if (ret == NIXL_SUCCESS)
@@ -666,16 +949,23 @@ XferkEngine::loadRemoteMD(const nixlBlobDesc &input,
 
 // The token the peer answers @frame with (@again: the call may be made
 // twice): 0, -ENOTCONN (no answer) or -EACCES (refused; @why: the errno
-// the peer gave, only ever printed, -EPROTO if it is none).
+// the peer gave, only ever printed, -EPROTO if it is none). With @page, a
+// fence=request target's answer is taken too: 0 with its page size there
+// (a power of two from 4 KiB to 2 MiB), and no token.
 int
 XferkEngine::ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok,
-                       int32_t &why) const {
+                       int32_t &why, uint32_t *page) const {
     std::string reply;
 
     if (!peer.ctrl.call(frame, reply, again)) return -ENOTCONN;
     if (reply.size() == 1 + sizeof(tok.bytes) && reply[0] == 'T') {
         memcpy(tok.bytes, reply.data() + 1, sizeof(tok.bytes));
         return 0;
+    }
+    if (page && reply.size() == 1 + sizeof(*page) && reply[0] == 'P') {
+        memcpy(page, reply.data() + 1, sizeof(*page));
+        if (*page >= 4096 && *page <= (2u << 20) && !(*page & (*page - 1))) return 0;
+        *page = 0;
     }
     why = 0;
     if (reply.size() == 1 + sizeof(why) && reply[0] == 'X') memcpy(&why, reply.data() + 1, sizeof(why));
@@ -734,7 +1024,7 @@ nixl_status_t
 XferkEngine::unloadMD(nixlBackendMD *input) {
     auto *md = dynamic_cast<XferkRemoteMD *>(input);
     if (!md) return NIXL_ERR_INVALID_PARAM;
-    xferk_unimport(x_, md->remote);
+    if (md->remote) xferk_unimport(x_, md->remote);
     delete md;
     return NIXL_SUCCESS;
 }
@@ -750,29 +1040,165 @@ XferkEngine::prepXfer(const nixl_xfer_op_t &operation,
         local.descCount() != remote.descCount())
         return NIXL_ERR_INVALID_PARAM;
     auto req = std::make_unique<XferkReqH>();
-    std::set<uint64_t> remotes;
+    uint32_t opcode = operation == NIXL_READ ? XFERK_OP_READ : XFERK_OP_WRITE;
+    std::vector<int> windowed; /* descriptors of fence=request targets */
     req->remote_agent = remote_agent;
     for (int i = 0; i < local.descCount(); i++) {
         auto *lmd = dynamic_cast<XferkLocalMD *>(local[i].metadataP);
         auto *rmd = dynamic_cast<XferkRemoteMD *>(remote[i].metadataP);
         if (!lmd || !rmd || local[i].len != remote[i].len ||
             !within(local[i].addr, local[i].len, lmd->base, lmd->len) ||
-            !within(remote[i].addr, remote[i].len, rmd->base, rmd->len))
+            !within(remote[i].addr, remote[i].len, rmd->base, rmd->len) ||
+            (rmd->page && !remote[i].len))
             return NIXL_ERR_INVALID_PARAM;
+        req->regions.insert(lmd->key);
+        if (rmd->page) {
+            windowed.push_back(i);
+            continue;
+        }
         xferk_frag f = {};
         f.mr = lmd->mr;
         f.offset = local[i].addr - lmd->base;
         f.len = local[i].len;
         f.remote = rmd->remote;
         f.remote_offset = remote[i].addr - rmd->base;
-        f.opcode = operation == NIXL_READ ? XFERK_OP_READ : XFERK_OP_WRITE;
+        f.opcode = opcode;
         req->frags.push_back(f);
-        req->regions.insert(lmd->key);
-        remotes.insert(rmd->remote);
     }
+    if (!windowed.empty()) {
+        nixl_status_t ret = prep_windows(req.get(), local, remote, windowed, opcode);
+        if (ret != NIXL_SUCCESS) return ret;
+    }
+    std::set<uint64_t> remotes;
+    for (const xferk_frag &f : req->frags)
+        remotes.insert(f.remote);
     req->remotes = remotes.size();
     handle = req.release();
     return NIXL_SUCCESS;
+}
+
+
+// The windows of @req's descriptors @descs on a fence=request target: asked
+// for in 'W' frames (open_windows()) and imported, and @req's fragments
+// over them (a descriptor that two windows share becomes two). On an
+// error, whatever was opened is closed again.
+nixl_status_t
+XferkEngine::prep_windows(XferkReqH *req,
+                          const nixl_meta_dlist_t &local,
+                          const nixl_meta_dlist_t &remote,
+                          const std::vector<int> &descs,
+                          uint32_t opcode) const {
+    std::map<const XferkRemoteMD *, std::vector<std::pair<uintptr_t, size_t>>> spans;
+    std::map<const XferkRemoteMD *, std::vector<XferkWindowPiece>> pieces;
+    std::vector<XferkWindowPlan> plan;
+    std::vector<const XferkRemoteMD *> region_of; /* each window's */
+    std::shared_ptr<Peer> peer = find_peer(req->remote_agent);
+
+    if (!peer) return NIXL_ERR_NOT_FOUND;
+    for (int i : descs)
+        spans[static_cast<const XferkRemoteMD *>(remote[i].metadataP)].emplace_back(
+            remote[i].addr, remote[i].len);
+    for (const auto &sp : spans) {
+        xferk_plan_windows(sp.first->base, sp.first->len, sp.first->page, sp.second, plan,
+                           pieces[sp.first]);
+        region_of.resize(plan.size(), sp.first);
+    }
+    for (size_t first = 0; first < plan.size(); first += kFrameWindows) {
+        size_t n = std::min(kFrameWindows, plan.size() - first);
+        std::string frame = named('W', localAgent), reply;
+
+        put(frame, opcode == XFERK_OP_READ ? XFERK_ACCESS_REMOTE_READ : XFERK_ACCESS_REMOTE_WRITE);
+        put(frame, (uint32_t)n);
+        for (size_t w = first; w < first + n; w++) {
+            frame.append((const char *)region_of[w]->key.data(), region_of[w]->key.size());
+            put(frame, (uint32_t)plan[w].blocks.size());
+            for (const xferk_block &b : plan[w].blocks) {
+                put(frame, (uint64_t)b.offset);
+                put(frame, (uint64_t)b.len);
+            }
+        }
+        // Sent once: a copy would open the windows twice.
+        if (!peer->ctrl.call(frame, reply, false)) {
+            drop_windows(req);
+            return NIXL_ERR_REMOTE_DISCONNECT;
+        }
+        if (reply.size() != 1 + n * (sizeof(uint64_t) + sizeof(xferk_token::bytes)) ||
+            reply[0] != 'V') {
+            int32_t why = -EPROTO;
+            if (reply.size() == 1 + sizeof(why) && reply[0] == 'X')
+                memcpy(&why, reply.data() + 1, sizeof(why));
+            NIXL_ERROR << "XFERK: " << req->remote_agent << " refused " << n
+                       << " windows: " << strerror(why < 0 && why > -4096 ? -why : EPROTO);
+            drop_windows(req);
+            return NIXL_ERR_BACKEND;
+        }
+        FrameReader in{reply};
+        std::vector<xferk_token> toks(n);
+        for (xferk_token &t : toks) {
+            req->window_ids.push_back(in.get<uint64_t>());
+            in.copy(t.bytes, sizeof(t.bytes));
+        }
+        for (const xferk_token &t : toks) {
+            uint64_t imp;
+            int ret =
+                on_conn(peer->ip, [&](uint64_t conn) { return xferk_import(x_, conn, &t, &imp); });
+            if (ret) {
+                NIXL_ERROR << "XFERK: import of a window: " << strerror(-ret);
+                drop_windows(req);
+                return NIXL_ERR_BACKEND;
+            }
+            req->window_imports.push_back(imp);
+        }
+    }
+    for (int i : descs) {
+        const std::vector<XferkWindowPiece> &ps =
+            pieces[static_cast<const XferkRemoteMD *>(remote[i].metadataP)];
+        auto *lmd = static_cast<XferkLocalMD *>(local[i].metadataP);
+        uintptr_t a = remote[i].addr;
+        uint64_t offset = local[i].addr - lmd->base;
+        for (size_t left = remote[i].len; left;) {
+            const XferkWindowPiece &p = xferk_piece_of(ps, a);
+            size_t n = std::min<size_t>(left, p.end - a);
+            xferk_frag f = {};
+            f.mr = lmd->mr;
+            f.offset = offset;
+            f.len = n;
+            f.remote = req->window_imports[p.win];
+            f.remote_offset = p.offset + (a - p.start);
+            f.opcode = opcode;
+            req->frags.push_back(f);
+            a += n;
+            offset += n;
+            left -= n;
+        }
+    }
+    return NIXL_SUCCESS;
+}
+
+// Gives @req's windows back: its imports dropped, and the target asked to
+// close them ('C'), which it answers once none can be accessed any more.
+// A target that cannot be asked closes them when it disconnects this
+// agent or deregisters the regions.
+void
+XferkEngine::drop_windows(XferkReqH *req) const {
+    std::shared_ptr<Peer> peer = find_peer(req->remote_agent);
+
+    for (uint64_t imp : req->window_imports)
+        xferk_unimport(x_, imp);
+    for (size_t first = 0; peer && first < req->window_ids.size(); first += kFrameIds) {
+        size_t n = std::min(kFrameIds, req->window_ids.size() - first);
+        std::string frame = named('C', localAgent), reply;
+
+        put(frame, (uint32_t)n);
+        frame.append((const char *)&req->window_ids[first], n * sizeof(uint64_t));
+        if (!peer->ctrl.call(frame, reply, true) || reply != "A") {
+            NIXL_WARN << "XFERK: " << req->remote_agent << " did not close "
+                      << req->window_ids.size() - first << " windows";
+            break;
+        }
+    }
+    req->window_ids.clear();
+    req->window_imports.clear();
 }
 
 // What a submit's errno means to NIXL.
@@ -1006,6 +1432,7 @@ XferkEngine::releaseReqH(nixlBackendReqH *handle) const {
         }
     }
     if (!req->ops.empty()) finish(req);
+    drop_windows(req);
     delete req;
     return NIXL_SUCCESS;
 }

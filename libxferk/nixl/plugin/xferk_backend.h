@@ -8,6 +8,9 @@
  * once every op's memory is reusable, or when one is QUARANTINED;
  * releaseReqH() cancels and drains them, and succeeds only once their
  * memory is reusable; deregisterMem() waits for the ops on the region.
+ * With fence=request, a peer reaches this engine's regions only through
+ * windows over the blocks of a request of its own, open from its
+ * prepXfer() to its releaseReqH().
  *
  * Locking: lock_ guards every map of the engine; libxferk calls are made
  * outside it except the short ones. A request handle is used by one NIXL
@@ -17,6 +20,7 @@
 #define XFERK_BACKEND_H
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +33,7 @@
 #include "xferk_ctrl.h"
 #include "xferk_cuda.h"
 #include "xferk_topo.h"
+#include "xferk_windows.h"
 
 struct XferkLocalMD;
 struct XferkReqH;
@@ -132,13 +137,41 @@ private:
         cost() const; /* against kMaxPendingBytes */
     };
 
+    /* A window this engine opened over a peer's request: its export
+     * handle, the host and agent it was opened for, and its region. */
+    struct Window {
+        uint64_t handle;
+        std::pair<std::string, std::string> grantee; /* ip, agent */
+        xferk_key_t key;
+    };
+
     bool
     choose_devices(const nixl_b_params_t &params, std::string &why);
     void
     import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote);
     int
-    ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok,
-              int32_t &why) const;
+    ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok, int32_t &why,
+              uint32_t *page = nullptr) const;
+    int
+    on_conn(const std::string &ip, const std::function<int(uint64_t conn)> &fn) const;
+    uint64_t
+    begin_export(const std::string &agent);
+    bool
+    end_export(const std::string &agent, uint64_t disconnects);
+    std::string
+    open_windows(const std::string &frame, const std::string &peer_ip);
+    std::string
+    close_windows(const std::string &frame, const std::string &peer_ip);
+    void
+    close_handles(const std::vector<uint64_t> &handles, const std::string &agent) const;
+    nixl_status_t
+    prep_windows(XferkReqH *req,
+                 const nixl_meta_dlist_t &local,
+                 const nixl_meta_dlist_t &remote,
+                 const std::vector<int> &descs,
+                 uint32_t opcode) const;
+    void
+    drop_windows(XferkReqH *req) const;
     int
     rail_export(const xferk_key_t &key, const std::string &ip, const std::string &agent,
                 const std::string &peer_ip, xferk_token &tok);
@@ -188,19 +221,22 @@ private:
     xferk_key_t secret_;
     uint64_t drain_budget_ns_;
     unsigned int qps_ = 0; /* RC QPs per session path; 0: the module's */
+    bool per_request_ = false; /* fence=request: peers get windows only */
     std::unique_ptr<XferkCtrlServer> server_;
 
     mutable std::mutex lock_;
     mutable std::map<std::string, uint64_t> conns_;             /* peer ip -> xferk conn */
     std::map<std::string, std::shared_ptr<Peer>> peers_;        /* by agent name */
-    /* Agents whose exports are being made (export_region() without the
-     * lock): how many calls, and how often disconnect() came meanwhile. */
+    /* Agents whose exports or windows are being made (without the lock):
+     * how many calls, and how often disconnect() came meanwhile. */
     struct Exporting {
         unsigned int calls = 0;
         uint64_t disconnects = 0;
     };
     std::map<std::string, Exporting> exporting_;
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
+    std::map<uint64_t, Window> windows_;                        /* by id */
+    uint64_t last_window_ = 0;                                  /* id */
     mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
     mutable notif_list_t ready_;
     mutable size_t pending_bytes_ = 0; /* arrivals_' and ready_'s cost */

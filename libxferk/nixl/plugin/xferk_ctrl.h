@@ -21,6 +21,17 @@
  *                                   which must be on the subnet of one of
  *                                   the listener's rails
  *   'T' token | 'X' errno (4 bytes) the reply to 'E' and 'R'
+ *   'P' page[4]                     the reply to 'E' of a fence=request
+ *                                   owner: no token, its page size
+ *   'W' namelen[2] name access[4] n[4]
+ *       {key[16] blocks[4] {offset[8] len[8]}...}...
+ *                                   windows over a request's blocks
+ *                                   (fence=request), at most 200, for
+ *                                   remote reads or writes
+ *   'V' {id[8] token}... | 'X' errno
+ *                                   the reply to 'W': each window's id
+ *   'C' namelen[2] name n[4] id[8]...
+ *                                   close these windows; reply 'A'
  *   'M' tag[8] ops[4] namelen[2] name msg
  *                                   a notification, carried by @ops ops
  *                                   with @tag (tag 0, ops 0: no data); at
@@ -29,8 +40,8 @@
  *                                   listener holds too many)
  * The listener closes a connection whose first frame is not a hello with
  * its secret, that sends no hello within 5 s, or whose frame length is out
- * of range; an unknown frame after the hello is ignored, a short 'E', 'R'
- * or 'M' answered with 'X'. Both ends turn on TCP keepalive (a peer host
+ * of range; an unknown frame after the hello is ignored, a short 'E', 'R',
+ * 'M', 'W' or 'C' answered with 'X'. Both ends turn on TCP keepalive (a peer host
  * that is gone is noticed within 25 s), and a client whose connection
  * failed connects again at its next call.
  */

@@ -1,0 +1,12 @@
+#!/bin/bash
+# fence=request through NIXL's Python API (tests/nixl/request_fence.py): a
+# peer gets windows over its live requests' blocks only, never an export
+# of a whole region. Then NIXL's own tests, unmodified, with every engine
+# fenced per request (NIXL_XFERK_FENCE=request).
+set -u
+# shellcheck source=tests/nixl/env.sh
+. "$XFERK_SRC/tests/nixl/env.sh"
+stock_only "windows themselves run there in window and window_abort"
+/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+(cd /tmp && /usr/bin/python3 "$XFERK_SRC/tests/nixl/request_fence.py") || exit 1
+NIXL_XFERK_FENCE=request nixl_suite
