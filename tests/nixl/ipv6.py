@@ -13,32 +13,13 @@ another engine listens on. Exit 0 pass, 1 fail.
 import ipaddress
 import sys
 import time
-import uuid
 
 import numpy as np
 
-from nixl._api import nixl_agent, nixl_agent_config
-from notes import notes
+from notes import backend_agent, notes, refused
 
 PORT = 18600
 SIZE = 1 << 20
-
-
-def agent(params):
-    a = nixl_agent(str(uuid.uuid4()), nixl_agent_config(backends=[]))
-    a.create_backend("XFERK", params)
-    return a
-
-
-def refused(params):
-    """Creating a backend with @params fails."""
-    try:
-        agent(params)
-    except Exception as e:
-        print(f"{params}: refused ({type(e).__name__})")
-        return True
-    print(f"{params}: the backend was created")
-    return False
 
 
 def listening(addr, port):
@@ -68,8 +49,8 @@ def wait(init, h, seconds=60):
 def main(addr):
     bad = 0
     long_form = ipaddress.IPv6Address(addr).exploded
-    target = agent({"ip_addr": addr, "ctrl_port": str(PORT)})
-    init = agent({"ip_addr": long_form})
+    target = backend_agent({"ip_addr": addr, "ctrl_port": str(PORT)})
+    init = backend_agent({"ip_addr": long_form})
     if not listening(addr, PORT):
         print(f"no listener on [{addr}]:{PORT}")
         bad = 1
