@@ -166,7 +166,7 @@ main() {
                !xferk_parse_ip("", p),
            "not addresses");
     const char *unreachable[] = {"0.0.0.0", "255.255.255.255", "224.0.0.1", "::", "ff02::1",
-                                 "fe80::1"};
+                                 "fe80::1", "127.0.0.1", "127.1.2.3", "::1"};
     for (const char *ip : unreachable)
         EXPECT(xferk_parse_ip(ip, p) && !xferk_unicast_ip(p), "%s is not unicast", ip);
     EXPECT(xferk_parse_ip("fd00:2::1", p) && xferk_unicast_ip(p) &&

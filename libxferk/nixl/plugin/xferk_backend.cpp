@@ -12,6 +12,7 @@
 #include <net/if.h>
 #include <sched.h>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -145,6 +146,14 @@ device_addr(const std::string &name,
     for (const XferkNic &n : nics)
         if (n.name == name) return xferk_nic_addr(n, addrs);
     return nullptr;
+}
+
+// Whether @ip, from a peer's connection info, names an address one can
+// connect to, in canonical spelling (it keys maps).
+bool
+peer_ip_ok(const std::string &ip) {
+    XferkAddr a;
+    return xferk_parse_ip(ip, a) && a.ip == ip && xferk_unicast_ip(a);
 }
 
 // Is @ip on @a's subnet?
@@ -520,7 +529,7 @@ XferkEngine::loadRemoteConnInfo(const std::string &remote_agent,
     unsigned int port = 0;
     xferk_key_t secret;
 
-    if (!(in >> ip >> port >> secret_hex) || !xferk_canonical_ip(ip) || port == 0 ||
+    if (!(in >> ip >> port >> secret_hex) || !peer_ip_ok(ip) || port == 0 ||
         port > 65535 || secret_hex.size() != 32 ||
         !xferk_unhex(secret_hex, secret.data(), secret.size()))
         return NIXL_ERR_INVALID_PARAM;
@@ -530,7 +539,7 @@ XferkEngine::loadRemoteConnInfo(const std::string &remote_agent,
     peer->ip = ip;
     peer->rails = xferk_split(rails, ',');
     if (peer->rails.size() >= XFERK_MAX_RAILS ||
-        !std::all_of(peer->rails.begin(), peer->rails.end(), xferk_canonical_ip))
+        !std::all_of(peer->rails.begin(), peer->rails.end(), peer_ip_ok))
         return NIXL_ERR_INVALID_PARAM;
     if (!peer->ctrl.open(ip, (uint16_t)port, secret)) {
         NIXL_ERROR << "XFERK: control connection to " << remote_agent << " at " << ip << ":"
@@ -585,7 +594,9 @@ XferkEngine::disconnect(const std::string &remote_agent) {
 
 // Closes exports and windows of @agent's, as xferk_window_close() does:
 // once it returns, no access through them can land. One deadline for all,
-// kClosers at a time: bounded by kRevokeNs, plus the invalidations.
+// kClosers at a time: bounded by kRevokeNs, plus the invalidations. A
+// helper thread that cannot be made leaves its share to the others (this
+// one at least).
 void
 XferkEngine::close_handles(const std::vector<uint64_t> &handles, const std::string &agent) const {
     uint64_t deadline = xferk_now_ns() + kRevokeNs;
@@ -598,8 +609,12 @@ XferkEngine::close_handles(const std::vector<uint64_t> &handles, const std::stri
         }
     };
     std::vector<std::thread> closers;
-    for (size_t t = 1; t < std::min(handles.size(), kClosers); t++)
-        closers.emplace_back(close_some);
+    try {
+        for (size_t t = 1; t < std::min(handles.size(), kClosers); t++)
+            closers.emplace_back(close_some);
+    }
+    catch (const std::system_error &) {
+    }
     close_some();
     for (std::thread &t : closers)
         t.join();

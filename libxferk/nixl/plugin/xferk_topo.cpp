@@ -155,11 +155,12 @@ xferk_unicast_ip(const XferkAddr &a) {
     static const uint8_t ones[4] = {0xff, 0xff, 0xff, 0xff};
 
     if (a.family == AF_INET)
-        return memcmp(a.addr, zero, 4) && memcmp(a.addr, ones, 4) && (a.addr[0] & 0xf0) != 0xe0;
+        return memcmp(a.addr, zero, 4) && memcmp(a.addr, ones, 4) && (a.addr[0] & 0xf0) != 0xe0 &&
+            a.addr[0] != 127;
     if (a.family != AF_INET6) return false;
     const auto *in6 = (const struct in6_addr *)a.addr;
     return !IN6_IS_ADDR_UNSPECIFIED(in6) && !IN6_IS_ADDR_MULTICAST(in6) &&
-        !IN6_IS_ADDR_LINKLOCAL(in6);
+        !IN6_IS_ADDR_LINKLOCAL(in6) && !IN6_IS_ADDR_LOOPBACK(in6);
 }
 
 bool

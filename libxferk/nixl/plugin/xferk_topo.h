@@ -43,7 +43,8 @@ xferk_parse_ip(const std::string &ip, XferkAddr &out);
 
 /*
  * @a is an address a peer can connect to: not unspecified (0.0.0.0, ::),
- * broadcast, multicast, or IPv6 link-local (which needs a scope).
+ * loopback (127.0.0.0/8, ::1), broadcast, multicast, or IPv6 link-local
+ * (which needs a scope).
  */
 bool
 xferk_unicast_ip(const XferkAddr &a);
