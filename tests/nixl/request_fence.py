@@ -12,9 +12,12 @@ as malloc()ed memory does. Checks, with the count of exports in sysfs:
    its last 500 bytes: a WRITE with a notification lands exactly there
    (no other byte of the array changes) and its notification arrives; a
    READ brings the bytes back; while the request lives the target has
-   windows, and once it is released none;
+   windows, and once it is released (and the engine's closer thread asked
+   the target) none;
 3. a request of 600 blocks of 4 KiB, every other page, and one of 2 MiB:
    more windows than one can map (256 pages each), a WRITE right;
+   40 WRITEs with a notification, each released the moment it is DONE:
+   all 40 notifications arrive, once each;
 4. remove_remote_agent(initiator) on the target while a request is
    prepared closes its windows; posting the request then fails, and the
    target's bytes stay as they were;
@@ -38,10 +41,11 @@ def stat(name):
         return int(f.read())
 
 
-def run(init, h, seconds=60):
-    """@h posted and waited for: its final state, "ERR" for an error."""
+def run(init, h, seconds=60, msg=b"fenced"):
+    """@h posted with notification @msg and waited for: its final state,
+    "ERR" for an error."""
     try:
-        state = init.transfer(h, b"fenced")
+        state = init.transfer(h, msg)
         until = time.monotonic() + seconds
         while state == "PROC" and time.monotonic() < until:
             time.sleep(0.001)
@@ -49,6 +53,15 @@ def run(init, h, seconds=60):
         return state
     except Exception:
         return "ERR"
+
+
+def windows_left(p, seconds=10):
+    """The target's windows once they are all closed, or after @seconds:
+    a release leaves the close to the engine's closer thread."""
+    until = time.monotonic() + seconds
+    while stat("exports") != p.before and time.monotonic() < until:
+        time.sleep(0.01)
+    return stat("exports") - p.before
 
 
 class Pair:
@@ -94,8 +107,8 @@ def edges(p):
           f"notifications {got}, {during} windows while prepared")
     bad |= not ok or got != [b"fenced"] or during < 1
     p.init.release_xfer_handle(h)
-    after = stat("exports") - p.before
-    print(f"edges: {after} windows after the release")
+    after = windows_left(p)
+    print(f"edges: {after} windows once the release's close was served")
     bad |= after != 0
 
     p.src[:] = 0
@@ -116,10 +129,27 @@ def many(p):
     state = run(p.init, h)
     ok = state == "DONE" and p.landed(blocks)
     p.init.release_xfer_handle(h)
-    after = stat("exports") - p.before
+    after = windows_left(p)
     print(f"many: 601 descriptors, {during} windows while prepared, WRITE {state}, "
           f"data {'exact' if ok else 'WRONG'}, {after} windows after the release")
     return int(not ok or during < 5 or after != 0)
+
+
+def quick(p):
+    """Requests released the moment they are DONE, before the target took
+    their notifications: each notification arrives all the same (the
+    target waits for its data events before it closes the windows)."""
+    want = [f"quick {i}".encode() for i in range(40)]
+    states = []
+    for msg in want:
+        h = p.handle("WRITE", [(12288, 64 << 10)])
+        states.append(run(p.init, h, msg=msg))
+        p.init.release_xfer_handle(h)
+    # The earlier steps' notifications that nobody took come too.
+    got = [m for m in notes(p.target, p.init, 3) if m.startswith(b"quick ")]
+    print(f"quick: {states.count('DONE')} of {len(want)} WRITEs DONE and released at once; "
+          f"{len(got)} of their notifications arrived, {len(set(got) & set(want))} different")
+    return int(states.count("DONE") != len(want) or sorted(got) != sorted(want))
 
 
 def fenced(p):
@@ -149,6 +179,7 @@ def main():
     bad |= made != 0
     bad |= edges(p)
     bad |= many(p)
+    bad |= quick(p)
     bad |= fenced(p)
     return int(bad)
 

@@ -33,9 +33,11 @@ constexpr uint64_t kRevokeNs = 2ULL * 1000000000ULL; /* disconnect's wait for an
 constexpr size_t kClosers = 16;
 constexpr size_t kMaxAgentName = 256; /* in a token request */
 /* fence=request: windows per 'W' frame (of at most kWindowPages blocks:
- * under the 1 MiB a frame may have), window ids per 'C' frame. */
+ * under the 1 MiB a frame may have). */
 constexpr size_t kFrameWindows = 200;
-constexpr size_t kFrameIds = 65536;
+/* Notifications a 'C' waits for (a request has one), and how long. */
+constexpr size_t kCloseTags = 16;
+constexpr uint64_t kCloseWaitNs = 2ULL * 1000000000ULL;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
@@ -247,8 +249,9 @@ struct XferkReqH : public nixlBackendReqH {
     std::string remote_agent;
     std::vector<uint64_t> ops;
     std::vector<nixl_status_t> outcome;
-    std::vector<uint64_t> window_ids;     /* the target's, fence=request */
-    std::vector<uint64_t> window_imports; /* their imports, in that order */
+    uint64_t window_nonce = 0;            /* its windows' (fence=request) */
+    std::vector<uint64_t> window_imports; /* their imports, in order */
+    uint64_t tag = 0;                     /* the last post's notification */
     uint64_t group = 0;
     int submit_error = 0;
     nixl_status_t last_check = NIXL_ERR_NOT_POSTED;
@@ -297,6 +300,12 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         initErr = true;
         return;
     }
+    if (per_request_ && !(xferk_features(x_) & XFERK_FEAT_WINDOW_EDGES)) {
+        NIXL_ERROR << "XFERK: fence=request: the xferk module has no XFERK_FEAT_WINDOW_EDGES"
+                   << " (windows over memory that is not page-aligned)";
+        initErr = true;
+        return;
+    }
     // A host without the driver is a DRAM host; one whose driver cannot
     // export dma-bufs is a GPU host that cannot have VRAM_SEG: say why.
     if (!cuda_.usable() && cuda_.loaded())
@@ -318,10 +327,20 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         NIXL_ERROR << "XFERK: no control listener on " << ip_ << " port " << ctrl_port << ": "
                    << strerror(server_->error());
         initErr = true;
+        return;
     }
+    closer_ = std::thread([this] { send_closes(); });
 }
 
 XferkEngine::~XferkEngine() {
+    if (closer_.joinable()) {
+        {
+            std::lock_guard<std::mutex> guard(closes_lock_);
+            closes_stop_ = true;
+        }
+        closes_cv_.notify_one();
+        closer_.join();
+    }
     server_.reset();
     // Closing the file never unpins early: the kernel keeps every page an
     // op may still touch pinned until the op is physically complete.
@@ -484,13 +503,16 @@ XferkEngine::deregisterMem(nixlBackendMD *meta) {
     for (XferkReqH *req : md->users)
         req->regions.erase(md->key);
     regions_.erase(md->key);
-    for (auto w = windows_.begin(); w != windows_.end();) {
-        if (w->second.key != md->key) {
-            ++w;
-            continue;
+    for (auto &r : window_reqs_) {
+        auto &windows = r.second.windows;
+        for (auto w = windows.begin(); w != windows.end();) {
+            if (w->second != md->key) {
+                ++w;
+                continue;
+            }
+            handles.push_back(w->first);
+            w = windows.erase(w);
         }
-        handles.push_back(w->second.handle);
-        w = windows_.erase(w);
     }
     guard.unlock();
     for (const auto &e : md->exports)
@@ -541,6 +563,7 @@ XferkEngine::loadRemoteConnInfo(const std::string &remote_agent,
     if (peer->rails.size() >= XFERK_MAX_RAILS ||
         !std::all_of(peer->rails.begin(), peer->rails.end(), peer_ip_ok))
         return NIXL_ERR_INVALID_PARAM;
+    peer->closes.open(ip, (uint16_t)port, secret, false);
     if (!peer->ctrl.open(ip, (uint16_t)port, secret)) {
         NIXL_ERROR << "XFERK: control connection to " << remote_agent << " at " << ip << ":"
                    << port << " failed";
@@ -579,13 +602,14 @@ XferkEngine::disconnect(const std::string &remote_agent) {
                 e = exports.erase(e);
             }
         }
-        for (auto w = windows_.begin(); w != windows_.end();) {
-            if (w->second.grantee.second != remote_agent) {
-                ++w;
+        for (auto r = window_reqs_.begin(); r != window_reqs_.end();) {
+            if (r->second.grantee.second != remote_agent) {
+                ++r;
                 continue;
             }
-            handles.push_back(w->second.handle);
-            w = windows_.erase(w);
+            for (const auto &w : r->second.windows)
+                handles.push_back(w.first);
+            r = window_reqs_.erase(r);
         }
     }
     close_handles(handles, remote_agent);
@@ -758,13 +782,15 @@ XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t con
 
 // 'W' (fence=request): windows for a request of the agent the frame names,
 // at the host it came from, each over blocks of one region. Frame: 'W',
-// name length (2 bytes), name, access (4: XFERK_ACCESS_REMOTE_READ for a
-// READ, _WRITE for a WRITE), windows (4), then per window the region's
-// key (16), blocks (4) and each block's offset in the region and length
-// (8 each). Reply: 'V' and per window its id (8) and token, or 'X' errno
-// (-EINVAL: malformed; -ENOENT: a region is not registered; -EACCES:
-// disconnect() of the agent came meanwhile; what xferk_window_open()
-// says). All or none are opened.
+// name length (2 bytes), name, the request's nonce (8), the frame's index
+// among the request's (4), access (4: XFERK_ACCESS_REMOTE_READ for a READ,
+// _WRITE for a WRITE), windows (4), then per window the region's key
+// (16), blocks (4) and each block's offset in the region and length (8
+// each). Reply: 'V' and each window's token, or 'X' errno (-EINVAL:
+// malformed; -EEXIST: the nonce is another grantee's; -ENOENT: a region is
+// not registered; -EACCES: disconnect() of the agent came meanwhile; what
+// xferk_window_open() says). A frame's windows all open or none do; a
+// frame sent again gets the same reply, and 'C' closes the request's.
 std::string
 XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) {
     struct Ask {
@@ -774,36 +800,38 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     };
     FrameReader in{frame};
     std::string agent = in.bytes(in.get<uint16_t>());
-    uint32_t access = in.get<uint32_t>(), nwin = in.get<uint32_t>();
+    uint64_t nonce = in.get<uint64_t>();
+    uint32_t index = in.get<uint32_t>(), access = in.get<uint32_t>(), nwin = in.get<uint32_t>();
+    const std::pair<std::string, std::string> grantee(peer_ip, agent);
     std::vector<Ask> asks;
     std::vector<std::pair<uint64_t, xferk_token>> opened; /* handle, token */
     uint64_t disconnects;
-    int32_t err = -EINVAL;
 
     if (!in.ok || agent.empty() || agent.size() > kMaxAgentName || !nwin ||
         nwin > kFrameWindows || !access || (access & ~kExportAccess))
-        return refusal(err);
+        return refusal(-EINVAL);
     asks.resize(nwin);
     for (Ask &a : asks) {
         in.copy(a.key.data(), a.key.size());
         uint32_t n = in.get<uint32_t>();
         if (!in.ok || !n || n > XFERK_WINDOW_MAX_BLOCKS || in.left() / 16 < n)
-            return refusal(err);
+            return refusal(-EINVAL);
         a.blocks.resize(n);
         for (xferk_block &b : a.blocks) {
             b.offset = in.get<uint64_t>();
             b.len = in.get<uint64_t>();
         }
     }
-    if (!in.ok || in.left()) return refusal(err);
+    if (!in.ok || in.left()) return refusal(-EINVAL);
     {
         std::lock_guard<std::mutex> guard(lock_);
+        auto r = window_reqs_.find(nonce);
+        if (r != window_reqs_.end() && r->second.grantee != grantee) return refusal(-EEXIST);
+        if (r != window_reqs_.end() && r->second.replies.count(index))
+            return r->second.replies[index];
         for (Ask &a : asks) {
             auto it = regions_.find(a.key);
-            if (it == regions_.end()) {
-                err = -ENOENT;
-                return refusal(err);
-            }
+            if (it == regions_.end()) return refusal(-ENOENT);
             a.mr = it->second->mr;
         }
         disconnects = begin_export(agent);
@@ -813,7 +841,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
             xferk_unexport(x_, o.first);
         opened.clear();
     };
-    err = on_conn(peer_ip, [&](uint64_t conn) {
+    int err = on_conn(peer_ip, [&](uint64_t conn) {
         for (const Ask &a : asks) {
             uint64_t handle;
             xferk_token tok;
@@ -831,44 +859,85 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     bool revoked = end_export(agent, disconnects);
     bool gone = std::any_of(asks.begin(), asks.end(),
                             [&](const Ask &a) { return !regions_.count(a.key); });
-    if (!err && (revoked || gone)) {
+    auto r = window_reqs_.find(nonce);
+    bool taken = r != window_reqs_.end() &&
+        (r->second.grantee != grantee || r->second.replies.count(index));
+    if (!err && (revoked || gone || taken)) {
         guard.unlock();
         undo();
-        err = revoked ? -EACCES : -ENOENT;
+        err = revoked ? -EACCES : gone ? -ENOENT : -EEXIST;
     }
     if (err) return refusal(err);
+    WindowReq &req = window_reqs_[nonce];
     std::string reply = "V";
+    req.grantee = grantee;
     for (size_t i = 0; i < asks.size(); i++) {
-        uint64_t id = ++last_window_;
-        windows_[id] = {opened[i].first, {peer_ip, agent}, asks[i].key};
-        put(reply, id);
+        req.windows.emplace_back(opened[i].first, asks[i].key);
         reply.append((const char *)opened[i].second.bytes, sizeof(opened[i].second.bytes));
     }
-    return reply;
+    return req.replies[index] = reply;
 }
 
-// 'C' (fence=request): closes windows of the agent the frame names, at the
-// host it came from, as disconnect() does. Frame: 'C', name length (2),
-// name, ids (4), each id (8); ids of other grantees or unknown are
-// skipped. Reply: 'A', once none can be accessed any more, or 'X' -EINVAL.
+// Takes xferk's events: the DATA event of each op that carried a
+// notification to this engine (arrive_data()).
+void
+XferkEngine::take_events() const {
+    xferk_event ev[64];
+    uint32_t n;
+    uint64_t dropped;
+
+    while (!xferk_events(x_, ev, 64, xferk_now_ns(), &n, &dropped) && n) {
+        if (dropped) NIXL_ERROR << "XFERK: " << dropped << " notifications dropped (queue full)";
+        for (uint32_t i = 0; i < n; i++)
+            if (ev[i].type == XFERK_EVENT_DATA)
+                arrive_data(ev[i].tag, ev[i].flags & XFERK_EVENT_INCOMPLETE);
+    }
+}
+
+// Whether every op of each notification from @agent that @tags names has
+// had its DATA event, or the notification will not be delivered anyway
+// (its message was refused, or it is gone: delivered, dropped or expired).
+// Another agent's notifications are not waited for.
+bool
+XferkEngine::notes_in(const std::string &agent, const std::vector<uint64_t> &tags) const {
+    std::lock_guard<std::mutex> guard(lock_);
+    return std::all_of(tags.begin(), tags.end(), [&](uint64_t tag) {
+        auto it = arrivals_.find(tag);
+        return it == arrivals_.end() || !it->second.have_msg || it->second.agent != agent ||
+            it->second.ended >= it->second.ops;
+    });
+}
+
+// 'C' (fence=request): closes the windows of a request, as disconnect()
+// does. Frame: 'C', name length (2), name, the request's nonce (8), tags
+// (4, at most kCloseTags), each tag (8): the request's notifications,
+// whose DATA events, which name its windows, are waited for first (at
+// most kCloseWaitNs: the initiator sent this once its ops were complete,
+// so they are on their way, and they are lost once a window is closed).
+// A nonce that is another grantee's or unknown closes nothing. Reply 'A'
+// once no access through them can land, or 'X' -EINVAL.
 std::string
 XferkEngine::close_windows(const std::string &frame, const std::string &peer_ip) {
     FrameReader in{frame};
     std::string agent = in.bytes(in.get<uint16_t>());
+    uint64_t nonce = in.get<uint64_t>();
     uint32_t n = in.get<uint32_t>();
-    std::vector<uint64_t> handles;
-    int32_t err = -EINVAL;
+    std::vector<uint64_t> tags, handles;
 
-    if (!in.ok || n > kFrameIds || in.left() != n * sizeof(uint64_t))
-        return refusal(err);
+    if (!in.ok || n > kCloseTags || in.left() != n * sizeof(uint64_t)) return refusal(-EINVAL);
+    while (n--)
+        tags.push_back(in.get<uint64_t>());
+    for (uint64_t until = xferk_now_ns() + kCloseWaitNs; !notes_in(agent, tags) && xferk_now_ns() < until;) {
+        take_events();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     {
         std::lock_guard<std::mutex> guard(lock_);
-        while (n--) {
-            auto w = windows_.find(in.get<uint64_t>());
-            if (w == windows_.end() || w->second.grantee != std::make_pair(peer_ip, agent))
-                continue;
-            handles.push_back(w->second.handle);
-            windows_.erase(w);
+        auto r = window_reqs_.find(nonce);
+        if (r != window_reqs_.end() && r->second.grantee == std::make_pair(peer_ip, agent)) {
+            for (const auto &w : r->second.windows)
+                handles.push_back(w.first);
+            window_reqs_.erase(r);
         }
     }
     close_handles(handles, agent);
@@ -1118,10 +1187,13 @@ XferkEngine::prep_windows(XferkReqH *req,
                            pieces[sp.first]);
         region_of.resize(plan.size(), sp.first);
     }
+    req->window_nonce = random_tag();
     for (size_t first = 0; first < plan.size(); first += kFrameWindows) {
         size_t n = std::min(kFrameWindows, plan.size() - first);
         std::string frame = named('W', localAgent), reply;
 
+        put(frame, req->window_nonce);
+        put(frame, (uint32_t)(first / kFrameWindows));
         put(frame, opcode == XFERK_OP_READ ? XFERK_ACCESS_REMOTE_READ : XFERK_ACCESS_REMOTE_WRITE);
         put(frame, (uint32_t)n);
         for (size_t w = first; w < first + n; w++) {
@@ -1132,13 +1204,13 @@ XferkEngine::prep_windows(XferkReqH *req,
                 put(frame, (uint64_t)b.len);
             }
         }
-        // Sent once: a copy would open the windows twice.
-        if (!peer->ctrl.call(frame, reply, false)) {
+        // Sent again once if the call failed: the target answers a frame
+        // it served again with the same reply.
+        if (!peer->ctrl.call(frame, reply, true)) {
             drop_windows(req);
             return NIXL_ERR_REMOTE_DISCONNECT;
         }
-        if (reply.size() != 1 + n * (sizeof(uint64_t) + sizeof(xferk_token::bytes)) ||
-            reply[0] != 'V') {
+        if (reply.size() != 1 + n * sizeof(xferk_token::bytes) || reply[0] != 'V') {
             int32_t why = -EPROTO;
             if (reply.size() == 1 + sizeof(why) && reply[0] == 'X')
                 memcpy(&why, reply.data() + 1, sizeof(why));
@@ -1149,10 +1221,8 @@ XferkEngine::prep_windows(XferkReqH *req,
         }
         FrameReader in{reply};
         std::vector<xferk_token> toks(n);
-        for (xferk_token &t : toks) {
-            req->window_ids.push_back(in.get<uint64_t>());
+        for (xferk_token &t : toks)
             in.copy(t.bytes, sizeof(t.bytes));
-        }
         for (const xferk_token &t : toks) {
             uint64_t imp;
             int ret =
@@ -1190,30 +1260,53 @@ XferkEngine::prep_windows(XferkReqH *req,
     return NIXL_SUCCESS;
 }
 
-// Gives @req's windows back: its imports dropped, and the target asked to
-// close them ('C'), which it answers once none can be accessed any more.
-// A target that cannot be asked closes them when it disconnects this
-// agent or deregisters the regions.
+// Gives @req's windows back: its imports dropped, and the target to be
+// asked to close them ('C', by the closer thread: send_closes()).
 void
 XferkEngine::drop_windows(XferkReqH *req) const {
-    std::shared_ptr<Peer> peer = find_peer(req->remote_agent);
+    std::string frame = named('C', localAgent);
 
     for (uint64_t imp : req->window_imports)
         xferk_unimport(x_, imp);
-    for (size_t first = 0; peer && first < req->window_ids.size(); first += kFrameIds) {
-        size_t n = std::min(kFrameIds, req->window_ids.size() - first);
-        std::string frame = named('C', localAgent), reply;
-
-        put(frame, (uint32_t)n);
-        frame.append((const char *)&req->window_ids[first], n * sizeof(uint64_t));
-        if (!peer->ctrl.call(frame, reply, true) || reply != "A") {
-            NIXL_WARN << "XFERK: " << req->remote_agent << " did not close "
-                      << req->window_ids.size() - first << " windows";
-            break;
-        }
-    }
-    req->window_ids.clear();
     req->window_imports.clear();
+    if (!req->window_nonce) return;
+    put(frame, req->window_nonce);
+    put(frame, (uint32_t)(req->tag ? 1 : 0));
+    if (req->tag) put(frame, req->tag);
+    req->window_nonce = 0;
+    {
+        std::lock_guard<std::mutex> guard(closes_lock_);
+        closes_.emplace_back(req->remote_agent, std::move(frame));
+    }
+    closes_cv_.notify_one();
+}
+
+// The closer thread: sends each 'C' frame drop_windows() left, on a
+// connection of its own (a 'C' may take seconds: the notifications of
+// other requests are not held up behind it), sent again once on a new
+// connection if the call fails; the target answers once no
+// access through the windows can happen any more. A target that cannot be
+// asked closes them when it disconnects this agent or deregisters the
+// regions.
+void
+XferkEngine::send_closes() {
+    std::unique_lock<std::mutex> guard(closes_lock_);
+
+    for (;;) {
+        closes_cv_.wait(guard, [this] { return closes_stop_ || !closes_.empty(); });
+        if (closes_stop_) break;
+        auto close = std::move(closes_.front());
+        closes_.pop_front();
+        guard.unlock();
+        std::shared_ptr<Peer> peer = find_peer(close.first);
+        std::string reply;
+        if (!peer || !peer->closes.call(close.second, reply, true) || reply != "A")
+            NIXL_WARN << "XFERK: " << close.first << " was not asked to close the windows"
+                      << " of a request";
+        guard.lock();
+    }
+    if (!closes_.empty())
+        NIXL_WARN << "XFERK: " << closes_.size() << " requests' windows not given back";
 }
 
 // What a submit's errno means to NIXL.
@@ -1279,6 +1372,7 @@ XferkEngine::postXfer(const nixl_xfer_op_t &operation,
         opts.flags = XFERK_SUBMIT_NOTIFY;
         tag = random_tag();
     }
+    req->tag = tag;
     int ret = submit_ops(req, opts, tag);
     if (ret) {
         NIXL_ERROR << "XFERK: submit of " << req->frags.size() << " descriptors, after "
@@ -1565,17 +1659,8 @@ XferkEngine::expire_arrivals() const {
 
 nixl_status_t
 XferkEngine::getNotifs(notif_list_t &notif_list) {
-    xferk_event ev[64];
-    uint32_t n;
-    uint64_t dropped;
-
     if (!notif_list.empty()) return NIXL_ERR_INVALID_PARAM;
-    while (!xferk_events(x_, ev, 64, xferk_now_ns(), &n, &dropped) && n) {
-        if (dropped) NIXL_ERROR << "XFERK: " << dropped << " notifications dropped (queue full)";
-        for (uint32_t i = 0; i < n; i++)
-            if (ev[i].type == XFERK_EVENT_DATA)
-                arrive_data(ev[i].tag, ev[i].flags & XFERK_EVENT_INCOMPLETE);
-    }
+    take_events();
     std::lock_guard<std::mutex> guard(lock_);
     expire_arrivals();
     for (const auto &n : ready_)

@@ -20,12 +20,15 @@
 #define XFERK_BACKEND_H
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend_engine.h"
@@ -119,6 +122,7 @@ private:
         std::string ip;
         std::vector<std::string> rails;
         XferkCtrlClient ctrl;
+        XferkCtrlClient closes; /* the closer thread's, connected at its first 'C' */
     };
 
     /* A notification on its way in: the message (control channel) and, for
@@ -137,12 +141,14 @@ private:
         cost() const; /* against kMaxPendingBytes */
     };
 
-    /* A window this engine opened over a peer's request: its export
-     * handle, the host and agent it was opened for, and its region. */
-    struct Window {
-        uint64_t handle;
+    /* The windows this engine opened for a peer's request (fence=request),
+     * by the nonce the peer gave the request: the host and agent it came
+     * from, each window's export handle and region, and the reply to each
+     * 'W' frame by its index (a frame sent again is answered the same). */
+    struct WindowReq {
         std::pair<std::string, std::string> grantee; /* ip, agent */
-        xferk_key_t key;
+        std::vector<std::pair<uint64_t, xferk_key_t>> windows;
+        std::map<uint32_t, std::string> replies;
     };
 
     bool
@@ -172,6 +178,12 @@ private:
                  uint32_t opcode) const;
     void
     drop_windows(XferkReqH *req) const;
+    void
+    send_closes();
+    void
+    take_events() const;
+    bool
+    notes_in(const std::string &agent, const std::vector<uint64_t> &tags) const;
     int
     rail_export(const xferk_key_t &key, const std::string &ip, const std::string &agent,
                 const std::string &peer_ip, xferk_token &tok);
@@ -223,6 +235,14 @@ private:
     unsigned int qps_ = 0; /* RC QPs per session path; 0: the module's */
     bool per_request_ = false; /* fence=request: peers get windows only */
     std::unique_ptr<XferkCtrlServer> server_;
+    /* 'C' frames drop_windows() left to send (agent, frame), and the
+     * thread that sends them, so that releaseReqH() does not wait for the
+     * network; those left when the engine goes are not sent. */
+    mutable std::mutex closes_lock_;
+    mutable std::condition_variable closes_cv_;
+    mutable std::deque<std::pair<std::string, std::string>> closes_;
+    bool closes_stop_ = false;
+    std::thread closer_;
 
     mutable std::mutex lock_;
     mutable std::map<std::string, uint64_t> conns_;             /* peer ip -> xferk conn */
@@ -235,8 +255,7 @@ private:
     };
     std::map<std::string, Exporting> exporting_;
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
-    std::map<uint64_t, Window> windows_;                        /* by id */
-    uint64_t last_window_ = 0;                                  /* id */
+    std::map<uint64_t, WindowReq> window_reqs_;                 /* by nonce */
     mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
     mutable notif_list_t ready_;
     mutable size_t pending_bytes_ = 0; /* arrivals_' and ready_'s cost */

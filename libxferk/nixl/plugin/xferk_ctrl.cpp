@@ -66,6 +66,8 @@ ip_of(const struct sockaddr_storage &ss) {
     return buf;
 }
 
+// All of @len bytes, or false. The listener's sockets do not block: a
+// write waits for room (POLLOUT) for at most 10 s at a time.
 bool
 io_all(int fd, void *buf, size_t len, bool write_side) {
     auto *p = static_cast<uint8_t *>(buf);
@@ -73,6 +75,11 @@ io_all(int fd, void *buf, size_t len, bool write_side) {
     while (len) {
         ssize_t n = write_side ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && write_side && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pfd = {fd, POLLOUT, 0};
+            if (poll(&pfd, 1, 10000) > 0) continue;
+            return false;
+        }
         if (n <= 0) return false;
         p += n;
         len -= n;
@@ -193,8 +200,9 @@ same_secret(const char *p, const xferk_key_t &secret) {
 // blocking into a buffer each, so no peer can hold the thread: before its
 // hello (with the secret) a connection may send kHelloBytes, within
 // kHelloSeconds; a bad hello, a frame length out of range or more than
-// kMaxConns connections close it. Replies are small and sent with a 10 s
-// send timeout; a peer that does not read them is dropped.
+// kMaxConns connections close it. A reply (up to about 14 KB) waits at
+// most 10 s for room in the socket; a peer that does not read it is
+// dropped.
 void
 XferkCtrlServer::serve() {
     struct Conn {
@@ -278,12 +286,12 @@ XferkCtrlClient::~XferkCtrlClient() {
 }
 
 bool
-XferkCtrlClient::open(const std::string &ip, uint16_t port, const xferk_key_t &secret) {
+XferkCtrlClient::open(const std::string &ip, uint16_t port, const xferk_key_t &secret, bool now) {
     std::lock_guard<std::mutex> guard(lock_);
     ip_ = ip;
     port_ = port;
     secret_ = secret;
-    return connect_locked();
+    return !now || connect_locked();
 }
 
 bool

@@ -23,15 +23,19 @@
  *   'T' token | 'X' errno (4 bytes) the reply to 'E' and 'R'
  *   'P' page[4]                     the reply to 'E' of a fence=request
  *                                   owner: no token, its page size
- *   'W' namelen[2] name access[4] n[4]
+ *   'W' namelen[2] name nonce[8] index[4] access[4] n[4]
  *       {key[16] blocks[4] {offset[8] len[8]}...}...
  *                                   windows over a request's blocks
  *                                   (fence=request), at most 200, for
- *                                   remote reads or writes
- *   'V' {id[8] token}... | 'X' errno
- *                                   the reply to 'W': each window's id
- *   'C' namelen[2] name n[4] id[8]...
- *                                   close these windows; reply 'A'
+ *                                   remote reads or writes; the nonce
+ *                                   names the request, the index the
+ *                                   frame among its (sent again: the
+ *                                   same reply)
+ *   'V' {token}... | 'X' errno      the reply to 'W'
+ *   'C' namelen[2] name nonce[8] ntags[4] tag[8]...
+ *                                   close the request's windows, once
+ *                                   the notifications' data is in;
+ *                                   reply 'A'
  *   'M' tag[8] ops[4] namelen[2] name msg
  *                                   a notification, carried by @ops ops
  *                                   with @tag (tag 0, ops 0: no data); at
@@ -116,9 +120,10 @@ class XferkCtrlClient {
 public:
     ~XferkCtrlClient();
 
-    /* Connects and sends the hello; false on failure. */
+    /* Connects and sends the hello (@now), or leaves that to the first
+     * call; false on failure. */
     bool
-    open(const std::string &ip, uint16_t port, const xferk_key_t &secret);
+    open(const std::string &ip, uint16_t port, const xferk_key_t &secret, bool now = true);
     /*
      * Sends @frame and returns the reply in @reply; false on failure. A
      * connection that failed before is made again first; with @again, a
