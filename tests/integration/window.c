@@ -213,16 +213,18 @@ static void edges(void)
 	T_EXPECT_ERR(xferk_mr_reg(x, pool + EDGE, len, XFERK_ACCESS_ALL, &mr), 0);
 	roundtrip(mr, EDGE, b, 3, 3);
 	roundtrip(mr, EDGE, &one, 1, 4);
-	/* The last block first: the first would end, the last start mid-page. */
-	b[0] = b[2];
-	b[2] = (struct xferk_block) { 0, PAGE - EDGE };
+	/* Misaligned where two meet: each case alone. */
+	b[1].len += 1;		/* a middle block ends mid-page */
 	T_EXPECT_ERR(xferk_window_open(x, conn, mr, b, 3, RW, &tok, &win, NULL),
 		     EINVAL);
-	/* A middle block that starts mid-page. */
-	b[1].offset += 1;
 	b[1].len -= 1;
-	b[0] = b[2];
-	T_EXPECT_ERR(xferk_window_open(x, conn, mr, b, 2, RW, &tok, &win, NULL),
+	b[0].len += 1;		/* the first block ends mid-page */
+	T_EXPECT_ERR(xferk_window_open(x, conn, mr, b, 3, RW, &tok, &win, NULL),
+		     EINVAL);
+	b[0].len -= 1;
+	b[2].offset -= 1;	/* the last block starts mid-page */
+	b[2].len += 1;
+	T_EXPECT_ERR(xferk_window_open(x, conn, mr, b, 3, RW, &tok, &win, NULL),
 		     EINVAL);
 	T_EXPECT_ERR(xferk_mr_dereg(x, mr), 0);
 }

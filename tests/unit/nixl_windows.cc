@@ -16,25 +16,23 @@
 #include "expect.h"
 #include "xferk_windows.h"
 
-constexpr uintptr_t kPage = 4096;
-
 static uint64_t
-pages_of(uintptr_t start, uintptr_t end) {
-    return ((end + kPage - 1) / kPage) - start / kPage;
+pages_of(uintptr_t start, uintptr_t end, uintptr_t page) {
+    return ((end + page - 1) / page) - start / page;
 }
 
-// Plans @spans of the region [@base, @base + @len) and checks everything
-// the header promises. The number of windows.
+// Plans @spans of the region [@base, @base + @len) in pages of @page
+// bytes and checks everything the header promises. The number of windows.
 static size_t
 check(const char *name, uintptr_t base, size_t len,
-      const std::vector<std::pair<uintptr_t, size_t>> &spans) {
+      const std::vector<std::pair<uintptr_t, size_t>> &spans, uintptr_t page = 4096) {
     std::vector<XferkWindowPlan> plan;
     std::vector<XferkWindowPiece> pieces;
     std::set<uintptr_t> touched; /* pages a span touches */
 
-    xferk_plan_windows(base, len, kPage, spans, plan, pieces);
+    xferk_plan_windows(base, len, page, spans, plan, pieces);
     for (const auto &sp : spans)
-        for (uintptr_t p = sp.first / kPage; p <= (sp.first + sp.second - 1) / kPage; p++)
+        for (uintptr_t p = sp.first / page; p <= (sp.first + sp.second - 1) / page; p++)
             touched.insert(p);
     for (size_t w = 0; w < plan.size(); w++) {
         const XferkWindowPlan &win = plan[w];
@@ -46,15 +44,14 @@ check(const char *name, uintptr_t base, size_t len,
                    "%s: window %zu block %zu [%llu, +%llu) is not within the region", name, w,
                    b, (unsigned long long)win.blocks[b].offset,
                    (unsigned long long)win.blocks[b].len);
-            EXPECT(b == 0 || s % kPage == 0, "%s: window %zu block %zu starts mid-page", name, w,
+            EXPECT(b == 0 || s % page == 0, "%s: window %zu block %zu starts mid-page", name, w,
                    b);
-            EXPECT(b + 1 == win.blocks.size() || e % kPage == 0,
+            EXPECT(b + 1 == win.blocks.size() || e % page == 0,
                    "%s: window %zu block %zu ends mid-page", name, w, b);
-            EXPECT(b == 0 || s % kPage == 0 || s == base, "%s", name);
-            for (uintptr_t p = s / kPage; p < (e + kPage - 1) / kPage; p++)
+            for (uintptr_t p = s / page; p < (e + page - 1) / page; p++)
                 EXPECT(touched.count(p), "%s: window %zu maps page %#lx that no block touches",
                        name, w, (unsigned long)p);
-            pages += pages_of(s, e);
+            pages += pages_of(s, e, page);
             bytes += e - s;
         }
         EXPECT(pages == win.pages && pages <= kWindowPages,
@@ -65,8 +62,8 @@ check(const char *name, uintptr_t base, size_t len,
         // its last ends mid-page only at the region's end.
         uintptr_t s0 = base + win.blocks.front().offset;
         uintptr_t e1 = base + win.blocks.back().offset + win.blocks.back().len;
-        EXPECT(s0 % kPage == 0 || s0 == base, "%s: window %zu starts mid-page inside", name, w);
-        EXPECT(e1 % kPage == 0 || e1 == base + len, "%s: window %zu ends mid-page inside", name,
+        EXPECT(s0 % page == 0 || s0 == base, "%s: window %zu starts mid-page inside", name, w);
+        EXPECT(e1 % page == 0 || e1 == base + len, "%s: window %zu ends mid-page inside", name,
                w);
     }
     // The pieces: sorted, disjoint, each a block of its window at its offset.
@@ -122,7 +119,7 @@ main() {
     std::shuffle(all.begin(), all.end(), rnd);
     n = check("all", base, len, all);
     EXPECT(n == 64, "all: %zu windows, not 64 (16,384 pages)", n);
-    // Random blocks, overlapping, of random sizes.
+    // Random blocks, overlapping, of random sizes, in 4 KiB and 64 KiB pages.
     for (int round = 0; round < 200; round++) {
         std::vector<std::pair<uintptr_t, size_t>> spans;
         size_t count = 1 + rnd() % 300, max = 1 + rnd() % (64 << 10);
@@ -130,7 +127,7 @@ main() {
             size_t l = 1 + rnd() % max;
             spans.emplace_back(base + rnd() % (len - l + 1), l);
         }
-        check("random", base, len, spans);
+        check("random", base, len, spans, round % 2 ? 4096 : 65536);
     }
     if (failures) std::fprintf(stderr, "%d failures\n", failures);
     return failures ? 1 : 0;

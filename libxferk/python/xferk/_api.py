@@ -478,8 +478,9 @@ class Export(_Handle):
 
 
 class Window(Export):
-    """A window (XFERK_FEAT_WINDOWS): page-aligned blocks of a region seen
-    by the peer as one range of ``length`` bytes. An export handle."""
+    """A window (XFERK_FEAT_WINDOWS): blocks of a region, page-aligned where
+    two meet (XFERK_FEAT_WINDOW_EDGES), seen by the peer as one range of
+    ``length`` bytes. An export handle."""
     _kind = "window"
 
     def __init__(self, region, conn, blocks, access=None):
