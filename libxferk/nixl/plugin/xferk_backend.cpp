@@ -770,11 +770,11 @@ XferkEngine::end_export(const std::string &agent, uint64_t disconnects) {
 int
 XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t conn)> &fn) const {
     int ret = -ENOTCONN;
+    uint64_t conn = 0;
 
     for (int attempt = 0; attempt < 2 && (ret == -ENOTCONN || ret == -ESTALE); attempt++) {
-        uint64_t conn;
-
-        if (attempt) forget_conn(ip);
+        if (attempt && conn) forget_conn(ip, conn);
+        conn = 0;
         ret = conn_to(ip, conn) ? fn(conn) : -ENOTCONN;
     }
     return ret;
@@ -969,10 +969,18 @@ XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip, const st
     return export_region(key, ip, agent, tok);
 }
 
+// Drops @conn, the connection to @ip that failed for good, and its handle:
+// the next call connects again (sharing the session if it still lives).
+// Nothing if another thread replaced it already.
 void
-XferkEngine::forget_conn(const std::string &ip) const {
-    std::lock_guard<std::mutex> guard(lock_);
-    conns_.erase(ip);
+XferkEngine::forget_conn(const std::string &ip, uint64_t conn) const {
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto it = conns_.find(ip);
+        if (it == conns_.end() || it->second != conn) return; /* replaced already */
+        conns_.erase(it);
+    }
+    xferk_disconnect(x_, conn);
 }
 
 nixl_status_t

@@ -221,7 +221,7 @@ private:
     export_region(const xferk_key_t &key, const std::string &ip, const std::string &agent,
                   xferk_token &tok);
     void
-    forget_conn(const std::string &ip) const;
+    forget_conn(const std::string &ip, uint64_t conn) const;
     void
     finish(XferkReqH *req) const;
 
