@@ -477,9 +477,15 @@ def test_window(loop, dev):
     how, _ = w.close_safely(timeout=30)
     assert how in (xferk.CLOSE_COOPERATIVE, xferk.CLOSE_FORCED)
     assert w.closed
+    # Blocks meet page-aligned: a second block may not start mid-page.
     with pytest.raises(xferk.XferkError) as e:
-        loop.dst.window(loop.conn, [(1, 4096)])
+        loop.dst.window(loop.conn, [(0, 4096), (8193, 4095)])
     assert e.value.errno == errno.EINVAL
+    # A window of one block may start and end mid-page.
+    if dev.has(xferk.Feature.WINDOW_EDGES):
+        w = loop.dst.window(loop.conn, [(1, 100)])
+        assert w.length == 100
+        w.close_safely(timeout=30)
 
 
 def test_connection_info(loop):
