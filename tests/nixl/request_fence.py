@@ -12,7 +12,7 @@ as malloc()ed memory does. Checks, with the count of exports in sysfs:
    its last 500 bytes: a WRITE with a notification lands exactly there
    (no other byte of the array changes) and its notification arrives; a
    READ brings the bytes back; while the request lives the target has
-   windows, and once it is released (and the engine's closer thread asked
+   windows, and once it is released (and the engine's worker thread asked
    the target) none;
 3. a request of 600 blocks of 4 KiB, every other page, and one of 2 MiB:
    more windows than one can map (256 pages each), a WRITE right;
@@ -57,7 +57,7 @@ def run(init, h, seconds=60, msg=b"fenced"):
 
 def windows_left(p, seconds=10):
     """The target's windows once they are all closed, or after @seconds:
-    a release leaves the close to the engine's closer thread."""
+    a release leaves the close to the engines' worker threads."""
     until = time.monotonic() + seconds
     while stat("exports") != p.before and time.monotonic() < until:
         time.sleep(0.01)

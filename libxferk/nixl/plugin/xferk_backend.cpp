@@ -38,6 +38,9 @@ constexpr size_t kFrameWindows = 200;
 /* Notifications a 'C' waits for (a request has one), and how long. */
 constexpr size_t kCloseTags = 16;
 constexpr uint64_t kCloseWaitNs = 2ULL * 1000000000ULL;
+/* Closed nonces kept: longer than a 'W' sent twice may take (2 x 20 s). */
+constexpr auto kClosedKeep = std::chrono::seconds(60);
+constexpr size_t kClosedNonces = 65536;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
@@ -329,17 +332,23 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         initErr = true;
         return;
     }
-    closer_ = std::thread([this] { send_closes(); });
+    try {
+        worker_ = std::thread([this] { work(); });
+    }
+    catch (const std::system_error &e) {
+        NIXL_ERROR << "XFERK: no worker thread: " << e.what();
+        initErr = true;
+    }
 }
 
 XferkEngine::~XferkEngine() {
-    if (closer_.joinable()) {
+    if (worker_.joinable()) {
         {
-            std::lock_guard<std::mutex> guard(closes_lock_);
-            closes_stop_ = true;
+            std::lock_guard<std::mutex> guard(tasks_lock_);
+            tasks_stop_ = true;
         }
-        closes_cv_.notify_one();
-        closer_.join();
+        tasks_cv_.notify_one();
+        worker_.join();
     }
     server_.reset();
     // Closing the file never unpins early: the kernel keeps every page an
@@ -503,8 +512,8 @@ XferkEngine::deregisterMem(nixlBackendMD *meta) {
     for (XferkReqH *req : md->users)
         req->regions.erase(md->key);
     regions_.erase(md->key);
-    for (auto &r : window_reqs_) {
-        auto &windows = r.second.windows;
+    for (auto r = window_reqs_.begin(); r != window_reqs_.end();) {
+        auto &windows = r->second.windows;
         for (auto w = windows.begin(); w != windows.end();) {
             if (w->second != md->key) {
                 ++w;
@@ -513,6 +522,7 @@ XferkEngine::deregisterMem(nixlBackendMD *meta) {
             handles.push_back(w->first);
             w = windows.erase(w);
         }
+        r = windows.empty() ? window_reqs_.erase(r) : std::next(r);
     }
     guard.unlock();
     for (const auto &e : md->exports)
@@ -765,14 +775,20 @@ XferkEngine::end_export(const std::string &agent, uint64_t disconnects) {
 }
 
 // Calls @fn with the connection to @ip, and once more with a new one if
-// that one ended for good (-ENOTCONN, -ESTALE): what @fn returns, or
-// -ENOTCONN.
+// that one failed (-ENOTCONN or -ESTALE, and the connection is not up, or
+// its handle is gone): what @fn returns, or -ENOTCONN.
 int
 XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t conn)> &fn) const {
     int ret = -ENOTCONN;
     uint64_t conn = 0;
 
     for (int attempt = 0; attempt < 2 && (ret == -ENOTCONN || ret == -ESTALE); attempt++) {
+        xferk_conn_info info;
+        // ESTALE may be another handle's (a region deregistered meanwhile):
+        // a connection that is up stays.
+        if (attempt && conn && !xferk_conn_query(x_, conn, &info) &&
+            info.state == XFERK_CONN_STATE_UP)
+            break;
         if (attempt && conn) forget_conn(ip, conn);
         conn = 0;
         ret = conn_to(ip, conn) ? fn(conn) : -ENOTCONN;
@@ -787,8 +803,9 @@ XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t con
 // _WRITE for a WRITE), windows (4), then per window the region's key
 // (16), blocks (4) and each block's offset in the region and length (8
 // each). Reply: 'V' and each window's token, or 'X' errno (-EINVAL:
-// malformed; -EEXIST: the nonce is another grantee's; -ENOENT: a region is
-// not registered; -EACCES: disconnect() of the agent came meanwhile; what
+// malformed; -ESTALE: a 'C' closed the nonce already; -EEXIST: the nonce
+// is another grantee's; -ENOENT: a region is not registered; -EACCES:
+// disconnect() of the agent came meanwhile; what
 // xferk_window_open() says). A frame's windows all open or none do; a
 // frame sent again gets the same reply, and 'C' closes the request's.
 std::string
@@ -825,6 +842,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     if (!in.ok || in.left()) return refusal(-EINVAL);
     {
         std::lock_guard<std::mutex> guard(lock_);
+        if (was_closed(nonce)) return refusal(-ESTALE);
         auto r = window_reqs_.find(nonce);
         if (r != window_reqs_.end() && r->second.grantee != grantee) return refusal(-EEXIST);
         if (r != window_reqs_.end() && r->second.replies.count(index))
@@ -908,40 +926,73 @@ XferkEngine::notes_in(const std::string &agent, const std::vector<uint64_t> &tag
     });
 }
 
-// 'C' (fence=request): closes the windows of a request, as disconnect()
-// does. Frame: 'C', name length (2), name, the request's nonce (8), tags
-// (4, at most kCloseTags), each tag (8): the request's notifications,
-// whose DATA events, which name its windows, are waited for first (at
-// most kCloseWaitNs: the initiator sent this once its ops were complete,
-// so they are on their way, and they are lost once a window is closed).
-// A nonce that is another grantee's or unknown closes nothing. Reply 'A'
-// once no access through them can land, or 'X' -EINVAL.
+// 'C' (fence=request): closes the windows of a request. Frame: 'C', name
+// length (2), name, the request's nonce (8), tags (4, at most kCloseTags),
+// each tag (8): the request's notifications. Answered 'A' at once (or 'X'
+// -EINVAL); the worker closes the windows (finish_close()). The nonce is
+// remembered, so that a 'W' of it that comes later opens nothing. A nonce
+// of another grantee's, or unknown, closes nothing.
 std::string
 XferkEngine::close_windows(const std::string &frame, const std::string &peer_ip) {
     FrameReader in{frame};
     std::string agent = in.bytes(in.get<uint16_t>());
     uint64_t nonce = in.get<uint64_t>();
     uint32_t n = in.get<uint32_t>();
-    std::vector<uint64_t> tags, handles;
+    Task task;
 
     if (!in.ok || n > kCloseTags || in.left() != n * sizeof(uint64_t)) return refusal(-EINVAL);
     while (n--)
-        tags.push_back(in.get<uint64_t>());
-    for (uint64_t until = xferk_now_ns() + kCloseWaitNs; !notes_in(agent, tags) && xferk_now_ns() < until;) {
+        task.tags.push_back(in.get<uint64_t>());
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto now = std::chrono::steady_clock::now();
+        while (!closed_.empty() &&
+               (closed_.size() >= kClosedNonces || now - closed_.front().second > kClosedKeep)) {
+            closed_set_.erase(closed_.front().first);
+            closed_.pop_front();
+        }
+        if (closed_set_.insert(nonce).second) closed_.emplace_back(nonce, now);
+        auto r = window_reqs_.find(nonce);
+        if (r == window_reqs_.end() || r->second.grantee != std::make_pair(peer_ip, agent))
+            return "A";
+    }
+    task.agent = agent;
+    task.nonce = nonce;
+    queue_task(std::move(task));
+    return "A";
+}
+
+// Whether a 'C' named @nonce within kClosedKeep. With lock_.
+bool
+XferkEngine::was_closed(uint64_t nonce) const {
+    return closed_set_.count(nonce);
+}
+
+// The worker's close of a request's windows (close_windows()): first, for
+// at most kCloseWaitNs, until every op of its notifications has had its
+// DATA event (the initiator sent 'C' once its ops were complete, so the
+// events are on their way, and a closed window's events are dropped); then
+// as disconnect() closes. Windows that disconnect() or deregisterMem()
+// took meanwhile are theirs.
+void
+XferkEngine::finish_close(const Task &task) {
+    std::vector<uint64_t> handles;
+
+    for (uint64_t until = xferk_now_ns() + kCloseWaitNs;
+         !notes_in(task.agent, task.tags) && xferk_now_ns() < until;) {
         take_events();
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     {
         std::lock_guard<std::mutex> guard(lock_);
-        auto r = window_reqs_.find(nonce);
-        if (r != window_reqs_.end() && r->second.grantee == std::make_pair(peer_ip, agent)) {
+        auto r = window_reqs_.find(task.nonce);
+        if (r != window_reqs_.end()) {
             for (const auto &w : r->second.windows)
                 handles.push_back(w.first);
             window_reqs_.erase(r);
         }
     }
-    close_handles(handles, agent);
-    return "A";
+    close_handles(handles, task.agent);
 }
 
 // A rail's export of the region with @key to @ip, for @agent at the peer
@@ -1269,52 +1320,70 @@ XferkEngine::prep_windows(XferkReqH *req,
 }
 
 // Gives @req's windows back: its imports dropped, and the target to be
-// asked to close them ('C', by the closer thread: send_closes()).
+// asked to close them ('C', by the worker: work()).
 void
 XferkEngine::drop_windows(XferkReqH *req) const {
-    std::string frame = named('C', localAgent);
+    Task task;
 
     for (uint64_t imp : req->window_imports)
         xferk_unimport(x_, imp);
     req->window_imports.clear();
     if (!req->window_nonce) return;
-    put(frame, req->window_nonce);
-    put(frame, (uint32_t)(req->tag ? 1 : 0));
-    if (req->tag) put(frame, req->tag);
+    task.agent = req->remote_agent;
+    task.frame = named('C', localAgent);
+    put(task.frame, req->window_nonce);
+    put(task.frame, (uint32_t)(req->tag ? 1 : 0));
+    if (req->tag) put(task.frame, req->tag);
     req->window_nonce = 0;
-    {
-        std::lock_guard<std::mutex> guard(closes_lock_);
-        closes_.emplace_back(req->remote_agent, std::move(frame));
-    }
-    closes_cv_.notify_one();
+    queue_task(std::move(task));
 }
 
-// The closer thread: sends each 'C' frame drop_windows() left, on a
-// connection of its own (a 'C' may take seconds: the notifications of
-// other requests are not held up behind it), sent again once on a new
-// connection if the call fails; the target answers once no
-// access through the windows can happen any more. A target that cannot be
-// asked closes them when it disconnects this agent or deregisters the
+void
+XferkEngine::queue_task(Task task) const {
+    {
+        std::lock_guard<std::mutex> guard(tasks_lock_);
+        tasks_.push_back(std::move(task));
+    }
+    tasks_cv_.notify_one();
+}
+
+// The worker thread: closes windows (finish_close()) and sends 'C' frames,
+// each on a control connection of its own (a 'C' may take seconds: no
+// other request's notification waits behind it), sent again once on a new
+// connection if the call fails. A target that could not be asked loses
+// the rest of its 'C' frames queued (each would wait as long): it closes
+// those windows when it disconnects this agent or deregisters the
 // regions.
 void
-XferkEngine::send_closes() {
-    std::unique_lock<std::mutex> guard(closes_lock_);
+XferkEngine::work() {
+    std::unique_lock<std::mutex> guard(tasks_lock_);
 
     for (;;) {
-        closes_cv_.wait(guard, [this] { return closes_stop_ || !closes_.empty(); });
-        if (closes_stop_) break;
-        auto close = std::move(closes_.front());
-        closes_.pop_front();
+        tasks_cv_.wait(guard, [this] { return tasks_stop_ || !tasks_.empty(); });
+        if (tasks_stop_) break;
+        Task task = std::move(tasks_.front());
+        tasks_.pop_front();
         guard.unlock();
-        std::shared_ptr<Peer> peer = find_peer(close.first);
+        if (task.frame.empty()) {
+            finish_close(task);
+            guard.lock();
+            continue;
+        }
+        std::shared_ptr<Peer> peer = find_peer(task.agent);
         std::string reply;
-        if (!peer || !peer->closes.call(close.second, reply, true) || reply != "A")
-            NIXL_WARN << "XFERK: " << close.first << " was not asked to close the windows"
-                      << " of a request";
+        bool sent = peer && peer->closes.call(task.frame, reply, true) && reply == "A";
         guard.lock();
+        if (sent) continue;
+        size_t dropped = 1;
+        for (auto t = tasks_.begin(); t != tasks_.end();) {
+            bool same = !t->frame.empty() && t->agent == task.agent;
+            dropped += same;
+            t = same ? tasks_.erase(t) : std::next(t);
+        }
+        NIXL_WARN << "XFERK: " << task.agent << " was not asked to close the windows of "
+                  << dropped << " requests";
     }
-    if (!closes_.empty())
-        NIXL_WARN << "XFERK: " << closes_.size() << " requests' windows not given back";
+    if (!tasks_.empty()) NIXL_WARN << "XFERK: " << tasks_.size() << " closes not done";
 }
 
 // What a submit's errno means to NIXL.

@@ -122,7 +122,7 @@ private:
         std::string ip;
         std::vector<std::string> rails;
         XferkCtrlClient ctrl;
-        XferkCtrlClient closes; /* the closer thread's, connected at its first 'C' */
+        XferkCtrlClient closes; /* the worker's, connected at its first 'C' */
     };
 
     /* A notification on its way in: the message (control channel) and, for
@@ -149,6 +149,15 @@ private:
         std::pair<std::string, std::string> grantee; /* ip, agent */
         std::vector<std::pair<uint64_t, xferk_key_t>> windows;
         std::map<uint32_t, std::string> replies;
+    };
+
+    /* A task of the worker thread: a 'C' frame to send to @agent
+     * (@frame), or, with @frame empty, the windows of request @nonce of
+     * @agent's to close once its notifications @tags are in. */
+    struct Task {
+        std::string agent, frame;
+        uint64_t nonce = 0;
+        std::vector<uint64_t> tags;
     };
 
     bool
@@ -179,7 +188,13 @@ private:
     void
     drop_windows(XferkReqH *req) const;
     void
-    send_closes();
+    work();
+    void
+    queue_task(Task task) const;
+    void
+    finish_close(const Task &task);
+    bool
+    was_closed(uint64_t nonce) const;
     void
     take_events() const;
     bool
@@ -235,14 +250,15 @@ private:
     unsigned int qps_ = 0; /* RC QPs per session path; 0: the module's */
     bool per_request_ = false; /* fence=request: peers get windows only */
     std::unique_ptr<XferkCtrlServer> server_;
-    /* 'C' frames drop_windows() left to send (agent, frame), and the
-     * thread that sends them, so that releaseReqH() does not wait for the
-     * network; those left when the engine goes are not sent. */
-    mutable std::mutex closes_lock_;
-    mutable std::condition_variable closes_cv_;
-    mutable std::deque<std::pair<std::string, std::string>> closes_;
-    bool closes_stop_ = false;
-    std::thread closer_;
+    /* What the worker thread (work()) does off the callers' paths, so that
+     * neither releaseReqH() nor the control listener waits for a close;
+     * tasks left when the engine goes are not done (its file's close
+     * revokes what it exported). */
+    mutable std::mutex tasks_lock_;
+    mutable std::condition_variable tasks_cv_;
+    mutable std::deque<Task> tasks_;
+    bool tasks_stop_ = false;
+    std::thread worker_;
 
     mutable std::mutex lock_;
     mutable std::map<std::string, uint64_t> conns_;             /* peer ip -> xferk conn */
@@ -256,6 +272,11 @@ private:
     std::map<std::string, Exporting> exporting_;
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
     std::map<uint64_t, WindowReq> window_reqs_;                 /* by nonce */
+    /* Nonces a 'C' named, kept kClosedKeep (at most kClosedNonces): a 'W'
+     * that arrives after its request's 'C' (sent again, overtaken) opens
+     * nothing. Oldest first. */
+    std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> closed_;
+    std::set<uint64_t> closed_set_;
     mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
     mutable notif_list_t ready_;
     mutable size_t pending_bytes_ = 0; /* arrivals_' and ready_'s cost */

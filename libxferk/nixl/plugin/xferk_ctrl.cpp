@@ -181,7 +181,7 @@ XferkCtrlServer::~XferkCtrlServer() {
 }
 
 namespace {
-constexpr size_t kMaxConns = 256;
+constexpr size_t kMaxConns = 512; /* two per peer agent: calls and closes */
 constexpr size_t kHelloBytes = 4 + 1 + sizeof(xferk_key_t);
 constexpr int kHelloSeconds = 5;
 constexpr struct timeval kIoTimeout = {10, 0};

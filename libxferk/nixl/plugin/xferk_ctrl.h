@@ -34,8 +34,8 @@
  *   'V' {token}... | 'X' errno      the reply to 'W'
  *   'C' namelen[2] name nonce[8] ntags[4] tag[8]...
  *                                   close the request's windows, once
- *                                   the notifications' data is in;
- *                                   reply 'A'
+ *                                   the notifications' data is in
+ *                                   (reply 'A' at once)
  *   'M' tag[8] ops[4] namelen[2] name msg
  *                                   a notification, carried by @ops ops
  *                                   with @tag (tag 0, ops 0: no data); at
