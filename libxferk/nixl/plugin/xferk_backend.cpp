@@ -130,6 +130,23 @@ refusal(int32_t err) {
     return "X" + std::string((const char *)&err, sizeof(err));
 }
 
+// The errno a peer refused a frame with ('X'), as a negative errno; -EPROTO
+// for any other reply or a value that is not an errno (only ever printed).
+int32_t
+refused_with(const std::string &reply) {
+    int32_t why = -EPROTO;
+
+    if (reply.size() == 1 + sizeof(why) && reply[0] == 'X') memcpy(&why, reply.data() + 1, sizeof(why));
+    return why < 0 && why > -4096 ? why : -EPROTO;
+}
+
+// Whether a frame names an agent the way token and window requests must:
+// 1 to kMaxAgentName bytes.
+bool
+agent_name_ok(const std::string &agent) {
+    return !agent.empty() && agent.size() <= kMaxAgentName;
+}
+
 // A frame of @type, with @agent's name and its length (2 bytes) first.
 std::string
 named(char type, const std::string &agent) {
@@ -688,7 +705,7 @@ XferkEngine::handle_ctrl(const std::string &frame, const std::string &peer_ip) {
         uint32_t page = sysconf(_SC_PAGESIZE);
         memcpy(key.data(), frame.data() + 1, key.size());
         std::lock_guard<std::mutex> guard(lock_);
-        if (agent.empty() || agent.size() > kMaxAgentName)
+        if (!agent_name_ok(agent))
             err = -EINVAL;
         else if (!regions_.count(key))
             err = -ENOENT;
@@ -723,7 +740,7 @@ XferkEngine::export_region(const xferk_key_t &key, const std::string &ip, const 
     const XferkLocalMD::Grantee grantee(ip, agent);
     uint64_t mr = 0, len = 0, exp, disconnects;
 
-    if (agent.empty() || agent.size() > kMaxAgentName) return -EINVAL;
+    if (!agent_name_ok(agent)) return -EINVAL;
     {
         std::lock_guard<std::mutex> guard(lock_);
         auto it = regions_.find(key);
@@ -824,7 +841,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     std::vector<std::pair<uint64_t, xferk_token>> opened; /* handle, token */
     uint64_t disconnects;
 
-    if (!in.ok || agent.empty() || agent.size() > kMaxAgentName || !nwin ||
+    if (!in.ok || !agent_name_ok(agent) || !nwin ||
         nwin > kFrameWindows || !access || (access & ~kExportAccess))
         return refusal(-EINVAL);
     asks.resize(nwin);
@@ -1110,9 +1127,7 @@ XferkEngine::ask_token(Peer &peer, const std::string &frame, bool again, xferk_t
         if (*page >= 4096 && *page <= (2u << 20) && !(*page & (*page - 1))) return 0;
         *page = 0;
     }
-    why = 0;
-    if (reply.size() == 1 + sizeof(why) && reply[0] == 'X') memcpy(&why, reply.data() + 1, sizeof(why));
-    if (why >= 0 || why < -4095) why = -EPROTO;
+    why = refused_with(reply);
     return -EACCES;
 }
 
@@ -1270,11 +1285,8 @@ XferkEngine::prep_windows(XferkReqH *req,
             return NIXL_ERR_REMOTE_DISCONNECT;
         }
         if (reply.size() != 1 + n * sizeof(xferk_token::bytes) || reply[0] != 'V') {
-            int32_t why = -EPROTO;
-            if (reply.size() == 1 + sizeof(why) && reply[0] == 'X')
-                memcpy(&why, reply.data() + 1, sizeof(why));
             NIXL_ERROR << "XFERK: " << req->remote_agent << " refused " << n
-                       << " windows: " << strerror(why < 0 && why > -4096 ? -why : EPROTO);
+                       << " windows: " << strerror(-refused_with(reply));
             drop_windows(req);
             return NIXL_ERR_BACKEND;
         }
