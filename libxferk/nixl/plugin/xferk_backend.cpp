@@ -968,7 +968,9 @@ XferkEngine::close_windows(const std::string &frame, const std::string &peer_ip)
             closed_set_.erase(closed_.front().first);
             closed_.pop_front();
         }
-        if (closed_set_.insert(nonce).second) closed_.emplace_back(nonce, now);
+        // A nonce named before is closing already: one close each.
+        if (!closed_set_.insert(nonce).second) return "A";
+        closed_.emplace_back(nonce, now);
         auto r = window_reqs_.find(nonce);
         if (r == window_reqs_.end() || r->second.grantee != std::make_pair(peer_ip, agent))
             return "A";
@@ -995,6 +997,10 @@ void
 XferkEngine::finish_close(const Task &task) {
     std::vector<uint64_t> handles;
 
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        if (!window_reqs_.count(task.nonce)) return; /* taken meanwhile */
+    }
     for (uint64_t until = xferk_now_ns() + kCloseWaitNs;
          !notes_in(task.agent, task.tags) && xferk_now_ns() < until;) {
         take_events();
