@@ -21,7 +21,11 @@ as malloc()ed memory does. Checks, with the count of exports in sysfs:
 4. remove_remote_agent(initiator) on the target while a request is
    prepared closes its windows; posting the request then fails, and the
    target's bytes stay as they were;
-5. fence=bogus fails the backend's creation.
+5. a target with max_windows_per_peer=2: two requests of a window each
+   are prepared, a third is refused (opening no window) while they
+   live, and prepared once one of them is released; its WRITE lands;
+6. fence=bogus, and max_windows_per_peer above 65535 or not a number,
+   fail the backend's creation.
 Exit 0 pass, 1 fail.
 """
 import sys
@@ -55,19 +59,19 @@ def run(init, h, seconds=60, msg=b"fenced"):
         return "ERR"
 
 
-def windows_left(p, seconds=10):
-    """The target's windows once they are all closed, or after @seconds:
-    a release leaves the close to the engines' worker threads."""
+def windows_left(p, want=0, seconds=10):
+    """The target's windows once @want are left, or after @seconds: a
+    release leaves the close to the engines' worker threads."""
     until = time.monotonic() + seconds
-    while stat("exports") != p.before and time.monotonic() < until:
+    while stat("exports") != p.before + want and time.monotonic() < until:
         time.sleep(0.01)
     return stat("exports") - p.before
 
 
 class Pair:
-    def __init__(self):
+    def __init__(self, params=None):
         self.init = backend_agent({})
-        self.target = backend_agent({"fence": "request"})
+        self.target = backend_agent({"fence": "request", **(params or {})})
         self.arr = np.zeros(SIZE + 2 * EDGE, np.uint8)
         self.dst = self.arr[EDGE:EDGE + SIZE]
         self.src = np.random.default_rng(7).integers(0, 256, SIZE, np.uint8)
@@ -170,8 +174,36 @@ def fenced(p):
     return int(during < 1 or after != 0 or state == "DONE" or changed != 0)
 
 
+def capped():
+    """max_windows_per_peer=2: the third window waits for a release."""
+    p = Pair({"max_windows_per_peer": "2"})
+    held = [p.handle("WRITE", [(i << 20, 4096)]) for i in range(2)]
+    during = stat("exports") - p.before
+    try:
+        third = p.handle("WRITE", [(2 << 20, 4096)])
+        refused_third = False
+    except Exception:  # noqa: BLE001 - NIXL raises its own kinds
+        third = None
+        refused_third = True
+    after_refusal = stat("exports") - p.before
+    p.init.release_xfer_handle(held.pop())
+    left = windows_left(p, 1)
+    if third is None:
+        third = p.handle("WRITE", [(2 << 20, 4096)])
+    state = run(p.init, third)
+    ok = state == "DONE" and p.landed([(2 << 20, 4096)])
+    print(f"capped: {during} windows for two requests, a third "
+          f"{'refused' if refused_third else 'PREPARED'} ({after_refusal} windows then); "
+          f"after a release {left}, the third's WRITE {state}, data {'exact' if ok else 'WRONG'}")
+    for h in held + [third]:
+        p.init.release_xfer_handle(h)
+    return int(during != 2 or not refused_third or after_refusal != 2 or left != 1 or not ok)
+
+
 def main():
     bad = int(not refused({"fence": "bogus"}))
+    bad |= int(not refused({"fence": "request", "max_windows_per_peer": "65536"}))
+    bad |= int(not refused({"fence": "request", "max_windows_per_peer": "two"}))
 
     p = Pair()
     made = stat("exports") - p.before
@@ -181,6 +213,7 @@ def main():
     bad |= many(p)
     bad |= quick(p)
     bad |= fenced(p)
+    bad |= capped()
     return int(bad)
 
 

@@ -41,6 +41,9 @@ constexpr uint64_t kCloseWaitNs = 2ULL * 1000000000ULL;
 /* Closed nonces kept: longer than a 'W' sent twice may take (2 x 20 s). */
 constexpr auto kClosedKeep = std::chrono::seconds(60);
 constexpr size_t kClosedNonces = 65536;
+/* max_windows_per_peer's largest value: the module's largest
+ * max_exports_per_file. */
+constexpr unsigned int kMaxWindowsPerPeer = 65535;
 constexpr uint32_t kRegionAccess = XFERK_ACCESS_ALL;
 constexpr uint32_t kExportAccess = XFERK_ACCESS_REMOTE_READ | XFERK_ACCESS_REMOTE_WRITE;
 
@@ -308,6 +311,12 @@ XferkEngine::XferkEngine(const nixlBackendInitParams *init_params)
         return;
     }
     per_request_ = fence == "request";
+    if (!param_uint(params, "max_windows_per_peer", 0, kMaxWindowsPerPeer,
+                    max_windows_per_peer_)) {
+        NIXL_ERROR << "XFERK: max_windows_per_peer: a number from 0 to " << kMaxWindowsPerPeer;
+        initErr = true;
+        return;
+    }
     unsigned int ctrl_port;
     if (!param_uint(params, "ctrl_port", 0, 65535, ctrl_port)) {
         NIXL_ERROR << "XFERK: ctrl_port: a number from 0 to 65535";
@@ -821,7 +830,8 @@ XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t con
 // (16), blocks (4) and each block's offset in the region and length (8
 // each). Reply: 'V' and each window's token, or 'X' errno (-EINVAL:
 // malformed; -ESTALE: a 'C' closed the nonce already; -EEXIST: the nonce
-// is another grantee's; -ENOENT: a region is not registered; -EACCES:
+// is another grantee's; -ENOENT: a region is not registered; -EMFILE:
+// the peer host would hold more than max_windows_per_peer; -EACCES:
 // disconnect() of the agent came meanwhile; what
 // xferk_window_open() says). A frame's windows all open or none do; a
 // frame sent again gets the same reply, and 'C' closes the request's.
@@ -869,6 +879,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
             if (it == regions_.end()) return refusal(-ENOENT);
             a.mr = it->second->mr;
         }
+        if (!windows_fit(peer_ip, asks.size())) return refusal(-EMFILE);
         disconnects = begin_export(agent);
     }
     auto undo = [&] {
@@ -897,10 +908,11 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     auto r = window_reqs_.find(nonce);
     bool taken = r != window_reqs_.end() &&
         (r->second.grantee != grantee || r->second.replies.count(index));
-    if (!err && (revoked || gone || taken)) {
+    bool full = !windows_fit(peer_ip, opened.size());
+    if (!err && (revoked || gone || taken || full)) {
         guard.unlock();
         undo();
-        err = revoked ? -EACCES : gone ? -ENOENT : -EEXIST;
+        err = revoked ? -EACCES : gone ? -ENOENT : taken ? -EEXIST : -EMFILE;
     }
     if (err) return refusal(err);
     WindowReq &req = window_reqs_[nonce];
@@ -979,6 +991,18 @@ XferkEngine::close_windows(const std::string &frame, const std::string &peer_ip)
     task.nonce = nonce;
     queue_task(std::move(task));
     return "A";
+}
+
+// Whether the agents at @peer_ip may hold @more windows besides theirs
+// (max_windows_per_peer). With lock_.
+bool
+XferkEngine::windows_fit(const std::string &peer_ip, size_t more) const {
+    size_t held = 0;
+
+    if (!max_windows_per_peer_) return true;
+    for (const auto &r : window_reqs_)
+        if (r.second.grantee.first == peer_ip) held += r.second.windows.size();
+    return held + more <= max_windows_per_peer_;
 }
 
 // Whether a 'C' named @nonce within kClosedKeep. With lock_.

@@ -195,6 +195,8 @@ private:
     finish_close(const Task &task);
     bool
     was_closed(uint64_t nonce) const;
+    bool
+    windows_fit(const std::string &peer_ip, size_t more) const;
     void
     take_events() const;
     bool
@@ -249,6 +251,9 @@ private:
     uint64_t drain_budget_ns_;
     unsigned int qps_ = 0; /* RC QPs per session path; 0: the module's */
     bool per_request_ = false; /* fence=request: peers get windows only */
+    /* fence=request: windows one peer host may hold at once; 0: no cap
+     * but the file's max_exports_per_file. */
+    unsigned int max_windows_per_peer_ = 0;
     std::unique_ptr<XferkCtrlServer> server_;
     /* What the worker thread (work()) does off the callers' paths, so that
      * neither releaseReqH() nor the control listener waits for a close;
