@@ -127,6 +127,11 @@ struct xferk_send;
  *	not completed, in sequence order (@lock)
  * @nr_notify_posted: entries of @notify_posted, at most
  *	XFERK_NOTIFY_SENDS (@lock)
+ * @notify_uncredited: NOTIFYs sent on the current path that the peer (one
+ *	that announced XFERK_CAP_CREDIT) did not credit back yet, at most
+ *	XFERK_NOTIFY_CREDITS (@lock)
+ * @notify_owed: NOTIFYs that arrived on the current path, not credited
+ *	back yet (@lock)
  * @notify_seq: sequence number of the last notification queued (@lock)
  * @notify_seen: sequence number of the last notification the peer sent
  *	that was delivered (@lock)
@@ -198,6 +203,8 @@ struct xferk_conn {
 	struct list_head notify_queue;
 	struct list_head notify_posted;
 	u32 nr_notify_posted;
+	u32 notify_uncredited;
+	u32 notify_owed;
 	u64 notify_seq;
 	u64 notify_seen;
 

@@ -24,6 +24,12 @@
  * XFERK_IOC_EVENTS reports how many were (never silently). The NOTIFY and
  * EVENTS commands are the front's (notify_ioctl.c).
  *
+ * Flow control (wire.h): toward a peer that announced XFERK_CAP_CREDIT, at
+ * most XFERK_NOTIFY_CREDITS NOTIFYs are sent on a path and not credited
+ * back; an end credits back the NOTIFYs that arrived (their buffers are
+ * posted again before they are handled) in CREDIT messages. A new path
+ * starts with a full ring: both counts start at 0.
+ *
  * Each queued notification counts as one work request of the file that
  * caused it (max_chunks_per_file) until its send completes.
  *
@@ -117,9 +123,38 @@ void xferk_notify_free_list(struct list_head *list)
 	}
 }
 
+/* Whether the peer credits NOTIFYs back (XFERK_CAP_CREDIT). */
+static bool notify_credited(struct xferk_conn *c)
+{
+	return READ_ONCE(c->peer_caps) & XFERK_CAP_CREDIT;
+}
+
 /*
- * Sends what is queued, in order, while the path is up and send slots are
+ * Credits back the peer's NOTIFYs that arrived, once there are
+ * XFERK_CREDIT_BATCH of them, while the path is up and a send slot is
  * free (a message's completion kicks again). With c->lock.
+ */
+static void notify_credit_kick_locked(struct xferk_conn *c)
+{
+	u32 count = min_t(u32, c->notify_owed, XFERK_NOTIFY_CREDITS);
+	struct xferk_wire_credit m = {
+		.magic = cpu_to_le32(XFERK_MSG_MAGIC),
+		.type = XFERK_MSG_CREDIT,
+		.count = cpu_to_le32(count),
+	};
+
+	lockdep_assert_held(&c->lock);
+	if (count < XFERK_CREDIT_BATCH || !notify_credited(c) ||
+	    !xferk_conn_postable(c))
+		return;
+	if (!c->transport->send_msg(&c->path, &m, sizeof(m), 0))
+		c->notify_owed -= count;
+}
+
+/*
+ * Credits back what arrived, then sends what is queued, in order, while
+ * the path is up, send slots are free and the peer has room (a message's
+ * completion, and a CREDIT, kick again). With c->lock.
  */
 void xferk_notify_kick_locked(struct xferk_conn *c)
 {
@@ -127,8 +162,11 @@ void xferk_notify_kick_locked(struct xferk_conn *c)
 	struct xferk_notify *n;
 
 	lockdep_assert_held(&c->lock);
+	notify_credit_kick_locked(c);
 	while (!list_empty(&c->notify_queue) && xferk_conn_postable(c) &&
-	       c->nr_notify_posted < XFERK_NOTIFY_SENDS) {
+	       c->nr_notify_posted < XFERK_NOTIFY_SENDS &&
+	       (!notify_credited(c) ||
+		c->notify_uncredited < XFERK_NOTIFY_CREDITS)) {
 		n = list_first_entry(&c->notify_queue, struct xferk_notify,
 				     node);
 		m = (struct xferk_wire_notify) {
@@ -145,6 +183,8 @@ void xferk_notify_kick_locked(struct xferk_conn *c)
 			break;
 		list_move_tail(&n->node, &c->notify_posted);
 		c->nr_notify_posted++;
+		if (notify_credited(c))
+			c->notify_uncredited++;
 	}
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_kick_locked);
@@ -244,13 +284,16 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_notify_sent);
  * @c: the connection, with c->lock
  *
  * Notifications sent but not known delivered go back to the head of the
- * queue, in order: the next path sends them again.
+ * queue, in order: the next path sends them again. Its ring is the next
+ * path's no more: nothing is owed, nothing is uncredited.
  */
 void xferk_notify_path_lost(struct xferk_conn *c)
 {
 	lockdep_assert_held(&c->lock);
 	list_splice_init(&c->notify_posted, &c->notify_queue);
 	c->nr_notify_posted = 0;
+	c->notify_uncredited = 0;
+	c->notify_owed = 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_path_lost);
 
@@ -309,6 +352,11 @@ bool xferk_notify_received(struct xferk_conn *c,
 	fresh = seq > c->notify_seen;
 	if (fresh)
 		c->notify_seen = seq;
+	/* Its buffer is posted again already (the transport's order). */
+	if (notify_credited(c)) {
+		c->notify_owed++;
+		notify_credit_kick_locked(c);
+	}
 	mutex_unlock(&c->lock);
 	if (!fresh) {
 		atomic64_inc(&xferk_stats.notifies_duplicate);
@@ -329,3 +377,25 @@ bool xferk_notify_received(struct xferk_conn *c,
 	return true;
 }
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_received);
+
+/*
+ * CREDIT arrived: @count of our NOTIFYs' buffers are posted again. One
+ * sent on a path that died may come after its count restarted: taken as
+ * a bound, never below 0. Return: false if the peer broke the protocol.
+ */
+bool xferk_notify_credit_received(struct xferk_conn *c,
+				  const struct xferk_wire_credit *m)
+{
+	u32 count = le32_to_cpu(m->count);
+
+	if (!count || count > XFERK_NOTIFY_CREDITS ||
+	    memchr_inv(m->reserved0, 0, sizeof(m->reserved0)) ||
+	    m->reserved1 || m->reserved[0] || m->reserved[1])
+		return false;
+	mutex_lock(&c->lock);
+	c->notify_uncredited -= min(count, c->notify_uncredited);
+	xferk_notify_kick_locked(c);
+	mutex_unlock(&c->lock);
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(xferk_notify_credit_received);

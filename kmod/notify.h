@@ -16,6 +16,7 @@ struct xferk_event;
 struct xferk_export;
 struct xferk_qacct;
 struct xferk_remote;
+struct xferk_wire_credit;
 struct xferk_wire_notify;
 
 /**
@@ -59,6 +60,8 @@ void xferk_notify_conn_gone(struct xferk_conn *c);
 void xferk_notify_conn_down(struct xferk_conn *c);
 bool xferk_notify_received(struct xferk_conn *c,
 			   const struct xferk_wire_notify *m);
+bool xferk_notify_credit_received(struct xferk_conn *c,
+				  const struct xferk_wire_credit *m);
 void xferk_notify_set_deliver(bool (*deliver)(struct xferk_export *e,
 					      struct xferk_event *ev));
 

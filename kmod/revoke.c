@@ -327,6 +327,12 @@ void xferk_msg_received(struct xferk_conn *c, const void *msg, u32 len)
 			goto invalid;
 		return;
 	}
+	if (m->type == XFERK_MSG_CREDIT) {
+		if (len != sizeof(struct xferk_wire_credit) ||
+		    !xferk_notify_credit_received(c, msg))
+			goto invalid;
+		return;
+	}
 	if (len != sizeof(*m) ||
 	    memchr_inv(m->reserved0, 0, sizeof(m->reserved0)) || m->reserved)
 		goto invalid;

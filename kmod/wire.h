@@ -31,8 +31,9 @@
 #define XFERK_CAP_REVOKE	BIT_ULL(0)	/* windows, REVOKE, REVOKE_ACK */
 #define XFERK_CAP_NOTIFY	BIT_ULL(1)	/* NOTIFY */
 #define XFERK_CAP_FENCE		BIT_ULL(2)	/* FENCE, FENCE_ACK */
+#define XFERK_CAP_CREDIT	BIT_ULL(3)	/* CREDIT: NOTIFY is credited */
 #define XFERK_PROTO_CAPS	(XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY | \
-				 XFERK_CAP_FENCE)
+				 XFERK_CAP_FENCE | XFERK_CAP_CREDIT)
 
 /*
  * The connect request's and the accept's private data (56 bytes fit a
@@ -72,22 +73,35 @@ struct xferk_cm_rej {
 
 /*
  * Session messages (revoke.c and notify.c have the protocols): control
- * messages travel as SENDs of at most XFERK_MSG_SIZE bytes. One end has at
- * most XFERK_REVOKES_MAX revokes unanswered, owes at most as many answers,
- * has at most XFERK_NOTIFY_SENDS notifications and XFERK_FENCES_MAX fence
- * messages (to a peer that announced XFERK_CAP_FENCE) posted, so its send
- * slots suffice and its peer's receive ring holds what is on its way
- * unless the peer's kernel lags in reposting it (then the device retries
- * the send, XFERK_RNR_RETRY times: a kernel that lags longer kills the
- * path, which is why nothing that can take long, such as mapping a
- * region, runs under the lock that the receive completions need).
+ * messages travel as SENDs of at most XFERK_MSG_SIZE bytes into the
+ * peer's ring of XFERK_MSG_RECVS receive buffers. One end has at most
+ * XFERK_REVOKES_MAX revokes unanswered, owes at most as many answers, has
+ * at most XFERK_FENCES_MAX fence messages (to a peer that announced
+ * XFERK_CAP_FENCE) posted: each of those waits for an answer, which its
+ * peer sends once it took the message. Notifications are not answered:
+ * to a peer that announced XFERK_CAP_CREDIT, an end has at most
+ * XFERK_NOTIFY_CREDITS of them sent on a path and not credited back; the
+ * peer credits them back (CREDIT) once it posted their buffers again,
+ * XFERK_CREDIT_BATCH or more at a time, so at most XFERK_CREDIT_SENDS
+ * CREDITs are on their way. So the ring holds whatever is on its way,
+ * however long the receiving kernel lags. With a peer without it, at most
+ * XFERK_NOTIFY_SENDS notifications are posted, but a send completes when
+ * the peer's device took the message, not its kernel: a lagging kernel's
+ * ring can run dry, and the device retries the send after an RNR NAK
+ * (the QP's minimum RNR timer, which rdma_cm leaves at 655 ms),
+ * XFERK_RNR_RETRY times, before the path dies. Nothing that can take
+ * long, such as mapping a region, runs under the lock that the receive
+ * completions need.
  */
 #define XFERK_MSG_SIZE		48
 #define XFERK_REVOKES_MAX	16
 #define XFERK_NOTIFY_SENDS	16
+#define XFERK_NOTIFY_CREDITS	XFERK_NOTIFY_SENDS
+#define XFERK_CREDIT_BATCH	4
+#define XFERK_CREDIT_SENDS	(XFERK_NOTIFY_CREDITS / XFERK_CREDIT_BATCH)
 #define XFERK_FENCES_MAX	8
 #define XFERK_MSG_SENDS		(2 * XFERK_REVOKES_MAX + XFERK_NOTIFY_SENDS + \
-				 XFERK_FENCES_MAX)
+				 XFERK_FENCES_MAX + XFERK_CREDIT_SENDS)
 #define XFERK_MSG_RECVS		(XFERK_MSG_SENDS + 8)
 
 #define XFERK_MSG_MAGIC		0x4b4d4658U	/* "XFMK" */
@@ -98,6 +112,7 @@ enum xferk_msg_type {
 	XFERK_MSG_NOTIFY = 3,		/* an event for export id */
 	XFERK_MSG_FENCE = 4,		/* tear down your end of a path */
 	XFERK_MSG_FENCE_ACK = 5,	/* my end of that path is torn down */
+	XFERK_MSG_CREDIT = 6,		/* your NOTIFYs' buffers are posted */
 };
 
 /* A REVOKE or REVOKE_ACK on the wire (little endian). */
@@ -125,6 +140,19 @@ struct xferk_wire_notify {
 };
 
 /*
+ * A CREDIT on the wire (little endian): @count NOTIFYs that arrived on
+ * this path since the last CREDIT have their receive buffers posted again.
+ */
+struct xferk_wire_credit {
+	__le32 magic;
+	u8 type;		/* XFERK_MSG_CREDIT */
+	u8 reserved0[3];
+	__le32 count;		/* 1 .. XFERK_NOTIFY_CREDITS */
+	__le32 reserved1;
+	__le64 reserved[2];
+};
+
+/*
  * A FENCE or FENCE_ACK on the wire (little endian): it travels through
  * one session and names another between the same two hosts, whose key
  * authenticates it (fence.c).
@@ -140,6 +168,8 @@ struct xferk_wire_fence {
 };
 
 static_assert(sizeof(struct xferk_wire_msg) == 32);
+static_assert(sizeof(struct xferk_wire_credit) == 32);
+static_assert(XFERK_CREDIT_BATCH <= XFERK_NOTIFY_CREDITS);
 static_assert(sizeof(struct xferk_wire_fence) <= XFERK_MSG_SIZE);
 static_assert(sizeof(struct xferk_wire_notify) == XFERK_MSG_SIZE);
 

@@ -17,7 +17,7 @@
 #include "../../kmod/transport.h"
 #include "../../kmod/wire.h"
 
-#define MSGS	16
+#define MSGS	64
 
 static u8 sent[MSGS][XFERK_MSG_SIZE];
 static u64 sent_seq[MSGS];
@@ -176,6 +176,112 @@ static void notify_posted_bounded(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sent_seq[0], (u64)XFERK_NOTIFY_SENDS + 1);
 }
 
+/* The count of recorded message @i if it is a CREDIT, else 0. */
+static u32 credit_count(unsigned int i)
+{
+	const struct xferk_wire_credit *m = (const void *)sent[i];
+
+	return m->type == XFERK_MSG_CREDIT ? le32_to_cpu(m->count) : 0;
+}
+
+/*
+ * With XFERK_CAP_CREDIT: at most XFERK_NOTIFY_CREDITS NOTIFYs are sent and
+ * not credited back, even once their sends completed; the target credits
+ * them back XFERK_CREDIT_BATCH at a time as they arrive, and each CREDIT
+ * lets as many more go. A new path starts with a full ring. A CREDIT out
+ * of bounds kills the path; one of a dead path's count is taken as a bound.
+ */
+static void notify_credited_flow(struct kunit *test)
+{
+	struct notify_fixture *f = test->priv;
+	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid);
+	struct xferk_wire_credit bad;
+	unsigned int i;
+
+	f->from.peer_caps |= XFERK_CAP_CREDIT;
+	f->to.peer_caps |= XFERK_CAP_CREDIT;
+	for (i = 0; i < XFERK_NOTIFY_CREDITS + 8; i++)
+		send_note(test, i);
+	KUNIT_ASSERT_EQ(test, nr_sent, (unsigned int)XFERK_NOTIFY_CREDITS);
+	/* Their sends complete: the target's device took them, not its kernel. */
+	for (i = 0; i < XFERK_NOTIFY_CREDITS; i++)
+		xferk_notify_sent(&f->from, sent_seq[i]);
+	mutex_lock(&f->from.lock);
+	xferk_msgs_kick_locked(&f->from);
+	mutex_unlock(&f->from.lock);
+	KUNIT_EXPECT_EQ(test, nr_sent, (unsigned int)XFERK_NOTIFY_CREDITS);
+
+	/* The target credits them back a batch at a time. */
+	for (i = 0; i < XFERK_CREDIT_BATCH - 1; i++)
+		xferk_msg_received(&f->to, sent[i], XFERK_MSG_SIZE);
+	KUNIT_EXPECT_EQ(test, nr_sent, (unsigned int)XFERK_NOTIFY_CREDITS);
+	xferk_msg_received(&f->to, sent[i], XFERK_MSG_SIZE);
+	KUNIT_ASSERT_EQ(test, nr_sent, XFERK_NOTIFY_CREDITS + 1U);
+	KUNIT_EXPECT_EQ(test, credit_count(XFERK_NOTIFY_CREDITS),
+			(u32)XFERK_CREDIT_BATCH);
+	xferk_msg_received(&f->from, sent[XFERK_NOTIFY_CREDITS],
+			   sizeof(struct xferk_wire_credit));
+	KUNIT_ASSERT_EQ(test, nr_sent,
+			XFERK_NOTIFY_CREDITS + 1U + XFERK_CREDIT_BATCH);
+	KUNIT_EXPECT_EQ(test, sent_seq[nr_sent - 1],
+			(u64)XFERK_NOTIFY_CREDITS + XFERK_CREDIT_BATCH);
+
+	/* A new path: the posted ones and the rest of the queue go again. */
+	nr_sent = 0;
+	mutex_lock(&f->from.lock);
+	xferk_msgs_path_lost(&f->from);
+	xferk_msgs_kick_locked(&f->from);
+	mutex_unlock(&f->from.lock);
+	KUNIT_EXPECT_EQ(test, nr_sent, 8U);
+	KUNIT_EXPECT_EQ(test, sent_seq[0], XFERK_NOTIFY_CREDITS + 1ULL);
+
+	/* A dead path's CREDIT, for more than is uncredited now: a bound. */
+	bad = (struct xferk_wire_credit) {
+		.magic = cpu_to_le32(XFERK_MSG_MAGIC),
+		.type = XFERK_MSG_CREDIT,
+		.count = cpu_to_le32(XFERK_NOTIFY_CREDITS),
+	};
+	xferk_msg_received(&f->from, &bad, sizeof(bad));
+	xferk_msg_received(&f->from, &bad, sizeof(bad));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid), invalid);
+	KUNIT_EXPECT_EQ(test, f->from.notify_uncredited, 0U);
+
+	f->from.path_state = XFERK_PATH_DEAD;
+	bad.count = 0;
+	xferk_msg_received(&f->from, &bad, sizeof(bad));
+	bad.count = cpu_to_le32(XFERK_NOTIFY_CREDITS + 1);
+	xferk_msg_received(&f->from, &bad, sizeof(bad));
+	bad.count = cpu_to_le32(1);
+	bad.reserved1 = cpu_to_le32(1);
+	xferk_msg_received(&f->from, &bad, sizeof(bad));
+	bad.reserved1 = 0;
+	xferk_msg_received(&f->from, &bad, sizeof(bad) - 8);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
+			invalid + 4);
+	xferk_evq_take(f->e.evq, XFERK_CREDIT_BATCH, 0);
+}
+
+/* Without XFERK_CAP_CREDIT on either end: no CREDIT, no credit bound. */
+static void notify_uncredited_peer(struct kunit *test)
+{
+	struct notify_fixture *f = test->priv;
+	unsigned int i;
+
+	for (i = 0; i < XFERK_NOTIFY_SENDS + 4; i++)
+		send_note(test, i);
+	for (i = 0; i < XFERK_NOTIFY_SENDS; i++) {
+		xferk_notify_sent(&f->from, sent_seq[i]);
+		xferk_msg_received(&f->to, sent[i], XFERK_MSG_SIZE);
+	}
+	mutex_lock(&f->from.lock);
+	xferk_msgs_kick_locked(&f->from);
+	mutex_unlock(&f->from.lock);
+	KUNIT_EXPECT_EQ(test, nr_sent, XFERK_NOTIFY_SENDS + 4U);
+	for (i = 0; i < nr_sent; i++)
+		KUNIT_EXPECT_EQ(test, credit_count(i), 0U);
+	xferk_evq_take(f->e.evq, XFERK_NOTIFY_SENDS, 0);
+}
+
 /* A peer without the capability, a token without an id: refused. */
 static void notify_refused(struct kunit *test)
 {
@@ -290,6 +396,8 @@ static void evq_overflow_counted(struct kunit *test)
 static struct kunit_case notify_cases[] = {
 	KUNIT_CASE(notify_exactly_once),
 	KUNIT_CASE(notify_posted_bounded),
+	KUNIT_CASE(notify_credited_flow),
+	KUNIT_CASE(notify_uncredited_peer),
 	KUNIT_CASE(notify_refused),
 	KUNIT_CASE(notify_invalid),
 	KUNIT_CASE(evq_overflow_counted),
