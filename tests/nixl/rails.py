@@ -8,6 +8,10 @@
 - devices "rxe0,rxe1": a 32 MiB WRITE and a READ back move every byte,
   and both devices carry a share of the packets (their hw_counters);
 - rails 1 with the same devices: rxe1 carries (nearly) none of them;
+- both again with the target fenced per request (fence=request): the
+  request's windows get a rail each through rxe1 as regions do, and once
+  the requests are released the target has no window left, on either
+  device;
 - no parameter and no NIXL_XFERK_IP_ADDR: the engine picks the devices
   itself (xferk_topo.h: here neither has a NUMA node, so both) and
   stripes over both.
@@ -19,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 
 import numpy as np
@@ -30,6 +35,11 @@ LEN = 32 << 20
 
 def sent_pkts(dev):
     with open(f"/sys/class/infiniband/{dev}/ports/1/hw_counters/sent_pkts") as f:
+        return int(f.read())
+
+
+def exports():
+    with open("/sys/class/misc/xferk/stats/exports") as f:
         return int(f.read())
 
 
@@ -62,10 +72,16 @@ def transfer(params, want_rxe1):
     target.register_memory([(dst.ctypes.data, LEN, 0, "")], "DRAM")
     init.add_remote_agent(target.get_agent_metadata())
     target.add_remote_agent(init.get_agent_metadata())
+    made = exports()
     before = {d: sent_pkts(d) for d in ("rxe0", "rxe1")}
     w = xfer(init, target, "WRITE", src, dst)
     r = xfer(init, target, "READ", back, dst)
     sent = {d: sent_pkts(d) - before[d] for d in before}
+    # A release leaves the windows' close to the engines' worker threads.
+    until = time.monotonic() + 10
+    while exports() != made and time.monotonic() < until:
+        time.sleep(0.01)
+    left = exports() - made
     ok = w == "DONE" and r == "DONE" and np.array_equal(src, dst) and np.array_equal(src, back)
     share = sent["rxe1"] / max(1, sent["rxe0"] + sent["rxe1"])
     print(f"{params}: WRITE {w}, READ {r}, data {'verified' if ok else 'WRONG'}; "
@@ -75,6 +91,9 @@ def transfer(params, want_rxe1):
         ok = False
     if not want_rxe1 and share >= 0.01:
         print("  rxe1 carried 1 % or more with rails 1")
+        ok = False
+    if left:
+        print(f"  {left} exports or windows left after the releases")
         ok = False
     return int(not ok)
 
@@ -102,6 +121,8 @@ def main():
         bad |= refused(params)
     bad |= child({"devices": "rxe0,rxe1"}, 1)
     bad |= child({"devices": "rxe0,rxe1", "rails": "1"}, 0)
+    bad |= child({"devices": "rxe0,rxe1", "fence": "request"}, 1)
+    bad |= child({"devices": "rxe0,rxe1", "fence": "request", "rails": "1"}, 0)
     env = dict(os.environ)
     env.pop("NIXL_XFERK_IP_ADDR", None)
     bad |= child({}, 1, env)

@@ -828,7 +828,9 @@ XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t con
 // among the request's (4), access (4: XFERK_ACCESS_REMOTE_READ for a READ,
 // _WRITE for a WRITE), windows (4), then per window the region's key
 // (16), blocks (4) and each block's offset in the region and length (8
-// each). Reply: 'V' and each window's token, or 'X' errno (-EINVAL:
+// each), and, for a rail, the peer's address on it (2 bytes of length,
+// the address: windows made to it, on one of our rails' subnets). Reply:
+// 'V' and each window's token, or 'X' errno (-EINVAL:
 // malformed; -ESTALE: a 'C' closed the nonce already; -EEXIST: the nonce
 // is another grantee's; -ENOENT: a region is not registered; -EMFILE:
 // the peer host would hold more than max_windows_per_peer; -EACCES:
@@ -866,7 +868,13 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
             b.len = in.get<uint64_t>();
         }
     }
+    // For a rail: the peer's address on it, which the windows are made to.
+    std::string to = in.left() ? in.bytes(in.get<uint16_t>()) : peer_ip;
     if (!in.ok || in.left()) return refusal(-EINVAL);
+    if (to != peer_ip) {
+        int ret = rail_addr_ok(to);
+        if (ret) return refusal(ret);
+    }
     {
         std::lock_guard<std::mutex> guard(lock_);
         if (was_closed(nonce)) return refusal(-ESTALE);
@@ -887,7 +895,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
             xferk_unexport(x_, o.first);
         opened.clear();
     };
-    int err = on_conn(peer_ip, [&](uint64_t conn) {
+    int err = on_conn(to, [&](uint64_t conn) {
         for (const Ask &a : asks) {
             uint64_t handle;
             xferk_token tok;
@@ -1050,12 +1058,9 @@ XferkEngine::finish_close(const Task &task) {
 int
 XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip, const std::string &agent,
                          const std::string &peer_ip, xferk_token &tok) {
-    bool near = false;
+    int ret = rail_addr_ok(ip);
 
-    if (!xferk_canonical_ip(ip)) return -EINVAL;
-    for (const XferkAddr &r : rail_addrs_)
-        near |= on_subnet(r, ip);
-    if (!near) return -EADDRNOTAVAIL;
+    if (ret) return ret;
     {
         std::lock_guard<std::mutex> guard(lock_);
         auto it = regions_.find(key);
@@ -1065,6 +1070,17 @@ XferkEngine::rail_export(const xferk_key_t &key, const std::string &ip, const st
         rails.insert(ip);
     }
     return export_region(key, ip, agent, tok);
+}
+
+// Whether a peer may have a rail's export or windows made to @ip: a
+// canonical address on one of our rails' subnets. 0, -EINVAL or
+// -EADDRNOTAVAIL.
+int
+XferkEngine::rail_addr_ok(const std::string &ip) const {
+    if (!xferk_canonical_ip(ip)) return -EINVAL;
+    for (const XferkAddr &r : rail_addrs_)
+        if (on_subnet(r, ip)) return 0;
+    return -EADDRNOTAVAIL;
 }
 
 // Drops @conn, the connection to @ip that failed for good, and its handle:
@@ -1170,27 +1186,44 @@ void
 XferkEngine::import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote) {
     unsigned int rails = 1;
 
-    for (const XferkAddr &mine : rail_addrs_) {
+    for (const auto &[mine, theirs] : rail_pairs(peer)) {
         if (rails >= rails_) break;
-        auto theirs = std::find_if(peer.rails.begin(), peer.rails.end(),
-                                   [&](const std::string &ip) { return on_subnet(mine, ip); });
-        if (theirs == peer.rails.end() || on_subnet(mine, peer.ip)) continue;
         xferk_token tok;
         uint64_t conn;
         int32_t why = 0;
+        std::string frame(1, 'R');
+
+        frame.append(key.begin(), key.end());
+        frame += mine;
+        frame += '\0';
+        frame += localAgent;
         // Once: the owner may take up to a connect's timeout to answer.
-        int ret = ask_token(peer,
-                            "R" + std::string(key.begin(), key.end()) + mine.ip + '\0' +
-                                localAgent,
-                            false, tok, why);
-        if (!ret) ret = conn_to(*theirs, conn) ? xferk_import_rail(x_, conn, &tok, remote) : -ENOTCONN;
+        int ret = ask_token(peer, frame, false, tok, why);
+        if (!ret) ret = conn_to(theirs, conn) ? xferk_import_rail(x_, conn, &tok, remote) : -ENOTCONN;
         if (ret) {
-            NIXL_WARN << "XFERK: no rail through " << mine.ip << " to " << *theirs << ": "
+            NIXL_WARN << "XFERK: no rail through " << mine << " to " << theirs << ": "
                       << strerror(why ? -why : -ret);
             continue;
         }
         rails++;
     }
+}
+
+// The rails @peer may be reached through besides the first devices: for
+// each of our rails, our address and the peer's on that rail's subnet, if
+// it has one there (and the first devices are not on it). A caller uses
+// at most rails_ - 1 of them: those it can make.
+std::vector<std::pair<std::string, std::string>>
+XferkEngine::rail_pairs(const Peer &peer) const {
+    std::vector<std::pair<std::string, std::string>> pairs;
+
+    for (const XferkAddr &mine : rail_addrs_) {
+        auto theirs = std::find_if(peer.rails.begin(), peer.rails.end(),
+                                   [&](const std::string &ip) { return on_subnet(mine, ip); });
+        if (theirs == peer.rails.end() || on_subnet(mine, peer.ip)) continue;
+        pairs.emplace_back(mine.ip, *theirs);
+    }
+    return pairs;
 }
 
 // This agent's own region as the remote side of a local transfer.
@@ -1292,12 +1325,13 @@ XferkEngine::prep_windows(XferkReqH *req,
         region_of.resize(plan.size(), sp.first);
     }
     req->window_nonce = random_tag();
+    // The frames' windows: each frame's index and, for a rail, the address
+    // and rail number are added when it is sent (window_frame()).
+    std::vector<std::string> frames;
     for (size_t first = 0; first < plan.size(); first += kFrameWindows) {
         size_t n = std::min(kFrameWindows, plan.size() - first);
-        std::string frame = named('W', localAgent), reply;
+        std::string &frame = frames.emplace_back();
 
-        put(frame, req->window_nonce);
-        put(frame, (uint32_t)(first / kFrameWindows));
         put(frame, opcode == XFERK_OP_READ ? XFERK_ACCESS_REMOTE_READ : XFERK_ACCESS_REMOTE_WRITE);
         put(frame, (uint32_t)n);
         for (size_t w = first; w < first + n; w++) {
@@ -1308,26 +1342,19 @@ XferkEngine::prep_windows(XferkReqH *req,
                 put(frame, (uint64_t)b.len);
             }
         }
-        // Sent again once if the call failed: the target answers a frame
-        // it served again with the same reply.
-        if (!peer->ctrl.call(frame, reply, true)) {
+    }
+    for (size_t i = 0; i < frames.size(); i++) {
+        std::vector<xferk_token> toks;
+        int ret = ask_windows(*peer, window_frame(req->window_nonce, i, frames[i], ""), toks);
+        if (ret) {
+            NIXL_ERROR << "XFERK: " << req->remote_agent << " refused " << toks.size()
+                       << " windows: " << strerror(-ret);
             drop_windows(req);
-            return NIXL_ERR_REMOTE_DISCONNECT;
+            return ret == -ENOTCONN ? NIXL_ERR_REMOTE_DISCONNECT : NIXL_ERR_BACKEND;
         }
-        if (reply.size() != 1 + n * sizeof(xferk_token::bytes) || reply[0] != 'V') {
-            NIXL_ERROR << "XFERK: " << req->remote_agent << " refused " << n
-                       << " windows: " << strerror(-refused_with(reply));
-            drop_windows(req);
-            return NIXL_ERR_BACKEND;
-        }
-        FrameReader in{reply};
-        std::vector<xferk_token> toks(n);
-        for (xferk_token &t : toks)
-            in.copy(t.bytes, sizeof(t.bytes));
         for (const xferk_token &t : toks) {
             uint64_t imp;
-            int ret =
-                on_conn(peer->ip, [&](uint64_t conn) { return xferk_import(x_, conn, &t, &imp); });
+            ret = on_conn(peer->ip, [&](uint64_t conn) { return xferk_import(x_, conn, &t, &imp); });
             if (ret) {
                 NIXL_ERROR << "XFERK: import of a window: " << strerror(-ret);
                 drop_windows(req);
@@ -1335,6 +1362,11 @@ XferkEngine::prep_windows(XferkReqH *req,
             }
             req->window_imports.push_back(imp);
         }
+    }
+    unsigned int rails = 1;
+    for (const auto &[mine, theirs] : rail_pairs(*peer)) {
+        if (rails >= rails_) break;
+        rails += rail_windows(req, *peer, mine, theirs, frames, rails);
     }
     for (int i : descs) {
         const std::vector<XferkWindowPiece> &ps =
@@ -1359,6 +1391,74 @@ XferkEngine::prep_windows(XferkReqH *req,
         }
     }
     return NIXL_SUCCESS;
+}
+
+// The 'W' frame of request @nonce's frame @index, @windows its access and
+// windows; for a rail, @addr is our address on it, and the index says
+// which rail (bits 24 and up), since the target keeps each frame's reply.
+std::string
+XferkEngine::window_frame(uint64_t nonce, uint32_t index, const std::string &windows,
+                          const std::string &addr) const {
+    std::string frame = named('W', localAgent);
+
+    put(frame, nonce);
+    put(frame, index);
+    frame += windows;
+    if (!addr.empty()) {
+        put(frame, (uint16_t)addr.size());
+        frame += addr;
+    }
+    return frame;
+}
+
+// Asks @peer for the windows of @frame ('W'): their tokens in @toks, in
+// order. Sent again once if the call failed: the target answers a frame
+// it served again with the same reply. 0, -ENOTCONN (no answer) or why
+// the target refused.
+int
+XferkEngine::ask_windows(Peer &peer, const std::string &frame, std::vector<xferk_token> &toks) const {
+    FrameReader head{frame};
+    std::string reply;
+
+    head.bytes(head.get<uint16_t>()); /* the agent */
+    head.get<uint64_t>();             /* the nonce */
+    head.get<uint32_t>();             /* the index */
+    head.get<uint32_t>();             /* the access */
+    toks.resize(head.get<uint32_t>());
+    if (!peer.ctrl.call(frame, reply, true)) return -ENOTCONN;
+    if (reply.size() != 1 + toks.size() * sizeof(xferk_token::bytes) || reply[0] != 'V')
+        return refused_with(reply);
+    FrameReader in{reply};
+    for (xferk_token &t : toks)
+        in.copy(t.bytes, sizeof(t.bytes));
+    return 0;
+}
+
+// Makes rail number @rail of each of @req's windows: the target opens the
+// windows of @frames again on its session with @mine, our address on the
+// rail, and we import each as a rail of the window's import through
+// @theirs, the target's address there. Whether the rail was made for
+// every window: one that fails leaves the rest of the windows without it
+// (the target closes what it opened with the request's windows).
+bool
+XferkEngine::rail_windows(XferkReqH *req, Peer &peer, const std::string &mine,
+                          const std::string &theirs, const std::vector<std::string> &frames,
+                          uint32_t rail) const {
+    size_t w = 0;
+    uint64_t conn;
+    int ret = conn_to(theirs, conn) ? 0 : -ENOTCONN;
+
+    for (size_t i = 0; !ret && i < frames.size(); i++) {
+        std::vector<xferk_token> toks;
+        ret = ask_windows(peer, window_frame(req->window_nonce, i | rail << 24, frames[i], mine),
+                          toks);
+        for (size_t t = 0; !ret && t < toks.size(); t++)
+            ret = xferk_import_rail(x_, conn, &toks[t], req->window_imports[w++]);
+    }
+    if (ret)
+        NIXL_WARN << "XFERK: no rail through " << mine << " to " << theirs
+                  << " for a request's windows: " << strerror(-ret);
+    return !ret;
 }
 
 // Gives @req's windows back: its imports dropped, and the target to be

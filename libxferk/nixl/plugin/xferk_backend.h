@@ -164,6 +164,18 @@ private:
     choose_devices(const nixl_b_params_t &params, std::string &why);
     void
     import_rails(Peer &peer, const xferk_key_t &key, uint64_t remote);
+    std::vector<std::pair<std::string, std::string>>
+    rail_pairs(const Peer &peer) const;
+    int
+    rail_addr_ok(const std::string &ip) const;
+    bool
+    rail_windows(XferkReqH *req, Peer &peer, const std::string &mine, const std::string &theirs,
+                 const std::vector<std::string> &frames, uint32_t rail) const;
+    std::string
+    window_frame(uint64_t nonce, uint32_t index, const std::string &windows,
+                 const std::string &addr) const;
+    int
+    ask_windows(Peer &peer, const std::string &frame, std::vector<xferk_token> &toks) const;
     int
     ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok, int32_t &why,
               uint32_t *page = nullptr) const;
