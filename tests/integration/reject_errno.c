@@ -66,7 +66,7 @@ static struct {
 
 /*
  * xferk's request for a new session: its magic, version 2, 1 to 8 QPs, no
- * QP index, caps 0 and a connection id.
+ * QP index, no capability bit xferk does not know, and a connection id.
  */
 static int request_valid(const struct rdma_cm_event *ev)
 {
@@ -76,7 +76,7 @@ static int request_valid(const struct rdma_cm_event *ev)
 	       be32toh(m->magic) == RAW_MAGIC &&
 	       be16toh(m->version) == RAW_VERSION &&
 	       m->nr_qps >= 1 && m->nr_qps <= 8 && !m->lane &&
-	       !(be64toh(m->caps) & ~RAW_CAPS) && m->conn_id;
+	       !(be64toh(m->caps) & ~RAW_CAPS_KNOWN) && m->conn_id;
 }
 
 static void *listener(void *arg)
