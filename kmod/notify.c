@@ -352,8 +352,12 @@ bool xferk_notify_received(struct xferk_conn *c,
 	fresh = seq > c->notify_seen;
 	if (fresh)
 		c->notify_seen = seq;
-	/* Its buffer is posted again already (the transport's order). */
-	if (notify_credited(c)) {
+	/*
+	 * Its buffer was posted again before it was handed on, while the QP
+	 * lived (the transport's order); on a path whose teardown began it
+	 * was not, and the next path's ring is a new one: nothing owed.
+	 */
+	if (notify_credited(c) && xferk_conn_qp_live(c)) {
 		c->notify_owed++;
 		notify_credit_kick_locked(c);
 	}
@@ -379,16 +383,18 @@ bool xferk_notify_received(struct xferk_conn *c,
 EXPORT_SYMBOL_IF_KUNIT(xferk_notify_received);
 
 /*
- * CREDIT arrived: @count of our NOTIFYs' buffers are posted again. One
- * sent on a path that died may come after its count restarted: taken as
- * a bound, never below 0. Return: false if the peer broke the protocol.
+ * CREDIT arrived: @count of our NOTIFYs' buffers are posted again. The
+ * count is taken as a bound, never below 0 (the peer's to keep right: too
+ * many credits only let its own ring run dry). Return: false if the peer
+ * broke the protocol (also: a CREDIT from a peer that did not announce
+ * XFERK_CAP_CREDIT).
  */
 bool xferk_notify_credit_received(struct xferk_conn *c,
 				  const struct xferk_wire_credit *m)
 {
 	u32 count = le32_to_cpu(m->count);
 
-	if (!count || count > XFERK_NOTIFY_CREDITS ||
+	if (!notify_credited(c) || !count || count > XFERK_NOTIFY_CREDITS ||
 	    memchr_inv(m->reserved0, 0, sizeof(m->reserved0)) ||
 	    m->reserved1 || m->reserved[0] || m->reserved[1])
 		return false;

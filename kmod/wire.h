@@ -75,20 +75,21 @@ struct xferk_cm_rej {
  * Session messages (revoke.c and notify.c have the protocols): control
  * messages travel as SENDs of at most XFERK_MSG_SIZE bytes into the
  * peer's ring of XFERK_MSG_RECVS receive buffers. One end has at most
- * XFERK_REVOKES_MAX revokes unanswered, owes at most as many answers, has
- * at most XFERK_FENCES_MAX fence messages (to a peer that announced
- * XFERK_CAP_FENCE) posted: each of those waits for an answer, which its
- * peer sends once it took the message. Notifications are not answered:
- * to a peer that announced XFERK_CAP_CREDIT, an end has at most
- * XFERK_NOTIFY_CREDITS of them sent on a path and not credited back; the
- * peer credits them back (CREDIT) once it posted their buffers again,
- * XFERK_CREDIT_BATCH or more at a time, so at most XFERK_CREDIT_SENDS
- * CREDITs are on their way. So the ring holds whatever is on its way,
- * however long the receiving kernel lags. With a peer without it, at most
- * XFERK_NOTIFY_SENDS notifications are posted, but a send completes when
- * the peer's device took the message, not its kernel: a lagging kernel's
- * ring can run dry, and the device retries the send after an RNR NAK
- * (the QP's minimum RNR timer, which rdma_cm leaves at 655 ms),
+ * XFERK_REVOKES_MAX revokes unanswered (each waits for its answer, which
+ * the peer sends once it handled it) and owes at most as many answers.
+ * Notifications are not answered: to a peer that announced
+ * XFERK_CAP_CREDIT, an end has at most XFERK_NOTIFY_CREDITS of them sent
+ * on a path and not credited back; the peer credits them back (CREDIT)
+ * once it posted their buffers again, XFERK_CREDIT_BATCH or more at a
+ * time, so at most XFERK_CREDIT_SENDS CREDITs are on their way. Those
+ * stay within the ring however long the receiving kernel lags. Bounded
+ * only by their sends' completions are: the at most XFERK_FENCES_MAX
+ * fence messages posted (to a peer that announced XFERK_CAP_FENCE; rare:
+ * a rail's path failing), and, to a peer without XFERK_CAP_CREDIT, the at
+ * most XFERK_NOTIFY_SENDS notifications posted. A send completes when the
+ * peer's device took the message, not its kernel: a lagging kernel's ring
+ * can run dry under those, and the device retries the send after an RNR
+ * NAK (the QP's minimum RNR timer, which rdma_cm leaves at 655 ms),
  * XFERK_RNR_RETRY times, before the path dies. Nothing that can take
  * long, such as mapping a region, runs under the lock that the receive
  * completions need.

@@ -188,14 +188,17 @@ static u32 credit_count(unsigned int i)
  * With XFERK_CAP_CREDIT: at most XFERK_NOTIFY_CREDITS NOTIFYs are sent and
  * not credited back, even once their sends completed; the target credits
  * them back XFERK_CREDIT_BATCH at a time as they arrive, and each CREDIT
- * lets as many more go. A new path starts with a full ring. A CREDIT out
- * of bounds kills the path; one of a dead path's count is taken as a bound.
+ * lets as many more go. A new path starts with a full ring, and owes
+ * nothing for NOTIFYs handled during the old one's teardown. A CREDIT out
+ * of bounds, or unannounced, kills the path; one for more than is
+ * outstanding is taken as a bound.
  */
 static void notify_credited_flow(struct kunit *test)
 {
 	struct notify_fixture *f = test->priv;
 	s64 invalid = atomic64_read(&xferk_stats.msgs_invalid);
 	struct xferk_wire_credit bad;
+	u8 m[XFERK_MSG_SIZE] = {};
 	unsigned int i;
 
 	f->from.peer_caps |= XFERK_CAP_CREDIT;
@@ -246,6 +249,23 @@ static void notify_credited_flow(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid), invalid);
 	KUNIT_EXPECT_EQ(test, f->from.notify_uncredited, 0U);
 
+	/*
+	 * NOTIFYs handled while the target's path is torn down: their buffers
+	 * were not posted again, and the next path owes nothing for them.
+	 */
+	f->to.path_state = XFERK_PATH_DEAD;
+	mutex_lock(&f->to.lock);
+	xferk_msgs_path_lost(&f->to);
+	mutex_unlock(&f->to.lock);
+	for (i = 0; i < XFERK_CREDIT_BATCH; i++)
+		xferk_msg_received(&f->to, sent[i], XFERK_MSG_SIZE);
+	f->to.path_state = XFERK_PATH_LIVE;
+	mutex_lock(&f->to.lock);
+	xferk_msgs_kick_locked(&f->to);
+	mutex_unlock(&f->to.lock);
+	KUNIT_EXPECT_EQ(test, nr_sent, 8U);
+	KUNIT_EXPECT_EQ(test, f->to.notify_owed, 0U);
+
 	f->from.path_state = XFERK_PATH_DEAD;
 	bad.count = 0;
 	xferk_msg_received(&f->from, &bad, sizeof(bad));
@@ -255,10 +275,13 @@ static void notify_credited_flow(struct kunit *test)
 	bad.reserved1 = cpu_to_le32(1);
 	xferk_msg_received(&f->from, &bad, sizeof(bad));
 	bad.reserved1 = 0;
-	xferk_msg_received(&f->from, &bad, sizeof(bad) - 8);
+	memcpy(m, &bad, sizeof(bad));
+	xferk_msg_received(&f->from, m, sizeof(m));	/* 48 bytes */
+	f->from.peer_caps &= ~XFERK_CAP_CREDIT;
+	xferk_msg_received(&f->from, &bad, sizeof(bad));	/* unannounced */
 	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
-			invalid + 4);
-	xferk_evq_take(f->e.evq, XFERK_CREDIT_BATCH, 0);
+			invalid + 5);
+	xferk_evq_take(f->e.evq, 2 * XFERK_CREDIT_BATCH, 0);
 }
 
 /* Without XFERK_CAP_CREDIT on either end: no CREDIT, no credit bound. */
