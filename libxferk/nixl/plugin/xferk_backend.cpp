@@ -829,7 +829,8 @@ XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t con
 // _WRITE for a WRITE), windows (4), then per window the region's key
 // (16), blocks (4) and each block's offset in the region and length (8
 // each), and, for a rail, the peer's address on it (2 bytes of length,
-// the address: windows made to it, on one of our rails' subnets). Reply:
+// the address: windows made to it, on one of our rails' subnets, at most
+// XFERK_MAX_RAILS - 1 such per peer host, else -E2BIG). Reply:
 // 'V' and each window's token, or 'X' errno (-EINVAL:
 // malformed; -ESTALE: a 'C' closed the nonce already; -EEXIST: the nonce
 // is another grantee's; -ENOENT: a region is not registered; -EMFILE:
@@ -874,6 +875,12 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     if (to != peer_ip) {
         int ret = rail_addr_ok(to);
         if (ret) return refusal(ret);
+        // As rail_export(): at most XFERK_MAX_RAILS - 1 addresses a peer
+        // host has windows made to.
+        std::lock_guard<std::mutex> guard(lock_);
+        std::set<std::string> &rails = window_rails_[peer_ip];
+        if (!rails.count(to) && rails.size() + 1 >= XFERK_MAX_RAILS) return refusal(-E2BIG);
+        rails.insert(to);
     }
     {
         std::lock_guard<std::mutex> guard(lock_);
@@ -1363,11 +1370,12 @@ XferkEngine::prep_windows(XferkReqH *req,
             req->window_imports.push_back(imp);
         }
     }
+    // Each pair its own rail number, made or not: the target keeps the
+    // replies of a failed rail's frames.
+    std::vector<std::pair<std::string, std::string>> pairs = rail_pairs(*peer);
     unsigned int rails = 1;
-    for (const auto &[mine, theirs] : rail_pairs(*peer)) {
-        if (rails >= rails_) break;
-        rails += rail_windows(req, *peer, mine, theirs, frames, rails);
-    }
+    for (size_t k = 0; k < pairs.size() && rails < rails_; k++)
+        rails += rail_windows(req, *peer, pairs[k].first, pairs[k].second, frames, k + 1);
     for (int i : descs) {
         const std::vector<XferkWindowPiece> &ps =
             pieces[static_cast<const XferkRemoteMD *>(remote[i].metadataP)];

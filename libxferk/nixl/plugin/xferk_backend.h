@@ -289,6 +289,7 @@ private:
     std::map<std::string, Exporting> exporting_;
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
     std::map<uint64_t, WindowReq> window_reqs_;                 /* by nonce */
+    std::map<std::string, std::set<std::string>> window_rails_; /* rail ips by peer ip */
     /* Nonces a 'C' named, kept kClosedKeep (at most kClosedNonces): a 'W'
      * that arrives after its request's 'C' (sent again, overtaken) opens
      * nothing. Oldest first. */
