@@ -134,7 +134,7 @@ static int peers_show(struct seq_file *m, void *unused)
 	u32 i, window_limit;
 	u64 window_bytes;
 
-	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path attempts reconnects reposted peer_caps revokes_unanswered answers_owed qps qps_live qp_posts window_bytes window_limit\n");
+	seq_puts(m, "id transport side state peer qpn outstanding error qp_dead claimed path_gen path attempts reconnects reposted peer_caps revokes_unanswered answers_owed qps qps_live qp_posts window_bytes window_limit notify_uncredited notify_owed\n");
 	mutex_lock(&xferk_conns_lock);
 	list_for_each_entry(c, &xferk_conns, node) {
 		mutex_lock(&c->lock);
@@ -159,7 +159,8 @@ static int peers_show(struct seq_file *m, void *unused)
 		window_bytes = c->sqp.inflight_bytes;
 		window_limit = c->sqp.bytes.limit;
 		spin_unlock(&xferk_queue_lock);
-		seq_printf(m, " %llu %u\n", window_bytes, window_limit);
+		seq_printf(m, " %llu %u %u %u\n", window_bytes, window_limit,
+			   c->notify_uncredited, c->notify_owed);
 		mutex_unlock(&c->lock);
 	}
 	mutex_unlock(&xferk_conns_lock);

@@ -984,6 +984,7 @@ static const struct {
 	{ "outstanding", false }, { "qps", false }, { "qps_live", false },
 	{ "revokes_unanswered", false }, { "answers_owed", false },
 	{ "window_bytes", false }, { "window_limit", false },
+	{ "notify_uncredited", false }, { "notify_owed", false },
 	{ "attempts", true }, { "reconnects", true }, { "reposted", true },
 };
 
