@@ -1334,10 +1334,10 @@ XferkEngine::prep_windows(XferkReqH *req,
     req->window_nonce = random_tag();
     // The frames' windows: each frame's index and, for a rail, the address
     // and rail number are added when it is sent (window_frame()).
-    std::vector<std::string> frames;
+    std::vector<WindowFrame> frames;
     for (size_t first = 0; first < plan.size(); first += kFrameWindows) {
         size_t n = std::min(kFrameWindows, plan.size() - first);
-        std::string &frame = frames.emplace_back();
+        std::string &frame = frames.emplace_back(WindowFrame{n, {}}).body;
 
         put(frame, opcode == XFERK_OP_READ ? XFERK_ACCESS_REMOTE_READ : XFERK_ACCESS_REMOTE_WRITE);
         put(frame, (uint32_t)n);
@@ -1404,17 +1404,17 @@ XferkEngine::prep_windows(XferkReqH *req,
 // The 'W' frame of request @nonce's frame @index, @windows its access and
 // windows; for a rail, @addr is our address on it, and the index says
 // which rail (bits 24 and up), since the target keeps each frame's reply.
-std::string
-XferkEngine::window_frame(uint64_t nonce, uint32_t index, const std::string &windows,
+XferkEngine::WindowFrame
+XferkEngine::window_frame(uint64_t nonce, uint32_t index, const WindowFrame &windows,
                           const std::string &addr) const {
-    std::string frame = named('W', localAgent);
+    WindowFrame frame{windows.windows, named('W', localAgent)};
 
-    put(frame, nonce);
-    put(frame, index);
-    frame += windows;
+    put(frame.body, nonce);
+    put(frame.body, index);
+    frame.body += windows.body;
     if (!addr.empty()) {
-        put(frame, (uint16_t)addr.size());
-        frame += addr;
+        put(frame.body, (uint16_t)addr.size());
+        frame.body += addr;
     }
     return frame;
 }
@@ -1424,16 +1424,11 @@ XferkEngine::window_frame(uint64_t nonce, uint32_t index, const std::string &win
 // it served again with the same reply. 0, -ENOTCONN (no answer) or why
 // the target refused.
 int
-XferkEngine::ask_windows(Peer &peer, const std::string &frame, std::vector<xferk_token> &toks) const {
-    FrameReader head{frame};
+XferkEngine::ask_windows(Peer &peer, const WindowFrame &frame, std::vector<xferk_token> &toks) const {
     std::string reply;
 
-    head.bytes(head.get<uint16_t>()); /* the agent */
-    head.get<uint64_t>();             /* the nonce */
-    head.get<uint32_t>();             /* the index */
-    head.get<uint32_t>();             /* the access */
-    toks.resize(head.get<uint32_t>());
-    if (!peer.ctrl.call(frame, reply, true)) return -ENOTCONN;
+    toks.resize(frame.windows);
+    if (!peer.ctrl.call(frame.body, reply, true)) return -ENOTCONN;
     if (reply.size() != 1 + toks.size() * sizeof(xferk_token::bytes) || reply[0] != 'V')
         return refused_with(reply);
     FrameReader in{reply};
@@ -1450,7 +1445,7 @@ XferkEngine::ask_windows(Peer &peer, const std::string &frame, std::vector<xferk
 // (the target closes what it opened with the request's windows).
 bool
 XferkEngine::rail_windows(XferkReqH *req, Peer &peer, const std::string &mine,
-                          const std::string &theirs, const std::vector<std::string> &frames,
+                          const std::string &theirs, const std::vector<WindowFrame> &frames,
                           uint32_t rail) const {
     size_t w = 0;
     uint64_t conn;

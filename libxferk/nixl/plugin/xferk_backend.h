@@ -145,6 +145,13 @@ private:
      * by the nonce the peer gave the request: the host and agent it came
      * from, each window's export handle and region, and the reply to each
      * 'W' frame by its index (a frame sent again is answered the same). */
+    /* A 'W' frame (or, before window_frame(), its access and windows) and
+     * how many windows it asks for. */
+    struct WindowFrame {
+        size_t windows;
+        std::string body;
+    };
+
     struct WindowReq {
         std::pair<std::string, std::string> grantee; /* ip, agent */
         std::vector<std::pair<uint64_t, xferk_key_t>> windows;
@@ -170,12 +177,12 @@ private:
     rail_addr_ok(const std::string &ip) const;
     bool
     rail_windows(XferkReqH *req, Peer &peer, const std::string &mine, const std::string &theirs,
-                 const std::vector<std::string> &frames, uint32_t rail) const;
-    std::string
-    window_frame(uint64_t nonce, uint32_t index, const std::string &windows,
+                 const std::vector<WindowFrame> &frames, uint32_t rail) const;
+    WindowFrame
+    window_frame(uint64_t nonce, uint32_t index, const WindowFrame &windows,
                  const std::string &addr) const;
     int
-    ask_windows(Peer &peer, const std::string &frame, std::vector<xferk_token> &toks) const;
+    ask_windows(Peer &peer, const WindowFrame &frame, std::vector<xferk_token> &toks) const;
     int
     ask_token(Peer &peer, const std::string &frame, bool again, xferk_token &tok, int32_t &why,
               uint32_t *page = nullptr) const;
