@@ -349,18 +349,24 @@ bool xferk_notify_received(struct xferk_conn *c,
 	    (ev.type != XFERK_EVENT_DATA && (ev.bytes || ev.flags)))
 		return false;
 	mutex_lock(&c->lock);
-	fresh = seq > c->notify_seen;
-	if (fresh)
-		c->notify_seen = seq;
 	/*
 	 * Its buffer was posted again before it was handed on, while the QP
 	 * lived (the transport's order); on a path whose teardown began it
-	 * was not, and the next path's ring is a new one: nothing owed.
+	 * was not, and the next path's ring is a new one: nothing owed. We
+	 * owe at most what the peer may have uncredited: one more broke the
+	 * protocol (its CREDITs would take send slots nobody counted).
 	 */
 	if (notify_credited(c) && xferk_conn_qp_live(c)) {
+		if (c->notify_owed >= XFERK_NOTIFY_CREDITS) {
+			mutex_unlock(&c->lock);
+			return false;
+		}
 		c->notify_owed++;
 		notify_credit_kick_locked(c);
 	}
+	fresh = seq > c->notify_seen;
+	if (fresh)
+		c->notify_seen = seq;
 	mutex_unlock(&c->lock);
 	if (!fresh) {
 		atomic64_inc(&xferk_stats.notifies_duplicate);

@@ -4,6 +4,7 @@
  * connection ends whose transport only records the messages it is given,
  * and the bounded event queue of a target's file.
  */
+#include <asm/unaligned.h>
 #include <kunit/test.h>
 
 #include "../../kmod/conn.h"
@@ -266,6 +267,21 @@ static void notify_credited_flow(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, nr_sent, 8U);
 	KUNIT_EXPECT_EQ(test, f->to.notify_owed, 0U);
 
+	/*
+	 * A peer past its credits: 16 NOTIFYs owed (no send slot to credit
+	 * them back), a 17th breaks the protocol and is not delivered.
+	 */
+	memcpy(m, sent[0], sizeof(m));
+	nr_sent = MSGS;
+	for (i = 0; i < XFERK_NOTIFY_CREDITS; i++) {
+		put_unaligned_le64(100 + i, m + 32);
+		KUNIT_EXPECT_TRUE(test, xferk_notify_received(&f->to, (void *)m));
+	}
+	put_unaligned_le64(100 + i, m + 32);
+	KUNIT_EXPECT_FALSE(test, xferk_notify_received(&f->to, (void *)m));
+	KUNIT_EXPECT_EQ(test, f->to.notify_owed, (u32)XFERK_NOTIFY_CREDITS);
+	nr_sent = 8;
+
 	f->from.path_state = XFERK_PATH_DEAD;
 	bad.count = 0;
 	xferk_msg_received(&f->from, &bad, sizeof(bad));
@@ -281,7 +297,7 @@ static void notify_credited_flow(struct kunit *test)
 	xferk_msg_received(&f->from, &bad, sizeof(bad));	/* unannounced */
 	KUNIT_EXPECT_EQ(test, atomic64_read(&xferk_stats.msgs_invalid),
 			invalid + 5);
-	xferk_evq_take(f->e.evq, 2 * XFERK_CREDIT_BATCH, 0);
+	xferk_evq_take(f->e.evq, 2 * XFERK_CREDIT_BATCH + XFERK_NOTIFY_CREDITS, 0);
 }
 
 /* Without XFERK_CAP_CREDIT on either end: no CREDIT, no credit bound. */
