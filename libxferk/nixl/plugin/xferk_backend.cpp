@@ -830,7 +830,7 @@ XferkEngine::on_conn(const std::string &ip, const std::function<int(uint64_t con
 // (16), blocks (4) and each block's offset in the region and length (8
 // each), and, for a rail, the peer's address on it (2 bytes of length,
 // the address: windows made to it, on one of our rails' subnets, at most
-// XFERK_MAX_RAILS - 1 such per peer host, else -E2BIG). Reply:
+// XFERK_MAX_RAILS - 1 such per peer host among its live requests, else -E2BIG). Reply:
 // 'V' and each window's token, or 'X' errno (-EINVAL:
 // malformed; -ESTALE: a 'C' closed the nonce already; -EEXIST: the nonce
 // is another grantee's; -ENOENT: a region is not registered; -EMFILE:
@@ -875,12 +875,6 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     if (to != peer_ip) {
         int ret = rail_addr_ok(to);
         if (ret) return refusal(ret);
-        // As rail_export(): at most XFERK_MAX_RAILS - 1 addresses a peer
-        // host has windows made to.
-        std::lock_guard<std::mutex> guard(lock_);
-        std::set<std::string> &rails = window_rails_[peer_ip];
-        if (!rails.count(to) && rails.size() + 1 >= XFERK_MAX_RAILS) return refusal(-E2BIG);
-        rails.insert(to);
     }
     {
         std::lock_guard<std::mutex> guard(lock_);
@@ -895,6 +889,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
             a.mr = it->second->mr;
         }
         if (!windows_fit(peer_ip, asks.size())) return refusal(-EMFILE);
+        if (!rail_fits(peer_ip, to)) return refusal(-E2BIG);
         disconnects = begin_export(agent);
     }
     auto undo = [&] {
@@ -933,6 +928,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     WindowReq &req = window_reqs_[nonce];
     std::string reply = "V";
     req.grantee = grantee;
+    if (to != peer_ip) req.rails.insert(to);
     for (size_t i = 0; i < asks.size(); i++) {
         req.windows.emplace_back(opened[i].first, asks[i].key);
         reply.append((const char *)opened[i].second.bytes, sizeof(opened[i].second.bytes));
@@ -1018,6 +1014,21 @@ XferkEngine::windows_fit(const std::string &peer_ip, size_t more) const {
     for (const auto &r : window_reqs_)
         if (r.second.grantee.first == peer_ip) held += r.second.windows.size();
     return held + more <= max_windows_per_peer_;
+}
+
+// Whether the live requests of @peer_ip may have windows made to @to as
+// well: as rail_export(), at most XFERK_MAX_RAILS - 1 rail addresses per
+// peer host. With lock_.
+bool
+XferkEngine::rail_fits(const std::string &peer_ip, const std::string &to) const {
+    std::set<std::string> rails;
+
+    if (to == peer_ip) return true;
+    rails.insert(to);
+    for (const auto &r : window_reqs_)
+        if (r.second.grantee.first == peer_ip)
+            rails.insert(r.second.rails.begin(), r.second.rails.end());
+    return rails.size() < XFERK_MAX_RAILS;
 }
 
 // Whether a 'C' named @nonce within kClosedKeep. With lock_.

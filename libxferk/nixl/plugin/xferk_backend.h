@@ -141,10 +141,6 @@ private:
         cost() const; /* against kMaxPendingBytes */
     };
 
-    /* The windows this engine opened for a peer's request (fence=request),
-     * by the nonce the peer gave the request: the host and agent it came
-     * from, each window's export handle and region, and the reply to each
-     * 'W' frame by its index (a frame sent again is answered the same). */
     /* A 'W' frame (or, before window_frame(), its access and windows) and
      * how many windows it asks for. */
     struct WindowFrame {
@@ -152,10 +148,16 @@ private:
         std::string body;
     };
 
+    /* The windows this engine opened for a peer's request (fence=request),
+     * by the nonce the peer gave the request: the host and agent it came
+     * from, each window's export handle and region, the reply to each
+     * 'W' frame by its index (a frame sent again is answered the same),
+     * and the addresses its rails' windows were made to. */
     struct WindowReq {
         std::pair<std::string, std::string> grantee; /* ip, agent */
         std::vector<std::pair<uint64_t, xferk_key_t>> windows;
         std::map<uint32_t, std::string> replies;
+        std::set<std::string> rails; /* addresses windows were made to for rails */
     };
 
     /* A task of the worker thread: a 'C' frame to send to @agent
@@ -216,6 +218,8 @@ private:
     was_closed(uint64_t nonce) const;
     bool
     windows_fit(const std::string &peer_ip, size_t more) const;
+    bool
+    rail_fits(const std::string &peer_ip, const std::string &to) const;
     void
     take_events() const;
     bool
@@ -296,7 +300,6 @@ private:
     std::map<std::string, Exporting> exporting_;
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
     std::map<uint64_t, WindowReq> window_reqs_;                 /* by nonce */
-    std::map<std::string, std::set<std::string>> window_rails_; /* rail ips by peer ip */
     /* Nonces a 'C' named, kept kClosedKeep (at most kClosedNonces): a 'W'
      * that arrives after its request's 'C' (sent again, overtaken) opens
      * nothing. Oldest first. */
