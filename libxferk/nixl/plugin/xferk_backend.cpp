@@ -38,7 +38,8 @@ constexpr size_t kFrameWindows = 200;
 /* Notifications a 'C' waits for (a request has one), and how long. */
 constexpr size_t kCloseTags = 16;
 constexpr uint64_t kCloseWaitNs = 2ULL * 1000000000ULL;
-/* Closed nonces kept: longer than a 'W' sent twice may take (2 x 20 s). */
+/* Closed nonces kept: longer than a 'W' sent twice may take (2 x 20 s);
+ * at most this many of all peer hosts'. */
 constexpr auto kClosedKeep = std::chrono::seconds(60);
 constexpr size_t kClosedNonces = 65536;
 /* max_windows_per_peer's largest value: the module's largest
@@ -878,7 +879,7 @@ XferkEngine::open_windows(const std::string &frame, const std::string &peer_ip) 
     }
     {
         std::lock_guard<std::mutex> guard(lock_);
-        if (was_closed(nonce)) return refusal(-ESTALE);
+        if (was_closed(peer_ip, nonce)) return refusal(-ESTALE);
         auto r = window_reqs_.find(nonce);
         if (r != window_reqs_.end() && r->second.grantee != grantee) return refusal(-EEXIST);
         if (r != window_reqs_.end() && r->second.replies.count(index))
@@ -985,15 +986,8 @@ XferkEngine::close_windows(const std::string &frame, const std::string &peer_ip)
         task.tags.push_back(in.get<uint64_t>());
     {
         std::lock_guard<std::mutex> guard(lock_);
-        auto now = std::chrono::steady_clock::now();
-        while (!closed_.empty() &&
-               (closed_.size() >= kClosedNonces || now - closed_.front().second > kClosedKeep)) {
-            closed_set_.erase(closed_.front().first);
-            closed_.pop_front();
-        }
         // A nonce named before is closing already: one close each.
-        if (!closed_set_.insert(nonce).second) return "A";
-        closed_.emplace_back(nonce, now);
+        if (!note_closed(peer_ip, nonce)) return "A";
         auto r = window_reqs_.find(nonce);
         if (r == window_reqs_.end() || r->second.grantee != std::make_pair(peer_ip, agent))
             return "A";
@@ -1031,10 +1025,45 @@ XferkEngine::rail_fits(const std::string &peer_ip, const std::string &to) const 
     return rails.size() < XFERK_MAX_RAILS;
 }
 
-// Whether a 'C' named @nonce within kClosedKeep. With lock_.
+// Whether a 'C' from @peer_ip named @nonce within kClosedKeep. With lock_.
 bool
-XferkEngine::was_closed(uint64_t nonce) const {
-    return closed_set_.count(nonce);
+XferkEngine::was_closed(const std::string &peer_ip, uint64_t nonce) const {
+    auto it = closed_.find(peer_ip);
+    return it != closed_.end() && it->second.nonces.count(nonce);
+}
+
+// Remembers that a 'C' from @peer_ip named @nonce; false if one did
+// already. Forgets every host's nonces older than kClosedKeep; past
+// kClosedNonces in all, the oldest of the host that holds the most: a
+// host's 'C' frames push out its own nonces before any other host's.
+// With lock_.
+bool
+XferkEngine::note_closed(const std::string &peer_ip, uint64_t nonce) {
+    auto now = std::chrono::steady_clock::now();
+    size_t held = 0;
+
+    if (was_closed(peer_ip, nonce)) return false;
+    for (auto it = closed_.begin(); it != closed_.end();) {
+        ClosedNonces &c = it->second;
+        while (!c.order.empty() && now - c.order.front().second > kClosedKeep) {
+            c.nonces.erase(c.order.front().first);
+            c.order.pop_front();
+        }
+        held += c.order.size();
+        it = c.order.empty() ? closed_.erase(it) : std::next(it);
+    }
+    if (held >= kClosedNonces) {
+        auto most = std::max_element(closed_.begin(), closed_.end(), [](const auto &x, const auto &y) {
+            return x.second.order.size() < y.second.order.size();
+        });
+        most->second.nonces.erase(most->second.order.front().first);
+        most->second.order.pop_front();
+        if (most->second.order.empty()) closed_.erase(most);
+    }
+    ClosedNonces &mine = closed_[peer_ip];
+    mine.nonces.insert(nonce);
+    mine.order.emplace_back(nonce, now);
+    return true;
 }
 
 // The worker's close of a request's windows (close_windows()): first, for

@@ -215,7 +215,9 @@ private:
     void
     finish_close(const Task &task);
     bool
-    was_closed(uint64_t nonce) const;
+    was_closed(const std::string &peer_ip, uint64_t nonce) const;
+    bool
+    note_closed(const std::string &peer_ip, uint64_t nonce);
     bool
     windows_fit(const std::string &peer_ip, size_t more) const;
     bool
@@ -300,11 +302,16 @@ private:
     std::map<std::string, Exporting> exporting_;
     std::map<xferk_key_t, XferkLocalMD *> regions_;             /* by key */
     std::map<uint64_t, WindowReq> window_reqs_;                 /* by nonce */
-    /* Nonces a 'C' named, kept kClosedKeep (at most kClosedNonces): a 'W'
-     * that arrives after its request's 'C' (sent again, overtaken) opens
+    /* Nonces the 'C' frames of each peer host named, kept kClosedKeep (at
+     * most kClosedNonces in all, the most a host holds going first, so
+     * that one host's frames do not push out another's): a 'W' that
+     * arrives after its request's 'C' (sent again, overtaken) opens
      * nothing. Oldest first. */
-    std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> closed_;
-    std::set<uint64_t> closed_set_;
+    struct ClosedNonces {
+        std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> order;
+        std::set<uint64_t> nonces;
+    };
+    std::map<std::string, ClosedNonces> closed_; /* by peer host's ip */
     mutable std::map<uint64_t, Arrival> arrivals_;              /* by tag */
     mutable notif_list_t ready_;
     mutable size_t pending_bytes_ = 0; /* arrivals_' and ready_'s cost */
