@@ -3,7 +3,8 @@
 """A vLLM-shaped workload through NIXL's Python API between two hosts.
 
   vllm_shape.py target|initiator BACKEND DIR [--reqs N] [--block BYTES]
-                [--aborts N] [--bound SECONDS] [--expect-clean]
+                [--aborts N] [--target-aborts N] [--bound SECONDS]
+                [--expect-clean]
 
 Both sides register the KV cache of a 32-layer model: 64 regions (K and V
 of each layer), each of (REQS + 1) x 128 blocks of BLOCK bytes, every
@@ -25,11 +26,19 @@ flight at a time:
   request, then READs it and releases the handle right after posting (a
   refused release is retried: only a release that succeeded hands the
   blocks back), fills its blocks with a canary at once, as the next
-  request would, and counts the bytes that change in the next 0.3 s.
+  request would, and counts the bytes that change in the next 0.3 s;
+- target aborts: WRITEs that request's blocks again, with a byte that is
+  not the canary; the moment it is posted the target gives up on the
+  request as a prefill engine does after its abort timeout: it lets go of
+  the initiator (remove_remote_agent(), what Documentation/nixl.md asks of
+  an engine before it frees blocks), fills its blocks of the request with
+  the canary at once, and once the WRITE ended counts the bytes that
+  changed 0.3 s later; the initiator then loads the target's metadata
+  again.
 Each side prints one JSON line. Exit 1 on a wrong byte, a missing or early
 notification, a step that did not end within its bound, or (with
---expect-clean) a byte a late access changed, or no abort that hit a
-transfer in flight.
+--expect-clean) a byte a late access changed, or no abort (of either
+kind) that hit a transfer in flight.
 """
 import argparse
 import json
@@ -46,6 +55,7 @@ REGIONS = 64
 REQ_BLOCKS = 128
 CANARY = 0xC5
 FILL = 0x11  # what the target's blocks of the aborted request hold
+LATE = 0x22  # what the initiator writes in the target aborts
 SETTLE_S = 0.3
 BOUND_S = 120  # --bound
 
@@ -104,6 +114,11 @@ def publish(path, data):
     os.rename(path + ".tmp", path)
 
 
+def abort_file(directory, k, what):
+    """The file in which a side says @what of target abort @k."""
+    return os.path.join(directory, f"tabort-{k}.{what}")
+
+
 def wait_file(path):
     until = time.monotonic() + BOUND_S
     while not os.path.exists(path):
@@ -132,6 +147,7 @@ def target(args, shape):
                for r in range(REGIONS)]
     want = {f"read {i}" for i in range(shape.reqs)} | {f"write {i}" for i in range(shape.reqs)}
     seen, early, dup = set(), [], []
+    aborts = TargetAborts(args, shape, a, regions)
     done = os.path.join(args.dir, "initiator.done")
     # Serves until the initiator is done and every notification is in
     # (one may arrive after its transfer reported done): at most 30 s
@@ -142,6 +158,7 @@ def target(args, shape):
         if grace is None and os.path.exists(done):
             grace = time.monotonic() + 30
             until = min(until, grace)
+        aborts.step()
         for msgs in a.get_new_notifs().values():
             for m in msgs:
                 m = m.decode()
@@ -155,8 +172,65 @@ def target(args, shape):
         time.sleep(0.01)
     missing = sorted(want - seen)
     print(json.dumps({"side": "target", "backend": args.backend, "notifications": len(seen),
-                      "missing": missing, "before_data": early, "unexpected": dup}))
-    return 1 if missing or early or dup else 0
+                      "missing": missing, "before_data": early, "unexpected": dup,
+                      "target_aborts": aborts.result()}))
+    unclean = args.expect_clean and aborts.corrupted
+    return 1 if missing or early or dup or aborts.k < args.target_aborts or unclean else 0
+
+
+class TargetAborts:
+    """The target's side of the target aborts (the initiator's is
+    target_aborts()), one step per call: once the initiator's metadata is
+    in DIR it loads it; on tabort-K.posted it lets go of the initiator,
+    fills its blocks of the aborted request with the canary and says
+    tabort-K.revoked; on tabort-K.ended it counts, SETTLE_S later, the bytes
+    that changed, loads the initiator's metadata again (for the next
+    abort) and says tabort-K.counted."""
+
+    def __init__(self, args, shape, agent, regions):
+        self.dir, self.shape, self.a, self.regions = args.dir, shape, agent, regions
+        self.k = 0
+        self.peer = None  # the initiator's name once its metadata is loaded
+        self.revoked = False  # tabort-K.revoked said
+        self.revoke_s = 0.0  # the longest remove_remote_agent()
+        self.corrupted = 0
+
+    def path(self, what):
+        return abort_file(self.dir, self.k, what)
+
+    def blocks(self, r):
+        return self.shape.view(self.regions, r, self.shape.remote_blocks(self.shape.reqs))
+
+    def load(self):
+        with open(os.path.join(self.dir, "initiator.md"), "rb") as f:
+            peer = self.a.add_remote_agent(f.read())
+        self.peer = peer.decode() if isinstance(peer, bytes) else peer
+
+    def step(self):
+        if self.peer is None:
+            if os.path.exists(os.path.join(self.dir, "initiator.md")):
+                self.load()
+        elif not self.revoked and os.path.exists(self.path("posted")):
+            t0 = time.monotonic()
+            self.a.remove_remote_agent(self.peer)
+            self.revoke_s = max(self.revoke_s, time.monotonic() - t0)
+            mine = self.shape.remote_blocks(self.shape.reqs)
+            for r in range(REGIONS):
+                self.regions[r].reshape(self.shape.blocks, self.shape.block)[mine] = CANARY
+            self.revoked = True
+            publish(self.path("revoked"), b"")
+        elif self.revoked and os.path.exists(self.path("ended")):
+            time.sleep(SETTLE_S)
+            self.corrupted += sum(int(np.count_nonzero(self.blocks(r) != CANARY))
+                                  for r in range(REGIONS))
+            self.load()
+            publish(self.path("counted"), b"")
+            self.revoked = False
+            self.k += 1
+
+    def result(self):
+        return {"iterations": self.k, "corrupted_bytes": self.corrupted,
+                "longest_remove_s": round(self.revoke_s, 3)}
 
 
 def post_all(a, handles):
@@ -216,12 +290,60 @@ def release(a, h):
             time.sleep(0.05)
 
 
+def load(a, md):
+    """The name of the agent whose metadata @md @a loads."""
+    peer = a.add_remote_agent(md)
+    return peer.decode() if isinstance(peer, bytes) else peer
+
+
+def state_now(a, h):
+    """check_xfer_state(), or the name of the exception it raised."""
+    try:
+        return a.check_xfer_state(h)
+    except Exception as e:  # noqa: BLE001
+        return type(e).__name__
+
+
+def target_aborts(args, shape, a, regions, ldescs, rdescs, peer, md):
+    """The initiator's side of the target aborts (TargetAborts): WRITEs
+    the aborted request's blocks, says so, and once the target let go of
+    it notes whether the WRITE was still in flight; once it ended, says so,
+    and once the target counted, loads the target's metadata again (NIXL
+    may have forgotten the target already: a transfer that ends
+    NIXL_ERR_REMOTE_DISCONNECT makes it). Returns (peer, what to report)."""
+    x = shape.reqs
+    in_flight, ended = 0, []
+    for k in range(args.target_aborts):
+        for r in range(REGIONS):
+            shape.local_view(regions, r, x)[:] = LATE
+        h = a.initialize_xfer("WRITE", ldescs[x], rdescs[x], peer)
+        posted = post_all(a, [h])
+        publish(abort_file(args.dir, k, "posted"), b"")
+        wait_file(abort_file(args.dir, k, "revoked"))
+        # Hit in flight: posted, and still in progress when the target let
+        # go or ended by it (the target's remove_remote_agent() may wait
+        # until this side's kernel stopped the WRITE).
+        during = state_now(a, h) if posted == ["PROC"] else posted[0]
+        states = wait_all(a, [h], list(posted))
+        in_flight += posted == ["PROC"] and (during == "PROC" or states != ["DONE"])
+        ended += states
+        release(a, h)
+        publish(abort_file(args.dir, k, "ended"), b"")
+        wait_file(abort_file(args.dir, k, "counted"))
+        try:
+            a.remove_remote_agent(peer)
+        except Exception:  # noqa: BLE001 - forgotten already
+            pass
+        peer = load(a, md)
+    return peer, {"iterations": args.target_aborts, "in_flight": in_flight, "ended": ended}
+
+
 def initiator(args, shape):
     md = wait_file(os.path.join(args.dir, "target.md"))
     info = json.loads(wait_file(os.path.join(args.dir, "target.json")))
     a, regions = make_agent("decode-" + uuid.uuid4().hex[:8], args.backend, shape)
-    peer = a.add_remote_agent(md)
-    peer = peer.decode() if isinstance(peer, bytes) else peer
+    publish(os.path.join(args.dir, "initiator.md"), a.get_agent_metadata())
+    peer = load(a, md)
     local_bases = [x.ctypes.data for x in regions]
     ldescs = [shape.descs(a, local_bases, shape.local_blocks(i)) for i in range(shape.reqs + 1)]
     rdescs = [shape.descs(a, info["bases"], shape.remote_blocks(i))
@@ -277,6 +399,12 @@ def initiator(args, shape):
                         "release_refused": refused, "corrupted_bytes": corrupted}
     if args.expect_clean:
         bad += corrupted > 0 or in_flight == 0
+
+    # Target aborts: the target counts the bytes that changed.
+    peer, result["target_aborts"] = target_aborts(args, shape, a, regions, ldescs, rdescs,
+                                                  peer, md)
+    if args.expect_clean:
+        bad += result["target_aborts"]["in_flight"] == 0
     print(json.dumps(result))
     a.deregister_memory(a.get_reg_descs(
         [(x.ctypes.data, x.nbytes, 0, "") for x in regions], "DRAM"))
@@ -291,6 +419,7 @@ def main():
     p.add_argument("--reqs", type=int, default=4)
     p.add_argument("--block", type=int, default=256)
     p.add_argument("--aborts", type=int, default=5)
+    p.add_argument("--target-aborts", type=int, default=3)
     p.add_argument("--expect-clean", action="store_true")
     p.add_argument("--bound", type=float, default=BOUND_S,
                    help="seconds any one step may take")

@@ -1,10 +1,12 @@
 # vLLM-shaped NIXL traffic between the hosts (tests/nixl/vllm_shape.py):
 # host a is the prefill side (the target), host b the decode side (the
 # initiator): requests of 8,192 descriptors, READ and WRITE with
-# notifications, every byte checked, and aborts whose blocks are reused at
-# once. XFERK must pass, and so must XFERK-request (every engine fenced
-# per request: windows over each request's blocks); UCX runs the same over
-# the same rxe link and its numbers are printed beside it, not judged.
+# notifications, every byte checked, aborts whose blocks are reused at
+# once, and target aborts (the target lets go of the initiator and reuses
+# a request's blocks while its WRITE is in flight). XFERK must pass, and
+# so must XFERK-request (every engine fenced per request: windows over
+# each request's blocks); UCX runs the same over the same rxe link and
+# its numbers are printed beside it, not judged.
 TH_NIXL=$XFERK_SRC/tests/nixl/twohost.sh
 rc=0
 for backend in XFERK XFERK-request UCX; do
@@ -14,12 +16,22 @@ for backend in XFERK XFERK-request UCX; do
 	r=$?
 	echo "$out"
 	# The initiator's numbers, for the suite's metrics.
-	sed -n 's/^\[b\] \({"side": "initiator".*\)/\1/p' <<<"$out" | jq -r --arg b "$backend" '
+	ini=$(sed -n 's/^\[b\] \({"side": "initiator".*\)/\1/p' <<<"$out")
+	[ -n "$ini" ] && jq -r --arg b "$backend" '
 		"nixl \($b): READ \(.read_s) s, WRITE \(.write_s) s (\(.requests) x " +
 		"\(.descriptors_per_request) descriptors); aborts in flight " +
 		"\(.aborts.in_flight)/\(.aborts.iterations), corrupted bytes " +
-		"\(.aborts.corrupted_bytes)"' | while read -r m; do th_metric "$m" >/dev/null; done
-	th_join a "target-$backend" 150 || { [ "$r" -eq 0 ] && r=1; }
+		"\(.aborts.corrupted_bytes)"' <<<"$ini" | while read -r m; do th_metric "$m" >/dev/null; done
+	tout=$(th_join a "target-$backend" 150) || { [ "$r" -eq 0 ] && r=1; }
+	echo "$tout"
+	# The target's: the bytes its target aborts saw changed.
+	sed -n 's/^\[a\] \({"side": "target".*\)/\1/p' <<<"$tout" |
+		jq -r --arg b "$backend" --argjson i "${ini:-null}" '
+		"nixl \($b): target aborts in flight \($i.target_aborts.in_flight // "?")/" +
+		"\(.target_aborts.iterations), corrupted bytes " +
+		"\(.target_aborts.corrupted_bytes), longest remove_remote_agent " +
+		"\(.target_aborts.longest_remove_s) s"' |
+		while read -r m; do th_metric "$m" >/dev/null; done
 	[ "$r" -eq 77 ] && exit 77
 	if [ "$backend" != UCX ]; then
 		[ "$r" -eq 0 ] || rc=1
