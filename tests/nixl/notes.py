@@ -8,6 +8,42 @@ import numpy as np
 
 from nixl._api import nixl_agent, nixl_agent_config
 
+PEERS = "/sys/kernel/debug/xferk/peers"
+IDLE = "/sys/module/xferk/parameters/session_idle_ms"
+
+
+def sessions(host):
+    """(side, QPs) of each live session end with @host (debugfs peers): a
+    CONNECT to a host shares a session it opened to this one, too."""
+    with open(PEERS) as f:
+        rows = [line.split() for line in f]
+    cols = rows[0]
+    out = []
+    for r in rows[1:]:
+        row = dict(zip(cols, r))
+        if (row.get("peer", "").rsplit(":", 1)[0] == host and
+                row.get("state") not in ("down", "closed")):
+            out.append((row["side"], int(row["qps"])))
+    return out
+
+
+def reap(host):
+    """Ends the sessions with @host that no local object uses
+    (session_idle_ms 100 for at most 30 s, then as it was). True when none
+    is left."""
+    with open(IDLE) as f:
+        idle = f.read().strip()
+    try:
+        with open(IDLE, "w") as f:
+            f.write("100")
+        until = time.monotonic() + 30
+        while sessions(host) and time.monotonic() < until:
+            time.sleep(0.1)
+    finally:
+        with open(IDLE, "w") as f:
+            f.write(idle)
+    return not sessions(host)
+
 
 def notes(target, init, seconds):
     """The messages @target delivers from agent @init within @seconds."""

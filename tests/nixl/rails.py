@@ -14,7 +14,13 @@
   device;
 - no parameter and no NIXL_XFERK_IP_ADDR: the engine picks the devices
   itself (xferk_topo.h: here neither has a NUMA node, so both) and
-  stripes over both.
+  stripes over both;
+- fenced, with the target's rail address unreachable (the sessions the
+  earlier transfers left with it reaped, then dummy1 down once the
+  metadata is loaded): three WRITEs are DONE and right, rxe1 carries no
+  packet, and the engine tried to connect to the rail's address once, not
+  once per request (regression: each request waited for a connect to the
+  unreachable address again, up to 5 s).
 
 Each transfer runs in a child process, whose exit closes the engines'
 files. Exit 0 pass, 1 fail.
@@ -29,8 +35,10 @@ import uuid
 import numpy as np
 
 from nixl._api import nixl_agent, nixl_agent_config
+from notes import reap, sessions
 
 LEN = 32 << 20
+RAIL = "10.99.1.1"  # rxe1's address
 
 
 def sent_pkts(dev):
@@ -98,6 +106,33 @@ def transfer(params, want_rxe1):
     return int(not ok)
 
 
+def unreachable():
+    """Fenced requests while the target's rail address cannot be reached:
+    every byte right, and one connect attempt to it in the log (stderr,
+    which the caller counts). 0 or 1."""
+    params = {"devices": "rxe0,rxe1", "fence": "request"}
+    init, target = agent(params), agent(params)
+    src = np.random.default_rng(8).integers(0, 256, LEN, dtype=np.uint8)
+    dst = np.zeros(LEN, np.uint8)
+    init.register_memory([(src.ctypes.data, LEN, 0, "")], "DRAM")
+    target.register_memory([(dst.ctypes.data, LEN, 0, "")], "DRAM")
+    init.add_remote_agent(target.get_agent_metadata())
+    target.add_remote_agent(init.get_agent_metadata())
+    subprocess.run(["ip", "link", "set", "dummy1", "down"], check=True)
+    try:
+        before = sent_pkts("rxe1")
+        states = []
+        for _ in range(3):
+            dst[:] = 0
+            states.append(xfer(init, target, "WRITE", src, dst))
+            states[-1] += "" if np.array_equal(src, dst) else " WRONG"
+        rxe1 = sent_pkts("rxe1") - before
+    finally:
+        subprocess.run(["ip", "link", "set", "dummy1", "up"], check=True)
+    print(f"rail address down, fenced: WRITEs {states}; rxe1 sent {rxe1} packets")
+    return int(states != ["DONE"] * 3 or rxe1 != 0)
+
+
 def refused(params):
     try:
         agent(params)
@@ -126,10 +161,24 @@ def main():
     env = dict(os.environ)
     env.pop("NIXL_XFERK_IP_ADDR", None)
     bad |= child({}, 1, env)
+    # The sessions with the rail's address the transfers above left would
+    # be shared: the engine would then not connect at all.
+    if not reap(RAIL):
+        print(f"a session with {RAIL} stayed ({sessions(RAIL)})")
+        return 1
+    sys.stdout.flush()
+    run = subprocess.run([sys.executable, __file__, "--unreachable"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    print(run.stdout, end="")
+    tries = run.stdout.count(f"XFERK: connect to {RAIL}")
+    print(f"connect attempts to the unreachable rail address: {tries}")
+    bad |= run.returncode != 0 or tries != 1
     return bad
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--unreachable"]:
+        sys.exit(unreachable())
     if sys.argv[1:2] == ["--transfer"]:
         sys.exit(transfer(json.loads(sys.argv[2]), sys.argv[3] == "1"))
     sys.exit(main())

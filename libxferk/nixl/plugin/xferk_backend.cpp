@@ -20,6 +20,9 @@
 
 namespace {
 constexpr unsigned int kConnectTimeoutMs = 5000;
+/* A rail address that could not be connected to is not tried again for
+ * this long: each try of an unreachable one waits kConnectTimeoutMs. */
+constexpr auto kRailRetry = std::chrono::seconds(30);
 constexpr size_t kMaxPendingBytes = 64 << 20; /* notifications held */
 constexpr size_t kArrivalCost = 256; /* a held notification's entry */
 /* A held notification with no news (its message, an event) this long goes. */
@@ -470,6 +473,26 @@ XferkEngine::conn_to(const std::string &ip, uint64_t &conn) const {
         conn = res.first->second;
     }
     return true;
+}
+
+// conn_to() for a rail's address, unless a connect to it failed within
+// kRailRetry: a request whose rail cannot be reached goes without it at
+// once instead of waiting for the connect's timeout again.
+bool
+XferkEngine::rail_conn(const std::string &ip, uint64_t &conn) const {
+    auto now = std::chrono::steady_clock::now();
+    {
+        std::lock_guard<std::mutex> guard(lock_);
+        auto it = rail_down_.find(ip);
+        if (it != rail_down_.end() && now < it->second) return false;
+    }
+    bool up = conn_to(ip, conn);
+    std::lock_guard<std::mutex> guard(lock_);
+    if (up)
+        rail_down_.erase(ip);
+    else
+        rail_down_[ip] = std::chrono::steady_clock::now() + kRailRetry;
+    return up;
 }
 
 // GPU memory (VRAM_SEG) is registered as a dma-buf region: the CUDA
@@ -1489,8 +1512,9 @@ XferkEngine::rail_windows(XferkReqH *req, Peer &peer, const std::string &mine,
                           uint32_t rail) const {
     size_t w = 0;
     uint64_t conn;
-    int ret = conn_to(theirs, conn) ? 0 : -ENOTCONN;
+    int ret = 0;
 
+    if (!rail_conn(theirs, conn)) return false;
     for (size_t i = 0; !ret && i < frames.size(); i++) {
         std::vector<xferk_token> toks;
         ret = ask_windows(peer, window_frame(req->window_nonce, i | rail << 24, frames[i], mine),

@@ -231,6 +231,8 @@ private:
                 const std::string &peer_ip, xferk_token &tok);
     bool
     conn_to(const std::string &ip, uint64_t &conn) const;
+    bool
+    rail_conn(const std::string &ip, uint64_t &conn) const;
     int
     register_vram(const nixlBlobDesc &mem, uint64_t &mr) const;
     std::shared_ptr<Peer>
@@ -292,6 +294,8 @@ private:
 
     mutable std::mutex lock_;
     mutable std::map<std::string, uint64_t> conns_;             /* peer ip -> xferk conn */
+    /* Rail addresses a connect to failed: when to try each again. */
+    mutable std::map<std::string, std::chrono::steady_clock::time_point> rail_down_;
     std::map<std::string, std::shared_ptr<Peer>> peers_;        /* by agent name */
     /* Agents whose exports or windows are being made (without the lock):
      * how many calls, and how often disconnect() came meanwhile. */
