@@ -488,10 +488,11 @@ XferkEngine::rail_conn(const std::string &ip, uint64_t &conn) const {
     }
     bool up = conn_to(ip, conn);
     std::lock_guard<std::mutex> guard(lock_);
-    if (up)
-        rail_down_.erase(ip);
-    else
-        rail_down_[ip] = std::chrono::steady_clock::now() + kRailRetry;
+    // Addresses whose wait is over are forgotten: the map holds only the
+    // rails that failed within kRailRetry.
+    for (auto it = rail_down_.begin(); it != rail_down_.end();)
+        it = now < it->second ? std::next(it) : rail_down_.erase(it);
+    if (!up) rail_down_[ip] = std::chrono::steady_clock::now() + kRailRetry;
     return up;
 }
 
@@ -1034,8 +1035,9 @@ XferkEngine::windows_fit(const std::string &peer_ip, size_t more) const {
 }
 
 // Whether the live requests of @peer_ip may have windows made to @to as
-// well: as rail_export(), at most XFERK_MAX_RAILS - 1 rail addresses per
-// peer host. With lock_.
+// well: at most XFERK_MAX_RAILS - 1 rail addresses per peer host among
+// its live requests (rail_export()'s bound per region, unlike this one,
+// counts every address a region was ever exported to). With lock_.
 bool
 XferkEngine::rail_fits(const std::string &peer_ip, const std::string &to) const {
     std::set<std::string> rails;
