@@ -7,7 +7,7 @@
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 args=(--size $((8 << 20)) --iterations 20)
 # RDMA is ~28x slower on the debug kernel.
 [ "${XFERK_KERNEL:-stock}" = debug ] && args=(--size $((1 << 20)) --iterations 3)

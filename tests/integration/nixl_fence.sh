@@ -8,7 +8,7 @@ set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
 stock_only "windows themselves run there in window and window_abort"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 rc=0
 (cd /tmp && /usr/bin/python3 "$XFERK_SRC/tests/nixl/request_fence.py") || rc=1
 (cd /tmp && /usr/bin/python3 "$XFERK_SRC/tests/nixl/ctrl_frames.py") || rc=1

@@ -12,7 +12,7 @@ set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
 stock_only "the install is the same on any kernel"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 export XFERK_BUILD
 prefix=$(mktemp -d /tmp/nixl-prefix.XXXXXX)
 trap 'rm -rf "$prefix"' EXIT

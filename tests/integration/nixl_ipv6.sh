@@ -7,7 +7,7 @@ set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
 stock_only "the plugin's addresses do not differ between kernels"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 [ -n "${XFERK_MODDIR:-}" ] || { echo "SKIP: no XFERK_MODDIR to reload xferk from"; exit 77; }
 ADDR=fd99::1
 load() { insmod "$XFERK_MODDIR/kmod/xferk.ko" "$@" && chgrp xferk /dev/xferk; }

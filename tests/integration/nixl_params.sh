@@ -5,6 +5,6 @@ set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
 stock_only "the plugin parses them; sessions of several QPs run there in qps"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 cd /tmp || exit 1
 /usr/bin/python3 "$XFERK_SRC/tests/nixl/params.py"

@@ -6,7 +6,7 @@ set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
 stock_only "rails themselves run there in the rails test"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 cleanup() {
 	rdma link delete rxe1 2>/dev/null
 	ip link del dummy1 2>/dev/null

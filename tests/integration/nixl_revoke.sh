@@ -7,6 +7,6 @@ set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
 stock_only "revokes themselves run there in window and window_abort"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 cd /tmp || exit 1
 /usr/bin/python3 "$XFERK_SRC/tests/nixl/target_revoke.py"

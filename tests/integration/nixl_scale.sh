@@ -13,7 +13,7 @@
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 counts=(8192 65536 262144)
 [ "${XFERK_KERNEL:-stock}" = debug ] && counts=(8192)
 cd /tmp || exit 1

@@ -9,7 +9,7 @@
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 export XFERK_CUDA_DOUBLE=${XFERK_BUILD:-$XFERK_SRC/build}/tests/doubles/libcuda-vgem-double.so
 [ -e "$XFERK_CUDA_DOUBLE" ] || { echo "no $XFERK_CUDA_DOUBLE: make tests"; exit 1; }
 cd /tmp || exit 1

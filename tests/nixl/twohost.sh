@@ -8,7 +8,7 @@
 set -u
 # shellcheck source=tests/nixl/env.sh
 . "$XFERK_SRC/tests/nixl/env.sh"
-/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3-numpy missing"; exit 77; }
+need_python_modules numpy
 # UCX warns for each operation a released handle leaves (thousands).
 export NIXL_XFERK_IP_ADDR=$XFERK_ADDR UCX_LOG_LEVEL=error
 prog=$1 role=$2 variant=$3 backend=${3%-request}
