@@ -75,7 +75,11 @@ def main():
         rofs = rng.permutation(n).astype(np.uint64) * SIZE
         ldesc = descs(init, local.ctypes.data, lofs)
         rdesc = descs(target, remote.ctypes.data, rofs)
-        local[: n * SIZE] = (np.arange(n * SIZE, dtype=np.uint64) * 13 + n).astype(np.uint8)
+        # Each row its own: a pattern, and the row's index in its first
+        # four bytes, so a descriptor that lands in another's place shows.
+        rows = local[: n * SIZE].reshape(n, SIZE)
+        rows[:] = (np.arange(SIZE, dtype=np.uint32) * 13 + n).astype(np.uint8)
+        rows[:, :4] = np.arange(n, dtype="<u4").view(np.uint8).reshape(n, 4)
         remote[:] = 0
         msg = f"done {n}".encode()
         want = local[: n * SIZE].reshape(n, SIZE).copy()
