@@ -119,7 +119,9 @@ agent() {
 }
 
 kmemleak() {
+	local start
 	[ -e $DEBUGFS/kmemleak ] || return 0
+	start=$(cut -d' ' -f1 /proc/uptime)
 	echo scan >$DEBUGFS/kmemleak
 	if [ "$1" = clear ]; then
 		# Only the scans after the module's unload judge: the periodic
@@ -128,7 +130,11 @@ kmemleak() {
 		echo scan=off >$DEBUGFS/kmemleak
 		echo clear >$DEBUGFS/kmemleak
 	else
-		sleep 6
+		# The second scan starts 6 s after the first did, past
+		# kmemleak's minimum age (5 s) for what was allocated before
+		# it: only what is left of the 6 s, since a scan of the debug
+		# kernel takes about 10 s itself.
+		sleep "$(awk -v s="$start" '{ d = s + 6 - $1; print (d > 0 ? d : 0) }' /proc/uptime)"
 		echo scan >$DEBUGFS/kmemleak
 		block kmemleak after-unload <$DEBUGFS/kmemleak
 	fi
