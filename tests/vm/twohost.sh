@@ -13,6 +13,7 @@
 #
 # Test scripts (tests/twohost/*.sh) use:
 #   th_boot NAME            start VM NAME and wait until its agent is ready
+#                           (th_boot_start NAME, then th_boot_wait NAME)
 #   th_run NAME CMD...      run CMD in NAME, print its output, return its rc
 #   th_start NAME TAG CMD...    start CMD in NAME in the background
 #   th_join NAME TAG [SECONDS]  wait for it: print output, return rc (124
@@ -55,6 +56,12 @@ th_alive() {
 }
 
 th_boot() {
+	th_boot_start "$1" && th_boot_wait "$1"
+}
+
+# th_boot_start NAME: starts VM NAME's next boot (th_boot_wait waits for
+# it), so that both VMs can boot at once.
+th_boot_start() {
 	local name=$1 n port_local port_remote mac dir
 	th_alive "$name" && { log "VM $name is already running"; return 1; }
 	n=$(grep -c "^$name " "$TH_DIR/boots" || true)
@@ -93,6 +100,12 @@ export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 		-serial "file:$dir/console.log" -serial "file:$dir/results.log" \
 		</dev/null >"$dir/qemu.log" 2>&1 &
 	echo $! >"$TH_DIR/$name.pid")
+}
+
+# th_boot_wait NAME: until VM NAME's boot is ready; 1 if it did not get so.
+th_boot_wait() {
+	local name=$1 n dir
+	read -r _ n dir < <(grep "^$name " "$TH_DIR/boots" | tail -n1)
 	th_wait_file "$TH_CTL/$name/ready" "$TH_BOOT_READY_S" "$name" ||
 		{ log "VM $name (boot $n) did not get ready; console: $dir/console.log"; return 1; }
 	log "VM $name (boot $n) ready: $(cat "$TH_CTL/$name/ready")"
@@ -214,7 +227,8 @@ th_metric_get() {
 th_suite() {
 	local glob=$1 t name rc t0 t_suite=$SECONDS
 	exec 4>"$TH_DIR/results.log"
-	th_boot a && th_boot b || { th_kill a; th_kill b; }
+	th_boot_start a && th_boot_start b && th_boot_wait a && th_boot_wait b ||
+		{ th_kill a; th_kill b; }
 	for t in "$XFERK_SRC"/tests/twohost/*.sh; do
 		name=$(basename "$t" .sh)
 		# shellcheck disable=SC2053
