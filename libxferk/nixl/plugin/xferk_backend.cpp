@@ -488,11 +488,16 @@ XferkEngine::rail_conn(const std::string &ip, uint64_t &conn) const {
     }
     bool up = conn_to(ip, conn);
     std::lock_guard<std::mutex> guard(lock_);
-    // Addresses whose wait is over are forgotten: the map holds only the
-    // rails that failed within kRailRetry.
+    // Addresses whose wait was over when this call began are forgotten,
+    // so the map holds the rails that failed within about kRailRetry of
+    // the last connect; one that connected now is up, whatever another
+    // thread's connect to it found meanwhile.
     for (auto it = rail_down_.begin(); it != rail_down_.end();)
         it = now < it->second ? std::next(it) : rail_down_.erase(it);
-    if (!up) rail_down_[ip] = std::chrono::steady_clock::now() + kRailRetry;
+    if (up)
+        rail_down_.erase(ip);
+    else
+        rail_down_[ip] = std::chrono::steady_clock::now() + kRailRetry;
     return up;
 }
 
