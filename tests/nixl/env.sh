@@ -15,12 +15,13 @@ export UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=rxe0:1
 
 # need_python_modules MODULE...: skips (77) unless python3 finds every
 # MODULE. It looks them up without importing them (importing torch alone
-# takes about 14 s in the test VM).
+# takes about 14 s in the test VM), so a module that is installed but
+# fails to import is not skipped: the test that imports it fails.
 need_python_modules() {
 	local missing
 	missing=$(/usr/bin/python3 -c 'import importlib.util, sys
 print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' "$@") ||
-		{ echo "SKIP: /usr/bin/python3 does not run"; exit 77; }
+		{ echo "SKIP: /usr/bin/python3 could not look the modules up"; exit 77; }
 	if [ -n "$missing" ]; then
 		echo "SKIP: python3 modules missing: $missing (python3-${missing// / python3-})"
 		exit 77

@@ -1041,8 +1041,8 @@ XferkEngine::windows_fit(const std::string &peer_ip, size_t more) const {
 
 // Whether the live requests of @peer_ip may have windows made to @to as
 // well: at most XFERK_MAX_RAILS - 1 rail addresses per peer host among
-// its live requests (rail_export()'s bound per region, unlike this one,
-// counts every address a region was ever exported to). With lock_.
+// its live requests (rail_export()'s bound, per region and peer host,
+// counts every address ever asked for, unlike this one). With lock_.
 bool
 XferkEngine::rail_fits(const std::string &peer_ip, const std::string &to) const {
     std::set<std::string> rails;
