@@ -19,10 +19,16 @@
  *   op_apply()                physically complete     res = final state
  *   op_drain_expire()         QUARANTINED at deadline res = QUARANTINED
  *
- * The winner sets XFERK_OP_UCMD_CLAIMED, takes the op off xferk_parked,
- * fills the command's pdu and hands it to io_uring_cmd_complete_in_task():
- * the CQE is posted from the submitter's task context (or io_uring's
- * fallback worker when that task is exiting), never from the CQ callback.
+ * The winner sets XFERK_OP_UCMD_CLAIMED, takes the op off xferk_parked and
+ * fills the command's pdu. The CQE waits for one more thing: the issue
+ * writing the op's handle back into the caller's struct. An issue from
+ * io-wq (IOSQE_ASYNC, or a SUBMIT re-issued after waiting for a dma-buf's
+ * exporter) writes it after the op is published, and the op may settle
+ * first. So the claim and the issue each drop one of the pdu's two
+ * @posters; the last one hands the command to
+ * io_uring_cmd_complete_in_task(): the CQE is posted from the submitter's
+ * task context (or io_uring's fallback worker when that task is exiting),
+ * never from the CQ callback, and never before the handle is written.
  *
  * 6.1 cannot cancel a parked uring_cmd, and a closed ring waits for every
  * parked command. So a ring SUBMIT needs a deadline and always gets the
@@ -61,15 +67,19 @@
  * struct xferk_ucmd - xferk's state in io_uring_cmd.pdu
  * @res: the CQE's result
  * @release: drop @op_handle before posting the CQE
+ * @posters: who has yet to be done before the CQE posts: the issue (the
+ *	handle written back) and the claim; the one that drops it to zero
+ *	posts
  * @op_handle: the op's handle: CQE32 big_cqe[0], and what auto-release drops
  * @op: the op (a reference from the claim until the CQE)
  *
- * @op_handle is written when the command parks, the rest by the claimer;
- * ucmd_done_in_task() reads them.
+ * @op_handle and @posters are set when the command parks, @res, @release
+ * and @op by the claimer; ucmd_done_in_task() reads them.
  */
 struct xferk_ucmd {
 	s32 res;
 	bool release;
+	atomic_t posters;
 	u64 op_handle;
 	struct xferk_op *op;
 };
@@ -98,6 +108,7 @@ static void uring_park(struct xferk_op *op, struct io_uring_cmd *cmd,
 		       u64 handle)
 {
 	ucmd_pdu(cmd)->op_handle = handle;
+	atomic_set(&ucmd_pdu(cmd)->posters, 2);
 	op->ucmd = cmd;
 	/* The submitter, also when an io-wq worker or SQPOLL issues it. */
 	op->ucmd_task = get_task_struct(xferk_uring_cmd_task(cmd));
@@ -120,6 +131,16 @@ static void ucmd_done_in_task(struct io_uring_cmd *cmd, unsigned int issue_flags
 		xferk_drop_op_handle(cmd->file->private_data, op, uc->op_handle);
 	xferk_op_put(op);
 	xferk_uring_cmd_done(cmd, uc->res, uc->op_handle, issue_flags);
+}
+
+/*
+ * The issue and the claim each call this once: the second posts the CQE.
+ * The pdu may be gone once this returns.
+ */
+static void ucmd_poster_done(struct io_uring_cmd *cmd)
+{
+	if (atomic_dec_and_test(&ucmd_pdu(cmd)->posters))
+		io_uring_cmd_complete_in_task(cmd, ucmd_done_in_task);
 }
 
 /**
@@ -153,7 +174,7 @@ static void uring_op_settled(struct xferk_op *op, u32 state)
 		      (op->submit_flags & XFERK_SUBMIT_AUTO_RELEASE);
 	atomic64_dec(&xferk_stats.uring_parked);
 	atomic64_inc(&xferk_stats.uring_completed);
-	io_uring_cmd_complete_in_task(cmd, ucmd_done_in_task);
+	ucmd_poster_done(cmd);
 }
 
 /*
@@ -217,12 +238,13 @@ static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
 	if (ret)
 		return ret;
 	/*
-	 * Published and parked: the CQE will come whatever happens here. A
-	 * caller that unmapped its struct meanwhile learns the handle from
-	 * CQE32 only.
+	 * Published and parked: the CQE will come whatever happens here, but
+	 * not before this write. A caller that unmapped its struct meanwhile
+	 * learns the handle from CQE32 only.
 	 */
 	if (put_user(a->op, &uarg->op))
 		pr_debug("xferk: submit: op handle not written back\n");
+	ucmd_poster_done(cmd);
 	return -EIOCBQUEUED;
 }
 

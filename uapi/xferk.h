@@ -868,9 +868,11 @@ struct xferk_ioc_info {
  * threads.
  *
  * XFERK_IOC_SUBMIT is asynchronous: the op's handle is written to
- * xferk_ioc_submit.op before io_uring_enter() returns (unless the command
- * was issued asynchronously: IOSQE_ASYNC, SQPOLL), the command stays
- * parked, and its CQE posts once the op is settled:
+ * xferk_ioc_submit.op before its CQE posts, and before io_uring_enter()
+ * returns unless the command was issued asynchronously (IOSQE_ASYNC,
+ * SQPOLL, or re-issued from a worker because a dma-buf's exporter was
+ * busy); the command stays parked, and its CQE posts once the op is
+ * settled:
  *  - physically complete (buffer_reusable): cqe->res is the final state,
  *    SUCCEEDED, FAILED, TIMED_OUT or DRAINED;
  *  - or QUARANTINED at its drain deadline: cqe->res is

@@ -2462,14 +2462,14 @@ static void done_submit(struct call *c, int res, bool same)
 	if (!parked)
 		return;
 	/*
-	 * A parked submit: the handle went back at issue, and in CQE32. Issued
-	 * from io-wq (IOSQE_ASYNC), the worker writes it after publishing the
-	 * op, which may settle (and its CQE be reaped) before that.
+	 * A parked submit: the handle went back at issue, before the CQE
+	 * posts, also when issued from io-wq (IOSQE_ASYNC, or re-issued after
+	 * waiting for a dma-buf's exporter); and in CQE32.
 	 */
 	call_desc(c, d, sizeof(d));
 	if (c->rw) {
 		memcpy(&h, c->uarg + offsetof(struct xferk_ioc_submit, op), 8);
-		if (!h && !c->async)
+		if (!h)
 			fail("%s: parked, but no op handle was written back", d);
 		else if (h && c->op_h && h != c->op_h)
 			fail("%s: the op handle changed from %#" PRIx64 " to %#" PRIx64,
@@ -3412,11 +3412,6 @@ static void cqe_arrived(int ri, const struct io_uring_cqe *cqe, uint64_t big0)
 	if (o && is_drop(c) && o->drops_pending)
 		o->drops_pending--;
 	finish(c, cqe->res);
-	/* An io-wq worker may still be writing the op handle back: keep it. */
-	if (c->async && is_cmd(c, C_SUBMIT)) {
-		c->slot->retired = true;
-		c->slot->retired_until = c->t1 + SEC;
-	}
 	call_free(c);
 }
 

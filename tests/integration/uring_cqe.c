@@ -16,8 +16,19 @@
  *  - QUERY and RELEASE commands run inline; a second RELEASE is ESTALE.
  *  - auto-release: once the CQE is posted the handle is gone, and a QUERY
  *    or CANCEL of it is ESTALE (Documentation/uapi.md: "settled").
+ *  - handle before CQE: a submit issued from io-wq (IOSQE_ASYNC) writes its
+ *    handle back after the op is published. With the struct's page
+ *    write-protected by userfaultfd, that write blocks while the op settles
+ *    (uring_completed counts its claim): no CQE until the protection is
+ *    lifted and the handle is in the struct. Skipped where the kernel has
+ *    no userfaultfd write-protection (the debug kernel).
  */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/userfaultfd.h>
 
 #include "test.h"
 
@@ -200,6 +211,91 @@ static void auto_release(struct io_uring *ring, struct xferk *x,
 					&snap), ESTALE);
 }
 
+/* A userfaultfd whose write-protect faults the caller handles; -1 if none. */
+static int uffd_wp_open(void)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_PAGEFAULT_FLAG_WP };
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd < 0)
+		return -1;
+	if (ioctl(uffd, UFFDIO_API, &api)) {
+		close(uffd);
+		return -1;
+	}
+	return uffd;
+}
+
+static int uffd_protect(int uffd, void *p, size_t len, bool on)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = (uintptr_t)p, .len = len },
+		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	return ioctl(uffd, UFFDIO_WRITEPROTECT, &wp);
+}
+
+static void handle_before_cqe(struct io_uring *ring, struct xferk *x,
+			      struct xferk_frag *f)
+{
+	const size_t page = sysconf(_SC_PAGESIZE);
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_WP };
+	struct pollfd pfd = { .events = POLLIN };
+	struct xferk_ioc_submit *s = t_map(page);
+	struct io_uring_sqe *sqe;
+	struct uffd_msg msg;
+	long long claimed;
+	uint64_t ud;
+	int res;
+
+	pfd.fd = uffd_wp_open();
+	if (pfd.fd < 0) {
+		fprintf(stderr, "handle before CQE: skipped, no userfaultfd write-protection: %s\n",
+			strerror(errno));
+		munmap(s, page);
+		return;
+	}
+	*s = (struct xferk_ioc_submit) {
+		.size = sizeof(*s), .frags = (uintptr_t)f, .nr_frags = 1,
+		.frag_size = sizeof(*f), .user_data = 8,
+		.deadline_ns = xferk_now_ns() + t_scaled_ms(20000) * MS,
+	};
+	reg.range.start = (uintptr_t)s;
+	reg.range.len = page;
+	T_EXPECT(ioctl(pfd.fd, UFFDIO_REGISTER, &reg) == 0 &&
+		 uffd_protect(pfd.fd, s, page, true) == 0,
+		 "write-protect: %s", strerror(errno));
+	claimed = t_stat("uring_completed");
+	sqe = t_sqe(ring);
+	io_uring_prep_xferk_submit(sqe, xferk_fd(x), s);
+	sqe->flags |= IOSQE_ASYNC;
+	io_uring_sqe_set_data64(sqe, 8);
+	T_EXPECT(io_uring_submit(ring) == 1, "submit");
+
+	/* The worker's write-back of the handle faults and waits. */
+	T_EXPECT(poll(&pfd, 1, t_scaled_ms(10000)) == 1 &&
+		 read(pfd.fd, &msg, sizeof(msg)) == sizeof(msg) &&
+		 msg.event == UFFD_EVENT_PAGEFAULT &&
+		 (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP),
+		 "no write-protect fault on the submit struct");
+	T_EXPECT(t_stat_wait("uring_completed", claimed + 1, t_scaled_ms(10000)) ==
+		 claimed + 1, "the op did not settle");
+	T_EXPECT(t_cqe(ring, 500, &res, &ud) == -ETIME,
+		 "CQE %llu (res %d) posted before the handle was written back",
+		 (unsigned long long)ud, res);
+
+	T_EXPECT(uffd_protect(pfd.fd, s, page, false) == 0, "unprotect: %s",
+		 strerror(errno));
+	T_EXPECT(t_cqe(ring, t_scaled_ms(10000), &res, &ud) == 0 && ud == 8 &&
+		 res == XFERK_STATE_SUCCEEDED, "CQE: %d", res);
+	T_EXPECT(s->op != 0, "no op handle in the struct at its CQE");
+	T_EXPECT(xferk_release(x, s->op) == 0, "release");
+	close(pfd.fd);
+	munmap(s, page);
+}
+
 int main(void)
 {
 	struct t_counters base;
@@ -231,6 +327,7 @@ int main(void)
 	f.remote = l.remote;
 	cancel(&ring, l.x, &f);
 	auto_release(&ring, l.x, &f);
+	handle_before_cqe(&ring, l.x, &f);
 
 	io_uring_queue_exit(&ring);
 	xferk_close(l.x);
