@@ -8,7 +8,8 @@
  * /dev/xferk (xferk_fd()). The argument struct is the ioctl's; the kernel
  * reads it, and the fragment array of a submit, when it issues the SQE
  * (normally inside io_uring_submit()), and writes its outputs back there.
- * Keep them valid until the CQE when using IOSQE_ASYNC or SQPOLL.
+ * Keep them valid until the CQE: commands that run in io_uring's worker,
+ * and SQEs issued asynchronously (IOSQE_ASYNC, SQPOLL), read them later.
  * In a ring set up with IORING_SETUP_SQE128, zero the whole 128-byte SQE
  * before preparing it: the kernel rejects a non-zero second half.
  *
