@@ -235,6 +235,7 @@ demo:
 bench:
 	-libxferk/nixl/build.sh
 	tests/vm/run bench stock
+	XFERK_NIXL_UCX=1 tests/vm/run twohost stock '97_nixl'
 
 fuzz:
 	tests/vm/run fuzz stock

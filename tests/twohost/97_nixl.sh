@@ -5,11 +5,14 @@
 # once, and target aborts (the target lets go of the initiator and reuses
 # a request's blocks while its WRITE is in flight). XFERK must pass, and
 # so must XFERK-request (every engine fenced per request: windows over
-# each request's blocks); UCX runs the same over the same rxe link and
-# its numbers are printed beside it, not judged.
+# each request's blocks). With XFERK_NIXL_UCX=1 (make bench), UCX runs the
+# same over the same rxe link and its numbers are printed beside them, not
+# judged.
 TH_NIXL=$XFERK_SRC/tests/nixl/twohost.sh
 rc=0
-for backend in XFERK XFERK-request UCX; do
+backends=(XFERK XFERK-request)
+[ "${XFERK_NIXL_UCX:-0}" = 1 ] && backends+=(UCX)
+for backend in "${backends[@]}"; do
 	echo "== $backend"
 	th_start a "target-$backend" "$TH_NIXL" vllm_shape target "$backend"
 	out=$(th_run b "$TH_NIXL" vllm_shape initiator "$backend")
