@@ -86,6 +86,9 @@ union xferk_ioc_arg {
  * @out_kind: the command publishes a handle of this kind, written back at
  *	@out_offset; undone if the write-back fails
  * @out_offset: offset of that handle in the argument struct
+ * @out_given: NULL, or whether this call wrote back a handle the caller
+ *	gave it rather than one it published (a rail IMPORT returns
+ *	rail_of): such a handle is not undone
  * @handler: does the command on the kernel copy of the argument
  * @done: for a command whose output commits something (EVENTS takes its
  *	events): called once the output of a 0 or -ETIMEDOUT result was
@@ -100,6 +103,7 @@ struct xferk_ioctl_desc {
 	u8 drop_kind;
 	u8 out_kind;
 	u16 out_offset;
+	bool (*out_given)(const union xferk_ioc_arg *arg);
 	int (*handler)(struct xferk_file *xf, union xferk_ioc_arg *arg);
 	void (*done)(struct xferk_file *xf, bool written);
 };

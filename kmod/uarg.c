@@ -29,6 +29,12 @@
 /* Commands that publish a handle of @_kind in the field @_out. */
 #define XFERK_IOCTL_NEW(_cmd, _handler, _struct, _first_last, _flags,	\
 			_kind, _out)					\
+	XFERK_IOCTL_NEW_OR_GIVEN(_cmd, _handler, _struct, _first_last,	\
+				 _flags, _kind, _out, NULL)
+
+/* The same, where a call may write back a handle it was given instead. */
+#define XFERK_IOCTL_NEW_OR_GIVEN(_cmd, _handler, _struct, _first_last,	\
+				 _flags, _kind, _out, _given)		\
 	[_IOC_NR(_cmd)] = {						\
 		.cmd = _cmd,						\
 		.min_size = offsetofend(_struct, _first_last),		\
@@ -36,8 +42,15 @@
 		.nonblock = (_flags) & NONBLOCK,			\
 		.out_kind = _kind,					\
 		.out_offset = offsetof(_struct, _out),			\
+		.out_given = _given,					\
 		.handler = _handler,					\
 	}
+
+/* A rail IMPORT writes back rail_of, the caller's own remote handle. */
+static bool import_is_rail(const union xferk_ioc_arg *arg)
+{
+	return arg->import.flags & XFERK_IMPORT_RAIL;
+}
 
 /* Flags of the table entries. */
 #define OUT_ON_TIMEOUT	BIT(0)	/* output copied back with -ETIMEDOUT too */
@@ -69,9 +82,9 @@ static const struct xferk_ioctl_desc xferk_ioctls[] = {
 			struct xferk_ioc_export, reserved, 0, XFERK_H_EXPORT,
 			handle),
 	XFERK_IOCTL_DROP(XFERK_IOC_UNEXPORT, XFERK_H_EXPORT, 0),
-	XFERK_IOCTL_NEW(XFERK_IOC_IMPORT, xferk_ioctl_import,
-			struct xferk_ioc_import, reserved, 0, XFERK_H_REMOTE,
-			handle),
+	XFERK_IOCTL_NEW_OR_GIVEN(XFERK_IOC_IMPORT, xferk_ioctl_import,
+				 struct xferk_ioc_import, reserved, 0,
+				 XFERK_H_REMOTE, handle, import_is_rail),
 	XFERK_IOCTL_DROP(XFERK_IOC_UNIMPORT, XFERK_H_REMOTE, 0),
 	XFERK_IOCTL_NEW(XFERK_IOC_SUBMIT, xferk_ioctl_submit,
 			struct xferk_ioc_submit, reserved, NONBLOCK, XFERK_H_OP,
@@ -216,8 +229,11 @@ int xferk_cmd_run(struct xferk_file *xf, const struct xferk_ioctl_desc *desc,
  * output is meaningful then; commands without output copy nothing. If the
  * copy fails, a handle the command published is taken back (an op is
  * cancelled and drained in the background): the caller, who gets EFAULT,
- * could never name it. What WAIT, QUERY or CANCEL did stays done; what
- * EVENTS would take stays queued (its @done commits only a written copy).
+ * could never name it. A handle the caller gave (desc->out_given) stays:
+ * a rail IMPORT's rail stays added to it, since rails are never taken out
+ * of a remote handle its ops may be using. What WAIT, QUERY or CANCEL did
+ * stays done; what EVENTS would take stays queued (its @done commits only
+ * a written copy).
  *
  * Return: @ret, or -EFAULT if the copy failed.
  */
@@ -238,7 +254,8 @@ int xferk_arg_copy_out(struct xferk_file *xf,
 		desc->done(xf, written);
 	if (written)
 		return ret;
-	if (desc->out_kind && !ret)
+	if (desc->out_kind && !ret &&
+	    !(desc->out_given && desc->out_given(arg)))
 		xferk_unpublish_handle(xf, *(const u64 *)((const u8 *)arg +
 							  desc->out_offset),
 				       desc->out_kind);

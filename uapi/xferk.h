@@ -18,7 +18,8 @@
  *    version's size, or above XFERK_ARG_MAX_SIZE, is -EINVAL / -E2BIG.
  *  - Unknown flag bits and non-zero reserved fields are -EINVAL.
  *  - Output goes back into the first min(size, kernel size) bytes. If it
- *    cannot be (-EFAULT), whatever the command created is taken back.
+ *    cannot be (-EFAULT), whatever the command created is taken back
+ *    (a rail IMPORT's rail stays: see Documentation/uapi.md).
  *  - Every command returns 0 or one of the errnos Documentation/uapi.md
  *    lists for it; never one that came from a peer or a device.
  *  - New fields are only ever appended; a feature bit in

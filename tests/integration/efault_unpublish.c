@@ -8,7 +8,12 @@
  *  - EXPORT: the exports counter is back at once;
  *  - SUBMIT: the op (in flight: its completion is held back 1 s) is
  *    cancelled and drained in the background, and ops_live comes back;
- *  - CONNECT, IMPORT: EFAULT, and the process goes on working.
+ *  - CONNECT, IMPORT: EFAULT, and the process goes on working;
+ *  - a rail IMPORT (XFERK_IMPORT_RAIL, through a second session to the
+ *    host's other address) writes back the caller's own rail_of: EFAULT,
+ *    and that remote handle still carries data and the rail stays added
+ *    (the same rail again is EEXIST). Regression: the write-back's undo
+ *    dropped rail_of, and with it every rail of that handle.
  * The file's handle table keeps nothing either: with the file's limit for
  * that kind of handle set to what it holds plus one, the same command done
  * normally afterwards still finds room (a leaked handle would make it
@@ -207,6 +212,55 @@ static void import_cmd(void)
 	T_EXPECT(xferk_unexport(l.x, exp) == 0, "unexport");
 }
 
+static void rail_import_cmd(void)
+{
+	struct xferk_ioc_import a = {
+		.size = sizeof(a), .flags = XFERK_IMPORT_RAIL,
+	};
+	struct xferk_frag f = { .mr = l.src_mr, .len = 4096,
+				.opcode = XFERK_OP_WRITE };
+	const uint32_t rw = XFERK_ACCESS_REMOTE_WRITE;
+	struct xferk_token tok0, tok1;
+	uint64_t c1, exp0, exp1, remote;
+	struct xferk_op_snapshot s;
+	int ret;
+
+	if (!(xferk_features(l.x) & XFERK_FEAT_RAILS))
+		return;
+	set_param("max_exports_per_file", 3);	/* t_setup()'s and these two */
+	ret = xferk_connect(l.x, "10.99.0.2", 0, t_connect_ms(), &c1);
+	if (ret) {
+		T_EXPECT(0, "connect to 10.99.0.2: %s", strerror(-ret));
+		return;
+	}
+	ret = xferk_export(l.x, l.conn, l.dst_mr, 0, 64 * KB, rw, &tok0, &exp0);
+	if (!ret)
+		ret = xferk_export(l.x, c1, l.dst_mr, 0, 64 * KB, rw, &tok1,
+				   &exp1);
+	if (!ret)
+		ret = xferk_import(l.x, l.conn, &tok0, &remote);
+	if (ret) {
+		T_EXPECT(0, "rail setup: %s", strerror(-ret));
+		return;
+	}
+	a.conn = c1;
+	a.rail_of = remote;
+	memcpy(a.token, tok1.bytes, sizeof(a.token));
+	T_EXPECT_ERR(ioctl_ro(XFERK_IOC_IMPORT, &a, sizeof(a)), EFAULT);
+	f.remote = remote;
+	t_fill(l.src, 4096, 6);
+	memset(l.dst, 0, 4096);
+	ret = t_run(l.x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED && t_check(l.dst, 4096, 6) < 0,
+		 "WRITE through rail_of after the failed rail IMPORT: %d (%s)",
+		 ret, ret < 0 ? strerror(-ret) : xferk_state_name(ret));
+	T_EXPECT_ERR(xferk_import_rail(l.x, c1, &tok1, remote), EEXIST);
+	T_EXPECT(xferk_unimport(l.x, remote) == 0, "unimport");
+	T_EXPECT(xferk_unexport(l.x, exp0) == 0 && xferk_unexport(l.x, exp1) == 0,
+		 "unexport");
+	T_EXPECT(xferk_disconnect(l.x, c1) == 0, "disconnect");
+}
+
 static void submit_cmd(void)
 {
 	long long live, submitted, cancels;
@@ -274,6 +328,7 @@ int main(void)
 	connect_cmd();
 	export_cmd();
 	import_cmd();
+	rail_import_cmd();
 	submit_cmd();
 	restore();
 	xferk_close(l.x);
