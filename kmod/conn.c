@@ -90,11 +90,7 @@ static atomic_t xferk_next_conn_id = ATOMIC_INIT(0);
 /* Registered as parameters by limits.c. */
 unsigned int xferk_passive_idle_ms = 300000;
 unsigned int xferk_reconnect_ms = 30000;
-
-static unsigned int xferk_flush_timeout_ms = 5000;
-module_param_named(flush_timeout_ms, xferk_flush_timeout_ms, uint, 0644);
-MODULE_PARM_DESC(flush_timeout_ms,
-		 "Teardown: how long to wait, once the QP is drained, for work requests whose completion is missing before the QP is destroyed (default 5000)");
+unsigned int xferk_flush_timeout_ms = 5000;
 
 void xferk_conn_get(struct xferk_conn *c)
 {

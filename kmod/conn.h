@@ -239,6 +239,7 @@ extern struct workqueue_struct *xferk_conn_wq;
 extern unsigned int xferk_lost_completion_ms;
 extern unsigned int xferk_passive_idle_ms;
 extern unsigned int xferk_reconnect_ms;
+extern unsigned int xferk_flush_timeout_ms;
 extern unsigned int xferk_keepalive_ms;
 extern unsigned int xferk_session_idle_ms;
 extern unsigned int xferk_max_passive_conns;

@@ -17,8 +17,23 @@
 #include "stats.h"
 #include "xferk.h"
 
+#define XFERK_EVQ_MIN	16
+#define XFERK_EVQ_MAX	65536
+
 unsigned int xferk_events_per_file = 4096;
-module_param_named(events_per_file, xferk_events_per_file, uint, 0644);
+
+static int events_per_file_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, XFERK_EVQ_MIN, XFERK_EVQ_MAX);
+}
+
+static const struct kernel_param_ops events_per_file_ops = {
+	.set = events_per_file_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(events_per_file, &events_per_file_ops, &xferk_events_per_file,
+		0644);
 MODULE_PARM_DESC(events_per_file,
 		 "Events a file's queue holds before it drops them (default 4096; read when the queue is made; 16..65536)");
 EXPORT_SYMBOL_IF_KUNIT(xferk_events_per_file);
@@ -31,7 +46,8 @@ EXPORT_SYMBOL_IF_KUNIT(xferk_events_per_file);
  */
 struct xferk_evq *xferk_evq_create(struct xferk_ready *ready)
 {
-	u32 size = clamp_t(u32, READ_ONCE(xferk_events_per_file), 16, 65536);
+	/* In range: events_per_file_set() checks every write. */
+	u32 size = READ_ONCE(xferk_events_per_file);
 	struct xferk_evq *q;
 
 	q = kvzalloc(struct_size(q, ring, size), XFERK_GFP_USER);

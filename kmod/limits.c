@@ -218,6 +218,22 @@ module_param_cb(lost_completion_ms, &lost_completion_ms_ops,
 MODULE_PARM_DESC(lost_completion_ms,
 		 "A work request outstanding this long, or after a later one of its QP completed, lost its completion: the path is replaced; 0: off (default 30000)");
 
+/* 0 (no wait) to ten minutes: the teardown adds its own wait to it. */
+static int flush_timeout_ms_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, 600000);
+}
+
+static const struct kernel_param_ops flush_timeout_ms_ops = {
+	.set = flush_timeout_ms_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(flush_timeout_ms, &flush_timeout_ms_ops,
+		&xferk_flush_timeout_ms, 0644);
+MODULE_PARM_DESC(flush_timeout_ms,
+		 "Teardown: how long to wait, once the QP is drained, for work requests whose completion is missing before the QP is destroyed (default 5000, at most 600000)");
+
 /* 0 (paths are not replaced), or one second to ten minutes. */
 static int reconnect_ms_set(const char *val, const struct kernel_param *kp)
 {

@@ -244,6 +244,7 @@ int main(void)
 {
 	struct rlimit rl = { 1 << 20, 1 << 20 };
 	long long rejects = t_stat("limit_rejects");
+	long long events, flush;
 	unsigned int i;
 
 	if (access("/dev/xferk", F_OK))
@@ -258,6 +259,17 @@ int main(void)
 	T_EXPECT(t_set_param("max_regions_per_file", 65536) < 0 && errno == EINVAL,
 		 "max_regions_per_file 65536 accepted");
 	T_EXPECT(t_param("max_ops_per_file") == saved[4], "changed by a refused write");
+	/* Regression: these two took any value. */
+	events = t_param("events_per_file");
+	T_EXPECT(t_set_param("events_per_file", 15) < 0 && errno == EINVAL &&
+		 t_set_param("events_per_file", 65537) < 0 && errno == EINVAL &&
+		 t_param("events_per_file") == events,
+		 "events_per_file out of 16..65536 accepted");
+	flush = t_param("flush_timeout_ms");
+	T_EXPECT(t_set_param("flush_timeout_ms", 600001) < 0 && errno == EINVAL &&
+		 t_set_param("flush_timeout_ms", 4294967295LL) < 0 &&
+		 errno == EINVAL && t_param("flush_timeout_ms") == flush,
+		 "flush_timeout_ms above 600000 accepted");
 	if (t_failures) {
 		restore();
 		return T_FAIL;
