@@ -239,11 +239,13 @@ static int uring_submit(struct xferk_file *xf, struct io_uring_cmd *cmd,
 		return ret;
 	/*
 	 * Published and parked: the CQE will come whatever happens here, but
-	 * not before this write. A caller that unmapped its struct meanwhile
-	 * learns the handle from CQE32 only.
+	 * not before this write. If the caller's struct cannot take it, the
+	 * op is taken back as the ioctl's would be (xferk_arg_copy_out()):
+	 * cancelled and drained in the background, its handle dropped. Its
+	 * CQE still posts when it settles.
 	 */
 	if (put_user(a->op, &uarg->op))
-		pr_debug("xferk: submit: op handle not written back\n");
+		xferk_unpublish_handle(xf, a->op, XFERK_H_OP);
 	ucmd_poster_done(cmd);
 	return -EIOCBQUEUED;
 }

@@ -872,8 +872,9 @@ struct xferk_ioc_info {
  * xferk_ioc_submit.op before its CQE posts, and before io_uring_enter()
  * returns unless the command was issued asynchronously (IOSQE_ASYNC,
  * SQPOLL, or re-issued from a worker because a dma-buf's exporter was
- * busy); the command stays parked, and its CQE posts once the op is
- * settled:
+ * busy). If the struct cannot take it, the op is cancelled and its handle
+ * dropped, as after the ioctl's -EFAULT. The command stays parked, and
+ * its CQE posts once the op is settled:
  *  - physically complete (buffer_reusable): cqe->res is the final state,
  *    SUCCEEDED, FAILED, TIMED_OUT or DRAINED;
  *  - or QUARANTINED at its drain deadline: cqe->res is

@@ -8,6 +8,9 @@
  *  - EXPORT: the exports counter is back at once;
  *  - SUBMIT: the op (in flight: its completion is held back 1 s) is
  *    cancelled and drained in the background, and ops_live comes back;
+ *  - SUBMIT through io_uring (no CQE32, no auto-release): the same, and
+ *    its one CQE still posts, with the op's final state. Regression: the
+ *    op stayed published, its handle never learnt, until the file closed;
  *  - CONNECT, IMPORT: EFAULT, and the process goes on working;
  *  - a rail IMPORT (XFERK_IMPORT_RAIL, through a second session to the
  *    host's other address) writes back the caller's own rail_of: EFAULT,
@@ -302,6 +305,57 @@ static void submit_cmd(void)
 		 ret, ret < 0 ? strerror(-ret) : xferk_state_name(ret));
 }
 
+static void ring_submit_cmd(void)
+{
+	const long page = sysconf(_SC_PAGESIZE);
+	struct xferk_frag f = { .mr = l.src_mr, .len = 4096, .remote = l.remote,
+				.opcode = XFERK_OP_WRITE };
+	struct xferk_ioc_submit *a = t_map(page);
+	struct xferk_op_snapshot s;
+	struct io_uring_sqe *sqe;
+	long long live, cancels;
+	struct io_uring ring;
+	uint64_t ud = 0;
+	int ret, res = 0;
+
+	t_settle(NULL);
+	live = t_stat("ops_live");
+	cancels = t_stat("cancel_requests");
+	set_param("max_ops_per_file", 1);	/* it holds none */
+	*a = (struct xferk_ioc_submit) {
+		.size = sizeof(*a), .frags = (uintptr_t)&f, .nr_frags = 1,
+		.frag_size = sizeof(f), .user_data = 9,
+		/* Within XFERK_URING_MAX_PARK_NS on either kernel. */
+		.deadline_ns = xferk_now_ns() + 30000 * 1000000ULL,
+	};
+	if (mprotect(a, page, PROT_READ)) {
+		perror("mprotect");
+		exit(T_FAIL);
+	}
+	t_ring(&ring, 4, 0, 0);
+	sqe = t_sqe(&ring);
+	io_uring_prep_xferk_submit(sqe, xferk_fd(l.x), a);
+	io_uring_sqe_set_data64(sqe, 9);
+	/* In flight when it is taken back: its completion comes 1 s late. */
+	T_EXPECT(t_quiet() == 0 && t_write_file(FAULT "delay_ms", "1000") == 0 &&
+		 t_write_file(FAULT "delay_completions", "1") == 0, "delay knobs");
+	T_EXPECT(io_uring_submit(&ring) == 1, "ring submit");
+	T_EXPECT(t_cqe(&ring, t_scaled_ms(30000), &res, &ud) == 0 && ud == 9 &&
+		 res >= 0 && res < XFERK_STATE_COUNT, "ring SUBMIT's CQE: %d", res);
+	T_EXPECT(t_fault_get("delay_completions") == 0, "delay knob not used");
+	T_EXPECT(t_stat_wait("ops_live", live, t_scaled_ms(10000)) == live,
+		 "ring SUBMIT: ops_live %lld, was %lld", t_stat("ops_live"), live);
+	T_EXPECT(t_stat("cancel_requests") > cancels,
+		 "the ring's op was not cancelled: cancel_requests %lld, was %lld",
+		 t_stat("cancel_requests"), cancels);
+	ret = t_run(l.x, &f, 1, &s);
+	T_EXPECT(ret == XFERK_STATE_SUCCEEDED,
+		 "SUBMIT after the failed ring SUBMIT: %d (%s)", ret,
+		 ret < 0 ? strerror(-ret) : xferk_state_name(ret));
+	io_uring_queue_exit(&ring);
+	munmap(a, page);
+}
+
 int main(void)
 {
 	long long pinned, regions;
@@ -330,6 +384,7 @@ int main(void)
 	import_cmd();
 	rail_import_cmd();
 	submit_cmd();
+	ring_submit_cmd();
 	restore();
 	xferk_close(l.x);
 	T_EXPECT(t_stat_wait("pinned_pages", pinned, t_scaled_ms(10000)) == pinned,

@@ -2487,8 +2487,9 @@ static void done_submit(struct call *c, int res, bool same)
 	c->out_h = h;
 	if (!same || !h)
 		return;
+	/* A struct the handle could not go into: the op was taken back. */
 	o = obj_find_kind(F, h, K_OP);
-	if (!o && !c->op_h)
+	if (!o && !c->op_h && c->rw)
 		o = register_op(c, h);
 	if (res == -ECANCELED)
 		return;
