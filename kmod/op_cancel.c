@@ -63,7 +63,8 @@ static bool ops_physical(struct xferk_op **ops, u32 nr)
  * xferk_ops_cancel_drain(), driven by op->drain_timer instead of a sleeping
  * thread, so a drain costs a timer however long its budget. A request
  * while one runs is folded into it, with the earlier of the two deadlines:
- * a step waiting for a later time is then due at once.
+ * a step waiting for a later time is then due at once, but for the
+ * deadline's own (XFERK_DRAIN_EXPIRE), which waits for the new deadline.
  */
 static void op_drain_async(struct xferk_op *op, ktime_t drain_deadline)
 {
@@ -181,6 +182,11 @@ void op_drain_work(struct work_struct *work)
 		op_drain_arm(op, until, until);
 		return;
 	case XFERK_DRAIN_EXPIRE:
+		/* An earlier deadline folded in: QUARANTINED then, not now. */
+		if (!xferk_op_physical(op) && ktime_before(now, until)) {
+			op_drain_arm(op, until, until);
+			return;
+		}
 		op_drain_expire(op);
 		break;
 	}
