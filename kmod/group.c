@@ -16,8 +16,10 @@
  *
  * Joins and the abort's closing and listing run under the file's lock
  * (a group belongs to one file, its ops are submitted through it; the
- * abort is given that lock): an op an abort lists is published and
- * started completely. The GROUP_* commands are the front's
+ * abort is given that lock): an op an abort lists is published
+ * completely. Its start (deadline timer, queue) comes after the lock is
+ * dropped and may follow the abort's drain: xferk_queue_start() then
+ * finds its chunks dropped. The GROUP_* commands are the front's
  * (group_ioctl.c).
  *
  * References: the group's handle holds one, each op in it one.

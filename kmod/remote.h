@@ -34,8 +34,9 @@ struct xferk_token;
  * @error: 0, or why the key is unusable, for good: -ESTALE once the peer
  *	revoked it (REVOKE), -EACCES once the peer refused a work request on
  *	it (a remote access error). Later chunks on it fail with it unposted
- *	(instead of killing a path each), a submit that names it fails with
- *	it. Set under @conn->lock, read locklessly.
+ *	(instead of killing a path each): an op on a refused key FAILs with
+ *	first_error -EACCES, while a submit that names a revoked one fails
+ *	with -ESTALE (check_frag()). Set under @conn->lock, read locklessly.
  * @rails: NULL, or the rails of a remote handle striped over several
  *	sessions (XFERK_IMPORT_RAIL; rail.c), this one the first; set once,
  *	under its file's lock. A rail is a remote of its own with no handle.
