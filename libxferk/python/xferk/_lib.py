@@ -18,7 +18,7 @@ SONAME = "libxferk.so.0"
 
 # --- constants of uapi/xferk.h -------------------------------------------
 
-ABI_VERSION = 8
+ABI_VERSION = 12
 TOKEN_SIZE = 64
 TOKEN_HEX_LEN = 2 * TOKEN_SIZE + 1
 DEADLINE_NONE = (1 << 64) - 1
