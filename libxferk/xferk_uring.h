@@ -45,7 +45,10 @@ static inline void io_uring_prep_xferk_cmd(struct io_uring_sqe *sqe, int fd,
 /*
  * Starts an op. The CQE posts when the op settles: cqe->res is its final
  * state (decode with xferk_cqe_*), or a negative errno. @s->op holds the
- * op's handle once io_uring_submit() returned; @s->deadline_ns must be set.
+ * op's handle when the CQE posts, and once io_uring_submit() returned
+ * unless the SQE was issued asynchronously (IOSQE_ASYNC, SQPOLL, or again
+ * from a worker because a dma-buf region's exporter was busy);
+ * @s->deadline_ns must be set.
  */
 static inline void io_uring_prep_xferk_submit(struct io_uring_sqe *sqe, int fd,
 					      struct xferk_ioc_submit *s)
