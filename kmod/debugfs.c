@@ -269,6 +269,8 @@ void xferk_debugfs_init(void)
 				&xferk_fault_fail_destroy);
 	debugfs_create_atomic_t("ignore_disconnects", 0600, fault,
 				&xferk_fault_ignore_disconnects);
+	debugfs_create_atomic_t("drop_published", 0600, fault,
+				&xferk_fault_drop_published);
 }
 
 void xferk_debugfs_exit(void)

@@ -81,9 +81,9 @@ static int export_open(struct xferk_file *xf, struct export_args *x)
 		goto out_unlock;
 	}
 	ret = xferk_handle_add_limited(xf, &e->hobj, XFERK_H_EXPORT);
-	mutex_unlock(&xf->lock);
-	xferk_evq_put(evq);
 	if (ret) {
+		mutex_unlock(&xf->lock);
+		xferk_evq_put(evq);
 		xferk_export_put(e);
 		return ret;
 	}
@@ -91,6 +91,8 @@ static int export_open(struct xferk_file *xf, struct export_args *x)
 	if (x->req.blocks)
 		atomic64_inc(&xferk_stats.windows_opened);
 	x->handle = e->hobj.handle;
+	xferk_unlock_published(xf, x->handle, XFERK_H_EXPORT);
+	xferk_evq_put(evq);
 	return 0;
 
 out_unlock:

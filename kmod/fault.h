@@ -23,5 +23,6 @@ extern bool xferk_fault_no_caps;
 extern atomic_t xferk_fault_ignore_revokes;
 extern atomic_t xferk_fault_fail_destroy;
 extern atomic_t xferk_fault_ignore_disconnects;
+extern atomic_t xferk_fault_drop_published;
 
 #endif /* XFERK_FAULT_H */

@@ -162,6 +162,7 @@ int xferk_file_submit(struct xferk_file *xf, struct xferk_ioc_submit *a,
 /* main.c: handles */
 struct xferk_hobj *xferk_take_handle(struct xferk_file *xf, u64 handle, u8 kind);
 int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind);
+void xferk_unlock_published(struct xferk_file *xf, u64 handle, u8 kind);
 void xferk_unpublish_handle(struct xferk_file *xf, u64 handle, u8 kind);
 int xferk_drop_op_handle(struct xferk_file *xf, struct xferk_op *op,
 			 u64 handle);

@@ -32,13 +32,14 @@ int xferk_ioctl_group_create(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		return -ENOMEM;
 	mutex_lock(&xf->lock);
 	ret = xferk_handle_add_limited(xf, &g->hobj, XFERK_H_GROUP);
-	mutex_unlock(&xf->lock);
 	if (ret) {
+		mutex_unlock(&xf->lock);
 		xferk_group_put(g);
 		return ret;
 	}
 	a->handle = g->hobj.handle;
 	a->generation = g->gen;
+	xferk_unlock_published(xf, a->handle, XFERK_H_GROUP);
 	return 0;
 }
 

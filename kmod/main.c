@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "evq.h"
 #include "export.h"
+#include "fault.h"
 #include "front.h"
 #include "handle.h"
 #include "limits.h"
@@ -37,6 +38,8 @@ MODULE_PARM_DESC(listen_addr,
 
 module_param_named(listen_port, xferk_listen_port, ushort, 0444);
 MODULE_PARM_DESC(listen_port, "TCP-space port of the connection listener (default 18515)");
+
+atomic_t xferk_fault_drop_published = ATOMIC_INIT(0);
 
 /*
  * listen_addr and listen_port are parsed at load into the transport's
@@ -78,12 +81,13 @@ int xferk_ioctl_mr_reg(struct xferk_file *xf, union xferk_ioc_arg *arg)
 		return PTR_ERR(r);
 	mutex_lock(&xf->lock);
 	ret = xferk_handle_add_limited(xf, &r->hobj, XFERK_H_REGION);
-	mutex_unlock(&xf->lock);
 	if (ret) {
+		mutex_unlock(&xf->lock);
 		xferk_region_put(r);
 		return ret;
 	}
 	a->handle = r->hobj.handle;
+	xferk_unlock_published(xf, a->handle, XFERK_H_REGION);
 	return 0;
 }
 
@@ -159,8 +163,8 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	cr->conn = c;
 	mutex_lock(&xf->lock);
 	ret = xferk_handle_add_limited(xf, &cr->hobj, XFERK_H_CONN);
-	mutex_unlock(&xf->lock);
 	if (ret) {
+		mutex_unlock(&xf->lock);
 		xferk_conn_unuse(c);
 		xferk_conn_put(c);
 		kfree(cr);
@@ -168,6 +172,7 @@ int xferk_ioctl_connect(struct xferk_file *xf, union xferk_ioc_arg *arg)
 	}
 	xferk_conn_claim(c);
 	a->handle = cr->hobj.handle;
+	xferk_unlock_published(xf, a->handle, XFERK_H_CONN);
 	return 0;
 }
 
@@ -254,6 +259,26 @@ int xferk_drop_handle(struct xferk_file *xf, u64 handle, u8 kind)
 		return PTR_ERR(ho);
 	drop_object(ho, false);
 	return 0;
+}
+
+/**
+ * xferk_unlock_published() - drop the file's lock after publishing a handle
+ * @xf: the file, its lock held
+ * @handle: the handle just published under it
+ * @kind: its kind
+ *
+ * Once the lock is dropped another thread of the process may drop the
+ * handle (handles are predictable), and with it the object's last
+ * reference: a command reads what it returns from its new object, and
+ * claims what it needs, before it calls this. Fault drop_published
+ * (Documentation/fault-injection.md) drops the handle right here, as such
+ * a thread would.
+ */
+void xferk_unlock_published(struct xferk_file *xf, u64 handle, u8 kind)
+{
+	mutex_unlock(&xf->lock);
+	if (atomic_dec_if_positive(&xferk_fault_drop_published) >= 0)
+		xferk_drop_handle(xf, handle, kind);
 }
 
 /**

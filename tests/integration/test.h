@@ -649,7 +649,7 @@ static inline void t_fault_clear(void)
 	static const char *const knobs[] = {
 		"swallow_completions", "delay_completions", "fail_post",
 		"fail_qp", "qp_error", "ignore_revokes", "fail_destroy",
-		"ignore_disconnects", "refuse_chain",
+		"ignore_disconnects", "refuse_chain", "drop_published",
 	};
 	unsigned int i;
 
