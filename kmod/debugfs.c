@@ -271,6 +271,8 @@ void xferk_debugfs_init(void)
 				&xferk_fault_ignore_disconnects);
 	debugfs_create_atomic_t("drop_published", 0600, fault,
 				&xferk_fault_drop_published);
+	debugfs_create_atomic_t("delay_registrations", 0600, fault,
+				&xferk_fault_delay_registrations);
 }
 
 void xferk_debugfs_exit(void)

@@ -24,5 +24,6 @@ extern atomic_t xferk_fault_ignore_revokes;
 extern atomic_t xferk_fault_fail_destroy;
 extern atomic_t xferk_fault_ignore_disconnects;
 extern atomic_t xferk_fault_drop_published;
+extern atomic_t xferk_fault_delay_registrations;
 
 #endif /* XFERK_FAULT_H */

@@ -190,6 +190,8 @@ struct xferk_path_events {
  * @reg_done: completed by it, or by teardown once the QP is gone
  * @reg_status: its result (0 or -EIO); the three are the session's
  *	exports lock's (@export is called under it)
+ * @reg_waiting: a registration is posted and waited for (@lock): the one
+ *	a teardown completes @reg_done for
  * @null_delay_ns: delay before a chunk completes (null peer)
  * @null_work: completes due chunks (null peer)
  * @null_completing: @null_work is in its loop and looks at what is posted
@@ -227,6 +229,7 @@ struct xferk_path {
 	struct ib_cqe reg_cqe;
 	struct completion reg_done;
 	int reg_status;
+	bool reg_waiting;
 	u64 null_delay_ns;
 	struct delayed_work null_work;
 	bool null_completing;

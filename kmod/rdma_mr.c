@@ -6,13 +6,17 @@
  * (its exports lock, which the session holds around @export and
  * @unexport), each posted under its posting lock (path->lock).
  */
+#include <linux/delay.h>
 #include <linux/mmu_notifier.h>
 #include <linux/random.h>
+#include "fault.h"
 #include "rdma.h"
 #include "region.h"
 #include "stats.h"
 #include "transport.h"
 #include "xferk.h"
+
+atomic_t xferk_fault_delay_registrations = ATOMIC_INIT(0);
 
 /* The remote address of an export: random, with @addr's page offset. */
 static u64 export_iova(u64 addr)
@@ -43,7 +47,9 @@ static void conn_reg_done(struct ib_cq *cq, struct ib_wc *wc)
  * session (its exports lock), in the send queue's registration slot. A
  * registration that does not complete within 5 s kills the QP: its
  * teardown's drain flushes it (or, lost, teardown completes reg_done once
- * the QP is gone).
+ * the QP is gone). reg_done is reset, and reg_waiting set, under the
+ * posting lock with the post, so a teardown completes it only for a
+ * registration posted on the QP it destroyed.
  */
 static int conn_reg_mr(struct xferk_path *p, struct ib_mr *mr, int access)
 {
@@ -58,15 +64,19 @@ static int conn_reg_mr(struct xferk_path *p, struct ib_mr *mr, int access)
 	int ret;
 
 	p->reg_cqe.done = conn_reg_done;
+	if (atomic_dec_if_positive(&xferk_fault_delay_registrations) >= 0)
+		msleep(READ_ONCE(xferk_fault_delay_ms));
+	mutex_lock(p->lock);
+	if (!p->events->postable(p)) {
+		mutex_unlock(p->lock);
+		return -ENOTCONN;
+	}
 	reinit_completion(&p->reg_done);
 	/* What it reads if teardown, not the completion, releases it. */
 	WRITE_ONCE(p->reg_status, -ENOTCONN);
-	mutex_lock(p->lock);
-	ret = p->events->postable(p) ?
-	      xferk_post_send(p->lanes[0].qp, &wr.wr, NULL) : -ENOTCONN;
+	ret = xferk_post_send(p->lanes[0].qp, &wr.wr, NULL);
+	p->reg_waiting = !ret;
 	mutex_unlock(p->lock);
-	if (ret == -ENOTCONN)
-		return ret;
 	if (ret) {
 		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
 		return -EIO;
@@ -75,6 +85,9 @@ static int conn_reg_mr(struct xferk_path *p, struct ib_mr *mr, int access)
 		p->events->qp_dead(p, -ECONNRESET, XFERK_PATH_QP);
 		wait_for_completion(&p->reg_done);
 	}
+	mutex_lock(p->lock);
+	p->reg_waiting = false;
+	mutex_unlock(p->lock);
 	return READ_ONCE(p->reg_status);
 }
 

@@ -641,7 +641,11 @@ static void conn_rdma_quiesce(struct xferk_path *p)
 	if (p->cq)
 		ib_cq_pool_put(p->cq, p->cq_entries);
 	p->cq = NULL;
-	complete(&p->reg_done);
+	/* A registration posted on them, whose completion was lost. */
+	mutex_lock(p->lock);
+	if (p->reg_waiting)
+		complete(&p->reg_done);
+	mutex_unlock(p->lock);
 }
 
 static void conn_rdma_destroy(struct xferk_path *p)

@@ -650,6 +650,7 @@ static inline void t_fault_clear(void)
 		"swallow_completions", "delay_completions", "fail_post",
 		"fail_qp", "qp_error", "ignore_revokes", "fail_destroy",
 		"ignore_disconnects", "refuse_chain", "drop_published",
+		"delay_registrations",
 	};
 	unsigned int i;
 
