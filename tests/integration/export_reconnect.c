@@ -5,11 +5,12 @@
  * kernel), while its session's path dies (fault qp_error, on the post of a
  * WRITE from a second file: the export holds its own file's lock) and is
  * replaced. Before the export goes on, the completion of another WRITE is
- * held in the session's CQ work (fault delay_completions, delay_ms twice
- * the first), and with it every completion behind it: the export's own
- * registration's too. The export must wait for that completion: EXPORT
- * returns 0 once the CQ work goes on, and a WRITE through its token lands.
- * Both WRITEs succeed.
+ * held in the session's CQ work (fault delay_completions) until 1.5 s after
+ * the export wakes, and with it every completion behind it: the export's
+ * own registration's too. The export must wait for that completion (well
+ * within its own 5 s bound, so no path is killed for it): EXPORT returns
+ * 0 once the CQ work goes on, the session made no new path meanwhile, and
+ * a WRITE through its token lands. Both WRITEs succeed.
  *
  * Regression: the registration reset its completion before it waited for
  * the posting lock, and the dead path's teardown completed it; on the new
@@ -30,6 +31,7 @@ static struct t_loop l, l2;
 static struct xferk_token tok;
 static uint64_t exp_handle;
 static int export_ret = 1;
+static long long delay_saved = -1;
 
 /* Sets export_ret (1 until then) to the EXPORT's result. */
 static void *export_thread(void *arg)
@@ -55,12 +57,15 @@ static bool reconnected(long long before)
 static void restore(void)
 {
 	t_fault_clear();
+	if (delay_saved >= 0)
+		t_fault_set("delay_ms", delay_saved);
 }
 
 int main(void)
 {
 	const unsigned int hold_ms = t_debug_kernel() ? 12000 : 4000;
-	long long delay_saved, reconnects;
+	long long reconnects, replaced;
+	uint64_t woken_ms, now;
 	struct xferk_op_snapshot s;
 	struct xferk_conn_info info;
 	uint64_t remote, op2;
@@ -85,6 +90,8 @@ int main(void)
 	}
 	T_EXPECT(t_fault_taken("delay_registrations", t_scaled_ms(10000)) == 0,
 		 "the export's registration was not held");
+	/* It sleeps from before now: it is awake by then. */
+	woken_ms = t_now_ms() + hold_ms;
 
 	/* Its post moves the QP to the error state: the path is replaced. */
 	T_EXPECT(t_fault_set("qp_error", 1) == 0, "qp_error");
@@ -102,8 +109,12 @@ int main(void)
 		 info.state == XFERK_CONN_STATE_UP, "session state %u",
 		 info.state);
 
-	/* The CQ work sleeps in this WRITE's completion until after the export woke. */
-	T_EXPECT(t_fault_set("delay_ms", 2 * hold_ms) == 0 &&
+	replaced = t_stat("reconnects");
+
+	/* The CQ work sleeps in this WRITE's completion till 1.5 s after. */
+	now = t_now_ms();
+	T_EXPECT(now + 500 < woken_ms, "the path took too long to come back");
+	T_EXPECT(t_fault_set("delay_ms", woken_ms - now + 1500) == 0 &&
 		 t_fault_set("delay_completions", 1) == 0, "delay knobs");
 	t_fill(l2.src, EXP_LEN, 2);
 	ret = xferk_submit(l2.x, &f, 1, XFERK_DEADLINE_NONE, 0, &op2);
@@ -119,6 +130,8 @@ int main(void)
 	pthread_join(t, NULL);
 	T_EXPECT(export_ret == 0, "EXPORT after the path was replaced: %s",
 		 strerror(-export_ret));
+	T_EXPECT(t_stat("reconnects") == replaced,
+		 "the session made a new path while the export waited");
 	ret = xferk_wait(l2.x, op2, xferk_now_ns() + t_scaled_ms(30000) * MS,
 			 XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED &&
@@ -139,7 +152,6 @@ int main(void)
 			 ret < 0 ? strerror(-ret) : xferk_state_name(ret));
 		xferk_unexport(l.x, exp_handle);
 	}
-	t_fault_set("delay_ms", delay_saved);
 	xferk_close(l.x);
 	xferk_close(l2.x);
 	restore();
