@@ -220,8 +220,11 @@ static int uffd_wp_open(void)
 
 	if (uffd < 0)
 		return -1;
-	if (ioctl(uffd, UFFDIO_API, &api)) {
+	/* A kernel without write-protection clears the feature bit. */
+	if (ioctl(uffd, UFFDIO_API, &api) ||
+	    !(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
 		close(uffd);
+		errno = EOPNOTSUPP;
 		return -1;
 	}
 	return uffd;
