@@ -883,7 +883,8 @@ struct xferk_ioc_info {
  *  - or cancelled because the submitting task exited: -ECANCELED, after
  *    the op was cancelled and drained in the background.
  * A negative cqe->res other than -ECANCELED means nothing was submitted.
- * In a ring set up with IORING_SETUP_CQE32, big_cqe[0] holds the op handle.
+ * In a ring set up with IORING_SETUP_CQE32, big_cqe[0] holds the op handle
+ * (already dropped if the op was taken back as above).
  * Through the ring a submit must have a deadline, and deadline plus
  * drain_budget_ns must lie within XFERK_URING_MAX_PARK_NS of the submit
  * (-EINVAL otherwise); XFERK_SUBMIT_CANCEL_ON_DEADLINE always applies. So
