@@ -35,9 +35,11 @@ dump_blocked() {
 
 # Runs a command as test NAME; its output goes into an output block.
 run_test() {
-	local name=$1 rc
+	local name=$1 rc up idle
 	shift
-	echo "== $name (at $(cut -d' ' -f1 /proc/uptime) s)" >/dev/ttyS0
+	# Uptime and the idle time of all vCPUs together, for "slowest".
+	read -r up idle </proc/uptime
+	echo "== $name (at $up s, idle $idle s)" >/dev/ttyS0
 	if declare -F "$1" >/dev/null; then
 		"$@" >/tmp/out 2>&1
 		rc=$?
