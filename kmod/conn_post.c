@@ -23,7 +23,7 @@
  * lock (that may take another connection's): each function collects
  * them on a list of its own and hands them on once it has let c->lock go.
  */
-#include <linux/delay.h>
+#include <linux/wait.h>
 #include "chunk.h"
 #include "conn.h"
 #include "conn_internal.h"
@@ -40,6 +40,10 @@ atomic_t xferk_fault_delay = ATOMIC_INIT(0);
 u32 xferk_fault_delay_ms = 100;
 atomic_t xferk_fault_fail_post = ATOMIC_INIT(0);
 atomic_t xferk_fault_fail_qp = ATOMIC_INIT(0);
+
+/* A held completion waits here until delay_ms passed or a release. */
+static DECLARE_WAIT_QUEUE_HEAD(fault_delay_wq);
+static atomic_t fault_delay_releases = ATOMIC_INIT(0);
 
 /* A module parameter (limits.c); 0 turns the detection of lost completions off. */
 unsigned int xferk_lost_completion_ms = 30000;
@@ -377,11 +381,27 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
  */
 static bool completion_swallowed(void)
 {
+	/* Read first: a release once this completion is held ends it. */
+	int releases = atomic_read(&fault_delay_releases);
+
 	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
 		return true;
 	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
-		msleep(READ_ONCE(xferk_fault_delay_ms));
+		wait_event_timeout(fault_delay_wq,
+				   atomic_read(&fault_delay_releases) != releases,
+				   msecs_to_jiffies(READ_ONCE(xferk_fault_delay_ms)));
 	return false;
+}
+
+/*
+ * Fault knob release_delays: every completion delay_completions holds now
+ * is handled at once, so a test that checked what it needed while an op
+ * was in flight need not wait out delay_ms.
+ */
+void xferk_fault_release_delays(void)
+{
+	atomic_inc(&fault_delay_releases);
+	wake_up_all(&fault_delay_wq);
 }
 
 /*

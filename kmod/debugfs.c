@@ -234,6 +234,15 @@ static int queue_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(queue);
 
+/* fault/release_delays: any value written ends the held completions. */
+static int release_delays_set(void *data, u64 val)
+{
+	xferk_fault_release_delays();
+	return 0;
+}
+DEFINE_DEBUGFS_ATTRIBUTE(release_delays_fops, NULL, release_delays_set,
+			 "%llu\n");
+
 /* Failure to create debugfs entries is not an error (debugfs API rules). */
 void xferk_debugfs_init(void)
 {
@@ -257,6 +266,8 @@ void xferk_debugfs_init(void)
 	debugfs_create_atomic_t("delay_completions", 0600, fault,
 				&xferk_fault_delay);
 	debugfs_create_u32("delay_ms", 0600, fault, &xferk_fault_delay_ms);
+	debugfs_create_file_unsafe("release_delays", 0200, fault, NULL,
+				   &release_delays_fops);
 	debugfs_create_atomic_t("fail_post", 0600, fault, &xferk_fault_fail_post);
 	debugfs_create_atomic_t("fail_qp", 0600, fault, &xferk_fault_fail_qp);
 	debugfs_create_atomic_t("qp_error", 0600, fault, &xferk_fault_qp_error);

@@ -2,7 +2,8 @@
 /*
  * The fault knobs over soft-RoCE (Documentation/fault-injection.md): a
  * failed post fails the op with EIO without touching the device; delayed
- * completions delay the op, not its outcome; a failed QP fails the op once
+ * completions delay the op, not its outcome, and a release of the held
+ * completions (release_delays) ends the delay at once; a failed QP fails the op once
  * its work requests are flushed; a chain of work requests the device takes
  * only half of (bad_wr in its middle) fails the op with ENOMEM once the
  * half it took completed, and the connection goes on posting. Pages come
@@ -19,7 +20,7 @@ int main(void)
 	struct xferk_op_snapshot s;
 	struct xferk_frag f;
 	struct t_loop l;
-	uint64_t t0;
+	uint64_t op, t0;
 	int i, ret;
 
 	t_loop_open(&l, 1 << 20, 1 << 20);
@@ -31,6 +32,27 @@ int main(void)
 	T_EXPECT(ret == XFERK_STATE_FAILED && s.first_error == -EIO &&
 		 s.buffer_reusable && s.transferred_bytes == 0,
 		 "fail_post: %d err %d", ret, s.first_error);
+
+	/*
+	 * A completion held for minutes is handled at once when the held
+	 * completions are released (release_delays): the op then succeeds
+	 * within a bound far below the hold.
+	 */
+	T_EXPECT(t_quiet() == 0, "other ops are live");
+	ret = t_submit_held(l.x, &f, 1, 2 * t_scaled_ms(60000), &op);
+	T_EXPECT(ret == 0, "a held op");
+	if (!ret) {
+		T_EXPECT(xferk_query(l.x, op, &s) == 0 &&
+			 s.state == XFERK_STATE_IN_PROGRESS,
+			 "held op: %s", xferk_state_name(s.state));
+		T_EXPECT(t_release_held() == 0, "release_delays");
+		ret = xferk_wait(l.x, op, xferk_now_ns() +
+				 t_scaled_ms(30000) * MS, XFERK_WAIT_PHYSICAL,
+				 &s);
+		T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
+			 "released op: %d %s", ret, xferk_state_name(s.state));
+		xferk_release(l.x, op);
+	}
 
 	T_EXPECT(t_write_file(FAULT "delay_ms", "300") == 0 &&
 		 t_write_file(FAULT "delay_completions", "1") == 0, "delay");

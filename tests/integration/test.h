@@ -659,6 +659,16 @@ static inline void t_fault_clear(void)
 }
 
 /*
+ * Ends every completion delay_completions holds now (fault knob
+ * release_delays): a test whose checks of an op in flight are done need
+ * not wait out delay_ms, which can then be a generous margin. 0 or -1.
+ */
+static inline int t_release_held(void)
+{
+	return t_fault_set("release_delays", 1);
+}
+
+/*
  * Waits until no op is live on the host (at most 30 s, 60 s on the debug
  * kernel): a fault knob armed next can then be used only by the caller's
  * own ops (every completion and post belongs to a live op), provided the
