@@ -298,6 +298,12 @@ static void ring(struct xferk *x, int dev, uint64_t conn)
 
 #define MS	1000000ULL
 #define CANARY	0xc5
+/*
+ * How long a held completion keeps an op in flight while the checks that
+ * need it there run (scaled); each is released (t_release_held()) as soon
+ * as they are done, so this is a margin, not a wait.
+ */
+#define HOLD_MS	10000
 
 /* Bytes of @p that are not the canary. */
 static size_t not_canary(const uint8_t *p, size_t n)
@@ -345,7 +351,7 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 					.opcode = XFERK_OP_READ };
 
 		memset(a.map, 0, MIB);
-		if (t_quiet() || t_fault_set("delay_ms", t_scaled_ms(3000)) ||
+		if (t_quiet() || t_fault_set("delay_ms", t_scaled_ms(HOLD_MS)) ||
 		    t_fault_set("delay_completions", 1)) {
 			T_EXPECT(0, "%s: fault knobs", what);
 			break;
@@ -376,6 +382,7 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 			 "%s: %s, not reusable, but the region (%lld, was %lld) or its attachment went",
 			 what, xferk_state_name(s.state),
 			 t_stat("dmabuf_regions"), before);
+		t_release_held();
 		ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL,
 				 &s);
 		printf("; physically %s\n", xferk_state_name(s.state));
@@ -447,7 +454,7 @@ static void killed(struct xferk *x, int dev, uint64_t conn)
 		t_fill(h.mem, MIB, 6);
 		f = (struct xferk_frag) { .mr = mr, .len = MIB, .remote = h.remote,
 					  .opcode = XFERK_OP_READ };
-		if (t_submit_held(cx, &f, 1, t_scaled_ms(3000), &op))
+		if (t_submit_held(cx, &f, 1, t_scaled_ms(HOLD_MS), &op))
 			_exit(1);
 		if (write(ready[1], "r", 1) != 1)
 			_exit(1);
@@ -469,6 +476,7 @@ static void killed(struct xferk *x, int dev, uint64_t conn)
 		T_EXPECT(t_file_has(BUFINFO, "xferk-dma"),
 			 "killed in flight: the exporter lists no attachment");
 	}
+	t_release_held();
 	T_EXPECT(t_stat_wait("dmabuf_regions", before, t_scaled_ms(30000)) ==
 		 before, "after the op: dmabuf_regions %lld, want %lld",
 		 t_stat("dmabuf_regions"), before);
@@ -512,7 +520,7 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 					.remote = h.remote,
 					.opcode = XFERK_OP_READ };
 
-		if (t_submit_held(x, &f, 1, t_scaled_ms(3000), &op)) {
+		if (t_submit_held(x, &f, 1, t_scaled_ms(HOLD_MS), &op)) {
 			T_EXPECT(0, "a held READ");
 			return;
 		}
@@ -532,6 +540,7 @@ static void lifecycle(struct xferk *x, uint64_t conn)
 					   MIB / 4096), "limit to 256 pages");
 	T_EXPECT_ERR(xferk_mr_reg_dmabuf(x, c.fd, 0, 4096,
 					 XFERK_ACCESS_LOCAL_DST, &c_mr), EMFILE);
+	t_release_held();
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
 		 "the READ: %d, state %u", ret, s.state);

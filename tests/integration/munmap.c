@@ -9,7 +9,7 @@
  * In the first case the op surely is in flight while the test looks: its
  * first completion is held back for seconds (fault knobs delay_completions
  * and delay_ms, armed while no other op is live on the host, so the op
- * itself uses them).
+ * itself uses them), and released once the test has looked.
  */
 #include <unistd.h>
 
@@ -66,6 +66,7 @@ int main(void)
 		 xferk_state_name(s.state));
 	T_EXPECT(quarantined >= base.quarantined_pages + (long long)(LEN / 4096),
 		 "in-flight region not quarantined: %lld", quarantined);
+	t_release_held();
 	ret = xferk_wait(l.x, op, xferk_now_ns() + (uint64_t)bound_ms * 1000000,
 			 XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED, "op: %d %s", ret,

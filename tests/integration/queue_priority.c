@@ -168,6 +168,8 @@ static int overtaken(struct xferk *x, uint64_t mr, uint64_t remote,
 	T_EXPECT(c1 < times->submitted + hold_ms * 1000000ULL,
 		 "critical op submitted %llu ms after the backlog, not within the %u ms hold",
 		 (unsigned long long)(c1 - times->submitted) / 1000000, hold_ms);
+	/* Submitted behind the held backlog: it may move now. */
+	t_release_held();
 	ret = xferk_wait(x, s.op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &snap);
 	T_EXPECT(ret == 0 && snap.state == XFERK_STATE_SUCCEEDED &&
 		 snap.transferred_bytes == CRIT && t_check(dst, CRIT, 7) < 0,

@@ -155,6 +155,8 @@ static void window_handover(struct xferk *x, const struct xferk_frag *held,
 	T_EXPECT(xferk_submit(x, waiting, 1, xferk_now_ns() +
 			      t_scaled_ms(30000) * 1000000ULL, 0, &op2) == 0,
 		 "%s: waiting op", what);
+	/* Queued behind the held window: the window may free now. */
+	t_release_held();
 	ret = xferk_wait(x, op2, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED,
 		 "%s: the op behind the shared window: %d %s", what, ret,
@@ -391,6 +393,8 @@ int main(void)
 				  .opcode = XFERK_OP_WRITE };
 	T_EXPECT(t_submit_held(x, &f, 1, hold_ms, &op) == 0, "held op");
 	T_EXPECT(system("rdma link delete rxe1") == 0, "removing rxe1");
+	/* The device is gone: its work requests were rerouted or flushed. */
+	t_release_held();
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED &&
 		 s.transferred_bytes == len && t_check(dst, len, 2) < 0,
