@@ -25,6 +25,7 @@
 #include "test.h"
 
 #define MS		1000000ULL
+#define DRAIN_MS	200
 
 static void restore(void)
 {
@@ -157,6 +158,16 @@ static void qp_refused(void)
 	qps = res_wait("qp", -1);
 	retries = t_stat("destroy_retries");
 	T_EXPECT(t_swallowed_write(&l, &op) == 0, "a swallowed write");
+	/*
+	 * The cancel kills the path at DRAIN_MS / 2 at the earliest, and the
+	 * QP goes flush_timeout_ms after that (later if refused): 2.5 s (4.5 s
+	 * on the debug kernel) after the drain deadline at the earliest, so
+	 * the op is QUARANTINED at that deadline. t_swallowed_write() scoped
+	 * the parameter: t_restore_params() puts its old value back.
+	 */
+	T_EXPECT(t_set_param("flush_timeout_ms", DRAIN_MS / 2 +
+			     (t_debug_kernel() ? 4500 : 2500)) == 0,
+		 "flush_timeout_ms");
 	qpn = posting_qpn();
 	T_EXPECT(qpn && qp_exists(qpn) == 1, "the op's QP %u", qpn);
 	/*
@@ -166,7 +177,7 @@ static void qp_refused(void)
 	 */
 	T_EXPECT(t_fault_set("fail_destroy", 4) == 0, "fault");
 	pinned = t_stat("pinned_pages");
-	ret = xferk_cancel_drain(l.x, op, xferk_now_ns() + 1000 * MS, &s);
+	ret = xferk_cancel_drain(l.x, op, xferk_now_ns() + DRAIN_MS * MS, &s);
 	T_EXPECT_ERR(ret, ETIMEDOUT);
 	T_EXPECT(s.state == XFERK_STATE_QUARANTINED, "state %s",
 		 xferk_state_name(s.state));

@@ -8,7 +8,9 @@
  * The op is surely in flight when the device goes: the completion of one
  * of its work requests is swallowed (fault knob swallow_completions, armed
  * while no other op is live on the host, so the op itself uses it), and
- * only the teardown of its connection can end that work request.
+ * only the teardown of its connection can end that work request: after
+ * its drain (every completion the device made handled) and
+ * flush_timeout_ms, 200 ms here, the wait for that one alone.
  *
  * A region that outlives the device (another file keeps it registered)
  * was DMA-mapped for it by its first post: the device's removal unmaps it,
@@ -82,6 +84,8 @@ int main(void)
 	f = (struct xferk_frag) { .mr = mr_src, .len = LEN, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
 	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_param_scoped("flush_timeout_ms", 200) == 0,
+		 "flush_timeout_ms");
 	T_EXPECT(t_swallow(1) == 0, "fault knob");
 	ret = xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op);
 	T_EXPECT(ret == 0, "submit: %s", strerror(-ret));

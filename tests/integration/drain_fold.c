@@ -11,9 +11,12 @@
  * that one. quarantine_events must not rise within half a second of the
  * close, and must rise by one after that but at least a second before
  * D + 8 s: at the folded deadline, not the op's own. flush_timeout_ms
- * (6 s) keeps the dead path's QP, and with it the op in flight, beyond
- * the folded deadline; then pages and ops_live come back. The debug
- * kernel doubles every time.
+ * (4 s) keeps the dead path's QP, and with it the op in flight, until
+ * D + 8 s or later: 2.5 s beyond the folded deadline of a close right
+ * after the path's death, and still over 1 s beyond it for a close up to
+ * 1.5 s later (one later than that fails the check against D + 8 s
+ * anyway); then pages and ops_live come back. The debug kernel doubles
+ * every time.
  *
  * Regression: the fold ran the waiting step at once, so the op was
  * QUARANTINED the moment its file closed, seconds before its deadline.
@@ -50,7 +53,7 @@ int main(void)
 	atexit(restore);
 	t_settle(&base);
 	t_loop_open(&l, 1 << 20, 1 << 20);
-	if (t_param_scoped("flush_timeout_ms", 6000 * k) ||
+	if (t_param_scoped("flush_timeout_ms", 4000 * k) ||
 	    t_param_scoped("exit_drain_ms", 1500 * k) ||
 	    t_param_scoped("escalation_interval_ms", 0) || t_quiet() ||
 	    t_swallow(1)) {

@@ -24,10 +24,23 @@
  * The knob is armed while no other op is live on the host (so this test's
  * ops take it). Each part starts on a new session, whose path no earlier
  * cancel (of this test or another) has killed.
+ *
+ * Each cancel drains for 200 ms. One that escalates kills the path at half
+ * that budget at the earliest, and the path's teardown reclaims the work
+ * request flush_timeout_ms after the kill: 2.5 s (4.5 s on the debug
+ * kernel) after the drain deadline at the earliest, so the op is surely
+ * QUARANTINED at that deadline.
  */
 #include "test.h"
 
 #define MS	1000000ULL
+#define DRAIN_MS	200
+
+/* The kill at DRAIN_MS / 2 plus this is 2.5 s (4.5 s) past the deadline. */
+static long long flush_timeout_ms(void)
+{
+	return DRAIN_MS / 2 + (t_debug_kernel() ? 4500 : 2500);
+}
 
 static void restore(void)
 {
@@ -54,13 +67,13 @@ static uint64_t stuck_op(struct t_loop *l)
 	return op;
 }
 
-/* Cancels @op with a 1 s drain, then waits until it is reusable. */
+/* Cancels @op with a DRAIN_MS drain, then waits until it is reusable. */
 static void cancel_and_drain(struct t_loop *l, uint64_t op, bool expect_drain)
 {
 	struct xferk_op_snapshot s;
 	int ret;
 
-	ret = xferk_cancel_drain(l->x, op, xferk_now_ns() + 1000 * MS, &s);
+	ret = xferk_cancel_drain(l->x, op, xferk_now_ns() + DRAIN_MS * MS, &s);
 	T_EXPECT_ERR(ret, ETIMEDOUT);
 	T_EXPECT(s.state == XFERK_STATE_QUARANTINED && !s.buffer_reusable,
 		 "after the drain deadline: %s", xferk_state_name(s.state));
@@ -95,8 +108,8 @@ static void two_files(void)
 
 	/* A new session: its path was never killed by a cancel. */
 	T_EXPECT(t_end_session() == 0, "could not end the session");
-	T_EXPECT(t_param_scoped("flush_timeout_ms",
-				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
+	T_EXPECT(t_param_scoped("flush_timeout_ms", flush_timeout_ms()) == 0,
+		 "flush timeout");
 	T_EXPECT(t_param_scoped("escalation_interval_ms", 60000) == 0,
 		 "escalation_interval_ms: %s", strerror(errno));
 	t_loop_open(&a, 1 << 20, 1 << 20);
@@ -145,8 +158,8 @@ int main(void)
 	 */
 	T_EXPECT(t_end_session() == 0, "could not end the session");
 	t_loop_open(&l, 1 << 20, 1 << 20);
-	T_EXPECT(t_param_scoped("flush_timeout_ms",
-				t_debug_kernel() ? 5000 : 3000) == 0, "flush timeout");
+	T_EXPECT(t_param_scoped("flush_timeout_ms", flush_timeout_ms()) == 0,
+		 "flush timeout");
 	T_EXPECT(t_param_scoped("escalation_interval_ms", 60000) == 0,
 		 "escalation_interval_ms: %s", strerror(errno));
 	deaths = t_stat("path_deaths_cancel");

@@ -26,10 +26,12 @@
  *  4. A chain of four 4 KiB fragments whose QP is in the error state when
  *     it is posted (fault qp_error): all four flush; the first one's flush
  *     completion is swallowed (fault swallow_completions), so its chunk
- *     stays posted until the path's teardown reclaims it. The op succeeds
- *     on the next path with every byte. Regression: the next flush
- *     completion vouched for it as succeeded, though it never ran, and the
- *     op succeeded with its first fragment never written.
+ *     stays posted until the path's teardown reclaims it (once it waited
+ *     flush_timeout_ms, 200 ms here, for that completion alone: the
+ *     device's others were drained). The op succeeds on the next path
+ *     with every byte. Regression: the next flush completion vouched for
+ *     it as succeeded, though it never ran, and the op succeeded with its
+ *     first fragment never written.
  * No path dies but where the test kills one (a false lost completion:
  * regression, a completion handled before its chain's bookkeeping).
  */
@@ -233,6 +235,8 @@ int main(void)
 
 	/* Four fragments as one chain, flushed, the first swallowed. */
 	T_EXPECT(t_quiet() == 0, "other ops are live");
+	T_EXPECT(t_param_scoped("flush_timeout_ms", 200) == 0,
+		 "flush_timeout_ms");
 	T_EXPECT(t_fault_set("qp_error", 1) == 0 && t_swallow(1) == 0,
 		 "qp_error, swallow_completions");
 	ret = short_chain(&l, SHORT_CHAIN, 10, &s);

@@ -187,7 +187,7 @@ static void killed(void)
 	pinned = base.pinned_pages;
 	live = base.ops_live;
 	exits = t_stat("uring_exit_cancels");
-	T_EXPECT(t_write_file(PARAM "exit_drain_ms", "1000") == 0, "exit_drain_ms");
+	T_EXPECT(t_write_file(PARAM "exit_drain_ms", "400") == 0, "exit_drain_ms");
 	for (i = 0; i < KILLS; i++) {
 		int p[2], status;
 		pid_t pid;
@@ -252,7 +252,18 @@ int main(void)
 	/* Its children swallow completions (t_swallow()): off for all of it. */
 	T_EXPECT(t_param_scoped("lost_completion_ms", 0) == 0,
 		 "lost_completion_ms");
-	T_EXPECT(t_write_file(PARAM "flush_timeout_ms", "1000") == 0, "flush timeout");
+	/*
+	 * Each stuck op ends only when its drain kills the path: no kill may
+	 * be refused for following the one before within the interval (the
+	 * op would stay QUARANTINED, its completion never coming).
+	 */
+	T_EXPECT(t_param_scoped("escalation_interval_ms", 0) == 0,
+		 "escalation_interval_ms");
+	/*
+	 * A teardown waits this long for the swallowed completions only: its
+	 * drain has handled every completion the device made.
+	 */
+	T_EXPECT(t_write_file(PARAM "flush_timeout_ms", "200") == 0, "flush timeout");
 	ring_closed();
 	killed();
 	restore();
