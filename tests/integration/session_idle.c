@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A session that no local object uses goes down (soft-RoCE, loopback),
- * with session_idle_ms at 300:
+ * with session_idle_ms at 300 and keepalive_ms at 100 (the keepalive
+ * makes the decision, at each probe):
  * 1. An unprivileged loop of open, CONNECT, close, 20 times: afterwards no
  *    session to the peer is up or reconnecting within 20 s, and
  *    stats/sessions_idle grew.
  * 2. A session whose CONNECT handle is closed while the file still holds
- *    an export and an import of it stays up over 10 idle times (its
- *    keepalive runs meanwhile) and serves a WRITE at the end; once the
- *    export and the import go too, it goes down.
+ *    an export and an import of it stays up for 1 s, over 3 idle times
+ *    (about 7 keepalives come after the first) and serves a WRITE at the
+ *    end; once the export and the import go too, it goes down.
  *
  * Regression: an end this host initiated lived as long as its peer
  * answered keepalives, so an unprivileged open, CONNECT, close loop piled
@@ -86,7 +87,7 @@ static void used_stays_up(void)
 	t_loop_open(&l, 4096, 4096);
 	/* Only the export and the import (t_setup's) use it now. */
 	T_EXPECT(xferk_disconnect(l.x, l.conn) == 0, "close the CONNECT handle");
-	usleep(3000 * 1000);
+	usleep(1000 * 1000);
 	T_EXPECT(t_peer_session_live(), "the used session went down");
 	/* Its handle is gone: the import names the session. */
 	f = (struct xferk_frag) { .mr = l.src_mr, .len = 4096,
@@ -109,7 +110,9 @@ int main(void)
 		fprintf(stderr, "no parameter session_idle_ms\n");
 		return T_FAIL;
 	}
-	T_EXPECT(t_param_scoped("session_idle_ms", 300) == 0, "session_idle_ms");
+	T_EXPECT(t_param_scoped("session_idle_ms", 300) == 0 &&
+		 t_param_scoped("keepalive_ms", 100) == 0,
+		 "session_idle_ms, keepalive_ms");
 	idle_after_close();
 	used_stays_up();
 	restore();
