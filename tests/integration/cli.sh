@@ -70,14 +70,38 @@ jqr() {
 		"$TMP/jq.in"
 }
 
+# jqm [JQ OPTIONS] -- FILTER...: jqr's checks, several filters over one
+# JSON value in one jq run (each jq start costs about half a second under
+# TCG): prints each filter's last output on a line of its own, strings raw
+# (a newline in one as a space), anything else as JSON (null if none).
+jqm() {
+	local opts=() prog="" f
+
+	while [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	shift
+	for f in "$@"; do
+		prog+="${prog:+, }([$f] | last |
+			if type == \"string\" then gsub(\"\\n\"; \" \") else tojson end)"
+	done
+	jqr "${opts[@]}" "$prog"
+}
+
 [ -e /dev/xferk ] || { echo "no /dev/xferk"; exit 77; }
 [ -x "${PY[0]}" ] || { echo "no ${PY[0]}"; exit 77; }
 command -v jq >/dev/null || { echo "no jq"; exit 77; }
 
+PARAMS=/sys/module/xferk/parameters
 saved_window=$(cat $SYS/queue/qp_window)
+saved_exit_drain=$(cat $PARAMS/exit_drain_ms)
+saved_flush=$(cat $PARAMS/flush_timeout_ms)
 cleanup() {
 	[ -n "${HOLD_PID:-}" ] && kill "$HOLD_PID" 2>/dev/null
 	echo "$saved_window" >$SYS/queue/qp_window
+	echo "$saved_exit_drain" >$PARAMS/exit_drain_ms
+	echo "$saved_flush" >$PARAMS/flush_timeout_ms
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -107,31 +131,27 @@ done
 "$X" --json | jqr 'has("abi_version")' >/dev/null || fail "no command: not status"
 
 # status against sysfs and the ioctl.
-st=$("$X" status --json)
-expect "status abi_version" "$(cat $SYS/abi_version)" \
-	"$(jqr '.abi_version' <<<"$st")"
-expect "status ioctl_abi_version" "$(cat $SYS/abi_version)" \
-	"$(jqr '.ioctl_abi_version' <<<"$st")"
-expect "status features" "$(cat $SYS/features)" \
-	"$(jqr '.features' <<<"$st")"
-expect "status ioctl_features" "$(cat $SYS/features)" \
-	"$(jqr '.ioctl_features' <<<"$st")"
-expect "status feature_names has uring" true \
-	"$(jqr 'any(.feature_names[]; . == "uring")' <<<"$st")"
-expect "status debugfs" true "$(jqr '.debugfs' <<<"$st")"
-expect "status devices has rxe0" true \
-	"$(jqr 'any(.devices[]; . == "rxe0")' <<<"$st")"
-expect "status listen_port" "$PORT" \
-	"$(jqr '.listen_port' <<<"$st")"
+mapfile -t v <<<"$("$X" status --json | jqm -- '.abi_version' \
+	'.ioctl_abi_version' '.features' '.ioctl_features' \
+	'any(.feature_names[]; . == "uring")' '.debugfs' \
+	'any(.devices[]; . == "rxe0")' '.listen_port')"
+expect "status abi_version" "$(cat $SYS/abi_version)" "${v[0]:-}"
+expect "status ioctl_abi_version" "$(cat $SYS/abi_version)" "${v[1]:-}"
+expect "status features" "$(cat $SYS/features)" "${v[2]:-}"
+expect "status ioctl_features" "$(cat $SYS/features)" "${v[3]:-}"
+expect "status feature_names has uring" true "${v[4]:-}"
+expect "status debugfs" true "${v[5]:-}"
+expect "status devices has rxe0" true "${v[6]:-}"
+expect "status listen_port" "$PORT" "${v[7]:-}"
 grep -q '^abi_version  *[0-9]' "$TMP/status.txt" || fail "status text: no abi_version line"
 
 # stats: every counter file, by name.
 # shellcheck disable=SC2012
 n_files=$(($(ls $SYS/stats | wc -l) + $(ls $SYS/queue | wc -l)))
-expect "stats: entries" "$n_files" \
-	"$(jqr '(.stats | length) + (.queue | length)' <"$TMP/stats.json")"
-expect "stats: wait_hist_us is a list" array \
-	"$(jqr '.queue.wait_hist_us | type' <"$TMP/stats.json")"
+mapfile -t v <<<"$(jqm -- '(.stats | length) + (.queue | length)' \
+	'.queue.wait_hist_us | type' <"$TMP/stats.json")"
+expect "stats: entries" "$n_files" "${v[0]:-}"
+expect "stats: wait_hist_us is a list" array "${v[1]:-}"
 counter() {
 	"$X" stats --json | jqr --arg k "$1" '.stats[$k]'
 }
@@ -152,10 +172,10 @@ null_up() {
 	"$X" peers --json |
 		jqr '[.peers[] | select(.transport == "null" and .state == "up")] | length'
 }
-submitted0=$(counter ops_submitted)
+mapfile -t v <<<"$("$X" stats --json |
+	jqm -- '.stats.ops_submitted' '.stats.quarantined_pages' '.stats.ops_live')"
+submitted0=${v[0]:-} qpages0=${v[1]:-} live0=${v[2]:-}
 expect "stats ops_submitted is sysfs'" "$(cat $SYS/stats/ops_submitted)" "$submitted0"
-qpages0=$(counter quarantined_pages)
-live0=$(counter ops_live)
 null0=$(null_up)
 echo $WINDOW >$SYS/queue/qp_window || fail "qp_window"
 coproc HOLD { exec "$HELPER" $NOPS $PEER; }
@@ -171,41 +191,43 @@ for c in status peers ops queue quarantine; do
 	"$X" $c
 done
 
-expect "stats ops_submitted" $((submitted0 + NOPS)) "$(counter ops_submitted)"
-expect "stats quarantined_pages" $((qpages0 + NOPS)) "$(counter quarantined_pages)"
-expect "stats ops_live" $((live0 + NOPS)) "$(counter ops_live)"
+mapfile -t v <<<"$("$X" stats --json |
+	jqm -- '.stats.ops_submitted' '.stats.quarantined_pages' '.stats.ops_live')"
+expect "stats ops_submitted" $((submitted0 + NOPS)) "${v[0]:-}"
+expect "stats quarantined_pages" $((qpages0 + NOPS)) "${v[1]:-}"
+expect "stats ops_live" $((live0 + NOPS)) "${v[2]:-}"
 
-ops=$("$X" ops --json)
-expect "ops: the helper's" $NOPS \
-	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p)] | length' <<<"$ops")"
-expect "ops: IN_PROGRESS" $WINDOW \
-	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p and .state == "IN_PROGRESS")] | length' <<<"$ops")"
-expect "ops: SUBMITTED" $((NOPS - WINDOW)) \
-	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p and .state == "SUBMITTED")] | length' <<<"$ops")"
-expect "ops: total_bytes" $((NOPS * 4096)) \
-	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p) | .total_bytes |
-		if type == "number" then . else error("total_bytes") end] | add // 0' <<<"$ops")"
+mapfile -t v <<<"$("$X" ops --json | jqm --argjson p "$hp" -- \
+	'[.ops[] | select(.pid == $p)] | length' \
+	'[.ops[] | select(.pid == $p and .state == "IN_PROGRESS")] | length' \
+	'[.ops[] | select(.pid == $p and .state == "SUBMITTED")] | length' \
+	'[.ops[] | select(.pid == $p) | .total_bytes |
+		if type == "number" then . else error("total_bytes") end] | add // 0')"
+expect "ops: the helper's" $NOPS "${v[0]:-}"
+expect "ops: IN_PROGRESS" $WINDOW "${v[1]:-}"
+expect "ops: SUBMITTED" $((NOPS - WINDOW)) "${v[2]:-}"
+expect "ops: total_bytes" $((NOPS * 4096)) "${v[3]:-}"
 expect "ops text: the helper's" $NOPS \
 	"$("$X" ops | awk -v p="$hp" 'NR > 1 && $1 == p && $NF == "ioctl"' | wc -l)"
 "$X" ops | head -1 | grep -q '^pid  *state' || fail "ops text: no header"
 
-q=$("$X" queue --json)
-expect "queue: the helper's queued ops" $((NOPS - WINDOW)) \
-	"$(jqr --argjson p "$hp" '[.ops[] | select(.pid == $p and .device == "null"
-		and .class == "normal" and .state == "queued")] | length' <<<"$q")"
-expect "queue: null in flight" $WINDOW \
-	"$(jqr '[.devices[] | select(.device == "null") | .inflight_chunks][0]' <<<"$q")"
-expect "queue: rxe0 listed" true \
-	"$(jqr 'any(.devices[]; .device == "rxe0")' <<<"$q")"
+mapfile -t v <<<"$("$X" queue --json | jqm --argjson p "$hp" -- \
+	'[.ops[] | select(.pid == $p and .device == "null" and
+		.class == "normal" and .state == "queued")] | length' \
+	'[.devices[] | select(.device == "null") | .inflight_chunks][0]' \
+	'any(.devices[]; .device == "rxe0")')"
+expect "queue: the helper's queued ops" $((NOPS - WINDOW)) "${v[0]:-}"
+expect "queue: null in flight" $WINDOW "${v[1]:-}"
+expect "queue: rxe0 listed" true "${v[2]:-}"
 expect "queue text: the helper's" $((NOPS - WINDOW)) \
 	"$("$X" queue | awk -v p="$hp" '$1 == "null" && $3 == p' | wc -l)"
 
-p=$("$X" peers --json)
-expect "peers: the RDMA connection" true \
-	"$(jqr --arg peer "$PEER:$PORT" 'any(.peers[]; .transport == "rdma" and
-		.side == "active" and .state == "up" and .peer == $peer and
-		.claimed == 1)' <<<"$p")"
-expect "peers: null peers up" $((null0 + 1)) "$(null_up)"
+mapfile -t v <<<"$("$X" peers --json | jqm --arg peer "$PEER:$PORT" -- \
+	'any(.peers[]; .transport == "rdma" and .side == "active" and
+		.state == "up" and .peer == $peer and .claimed == 1)' \
+	'[.peers[] | select(.transport == "null" and .state == "up")] | length')"
+expect "peers: the RDMA connection" true "${v[0]:-}"
+expect "peers: null peers up" $((null0 + 1)) "${v[1]:-}"
 "$X" peers | grep -q " $PEER:" || fail "peers text: no $PEER"
 
 expect "quarantine: the helper's region" 1 \
@@ -275,7 +297,11 @@ while read -r l; do
 	jqr 'has("stats")' <<<"$l" >/dev/null || fail "--watch round: $l"
 done <"$TMP/watch"
 
-# The helper exits: the kernel drains its ops and frees its region.
+# The helper exits: the kernel drains its ops and frees its region. Their
+# fragments take ten minutes: the exit drain kills the null peer's path at
+# half its budget, and the teardown need not wait for them (flush timeout).
+echo 200 >$PARAMS/exit_drain_ms || fail "exit_drain_ms"
+echo 0 >$PARAMS/flush_timeout_ms || fail "flush_timeout_ms"
 eval "exec $hold_in>&-"
 wait "$hp"
 expect "helper exit" 0 $?
