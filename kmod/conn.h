@@ -291,6 +291,7 @@ void xferk_conn_flush_posted(struct xferk_conn *c);
 void xferk_chunks_queue(struct xferk_chunk **chs, u32 n);
 void xferk_conn_drop_op(struct xferk_conn *c, struct xferk_op *op);
 bool xferk_conn_op_posted(struct xferk_conn *c, struct xferk_op *op);
+void xferk_fault_release_delays(void);
 
 /* conn_connect.c: making a session over RDMA, CONNECT */
 struct xferk_conn *xferk_conn_alloc_rdma(gfp_t gfp, u32 nr_qps);

@@ -3,8 +3,7 @@
  * Bottom layer (models and resources): the fault injection knobs
  * (Documentation/fault-injection.md). Plain data: each is defined in the
  * file whose fault it injects (xferk_fault_connect_version in debugfs.c),
- * and debugfs.c lets tests set them; the one action, ending the delays of
- * delay_completions at once, is defined in conn_post.c.
+ * and debugfs.c lets tests set them.
  */
 #ifndef XFERK_FAULT_H
 #define XFERK_FAULT_H
@@ -26,7 +25,5 @@ extern atomic_t xferk_fault_fail_destroy;
 extern atomic_t xferk_fault_ignore_disconnects;
 extern atomic_t xferk_fault_drop_published;
 extern atomic_t xferk_fault_delay_registrations;
-
-void xferk_fault_release_delays(void);
 
 #endif /* XFERK_FAULT_H */
