@@ -153,8 +153,9 @@ static void quarantine_then_drained(void)
  * The op's deadline passes long before its fragment is done: TIMED_OUT,
  * then the policy's background drain, whose budget outlasts the fragment:
  * DRAINED when the fragment completes. The deadline, fixed before the
- * submit, fires (its timer queues the drain) 2 s before the fragment can
- * complete: the null peer's delay starts at the post.
+ * submit, fires (its timer queues the drain) 2 s (4 s on the debug
+ * kernel) before the fragment can complete: the null peer's delay starts
+ * at the post.
  */
 static void cancel_on_deadline_policy(void)
 {
@@ -168,7 +169,8 @@ static void cancel_on_deadline_policy(void)
 				.opcode = XFERK_OP_WRITE };
 	int ret;
 
-	remote = null_remote((t_scaled_ms(500) + 2000) * MS, &conn);
+	remote = null_remote((t_scaled_ms(500) +
+			      (t_debug_kernel() ? 4000 : 2000)) * MS, &conn);
 	f.remote = remote;
 	ret = xferk_submit_ex(x, &f, 1, xferk_now_ns() + t_scaled_ms(500) * MS,
 			      &opts, &op);

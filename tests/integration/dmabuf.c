@@ -317,17 +317,18 @@ static size_t not_canary(const uint8_t *p, size_t n)
 
 /*
  * The cancel and deadline probes of the lifecycle tests, on a dma-buf
- * region: a READ into it whose first completion is held 3 s is cancelled
+ * region: a READ into it whose first completion is held is cancelled
  * with a 200 ms drain, or reaches its 200 ms deadline with
  * cancel-on-deadline and a 100 ms drain. Its region is deregistered as
  * soon as the op is in flight. While the op is not reusable the region
- * and the exporter's attachment stay; once it is physically complete it
- * says reusable, the region and attachment go, and a canary written into
- * the buffer then stays intact.
+ * and the exporter's attachment stay; the drain kills the path under the
+ * held READ (path_deaths_cancel), and only then is the hold released;
+ * once the op is physically complete it says reusable, the region and
+ * attachment go, and a canary written into the buffer then stays intact.
  */
 static void probes(struct xferk *x, int dev, uint64_t conn)
 {
-	long long delay_ms = t_fault_get("delay_ms"), before;
+	long long delay_ms = t_fault_get("delay_ms"), before, deaths;
 	struct xferk_submit_opts o = {
 		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
 		.drain_budget_ns = 100 * MS,
@@ -345,6 +346,9 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 		return;
 	}
 	t_fill(h.mem, MIB, 5);
+	/* Each drain kills the path, however soon after the one before. */
+	T_EXPECT(t_param_scoped("escalation_interval_ms", 0) == 0,
+		 "escalation_interval_ms");
 	for (mode = 0; mode < 2; mode++) {
 		const char *what = mode ? "deadline" : "cancel";
 		struct xferk_frag f = { .len = MIB, .remote = h.remote,
@@ -357,6 +361,7 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 			break;
 		}
 		before = t_stat("dmabuf_regions");
+		deaths = t_stat("path_deaths_cancel");
 		ret = xferk_mr_reg_dmabuf(x, a.fd, 0, MIB, XFERK_ACCESS_LOCAL_DST,
 					  &a_mr);
 		f.mr = a_mr;
@@ -382,6 +387,11 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
 			 "%s: %s, not reusable, but the region (%lld, was %lld) or its attachment went",
 			 what, xferk_state_name(s.state),
 			 t_stat("dmabuf_regions"), before);
+		/* The drain killed the path while the READ was held. */
+		T_EXPECT(t_stat_wait("path_deaths_cancel", deaths + 1,
+				     t_scaled_ms(10000)) == deaths + 1,
+			 "%s: path_deaths_cancel %lld, was %lld", what,
+			 t_stat("path_deaths_cancel"), deaths);
 		t_release_held();
 		ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL,
 				 &s);
@@ -411,10 +421,12 @@ static void probes(struct xferk *x, int dev, uint64_t conn)
  * kill -9 of the process whose dma-buf region a held READ fills: its file
  * goes, the op does not; the region and its attachment stay until the op
  * is physically complete, then go; a canary written then stays intact.
+ * The exit drain (400 ms) kills the path under the held READ before the
+ * hold is released.
  */
 static void killed(struct xferk *x, int dev, uint64_t conn)
 {
-	long long delay_ms = t_fault_get("delay_ms"), before;
+	long long delay_ms = t_fault_get("delay_ms"), before, deaths;
 	int ready[2], ret;
 	struct t_vgem_buf a;
 	char c = 0;
@@ -426,6 +438,9 @@ static void killed(struct xferk *x, int dev, uint64_t conn)
 	if (t_quiet())
 		T_EXPECT(0, "ops still live before the kill");
 	before = t_stat("dmabuf_regions");
+	deaths = t_stat("path_deaths_cancel");
+	/* The exit drain kills the path 200 ms after the kill. */
+	T_EXPECT(t_param_scoped("exit_drain_ms", 400) == 0, "exit_drain_ms");
 	buf_or_exit(dev, MIB + 4096, 0, &a);
 	if (pipe(ready)) {
 		T_EXPECT(0, "pipe");
@@ -475,6 +490,10 @@ static void killed(struct xferk *x, int dev, uint64_t conn)
 			 t_stat("dmabuf_regions"), before + 1);
 		T_EXPECT(t_file_has(BUFINFO, "xferk-dma"),
 			 "killed in flight: the exporter lists no attachment");
+		T_EXPECT(t_stat_wait("path_deaths_cancel", deaths + 1,
+				     t_scaled_ms(10000)) == deaths + 1,
+			 "killed: the exit drain killed no path (%lld, was %lld)",
+			 t_stat("path_deaths_cancel"), deaths);
 	}
 	t_release_held();
 	T_EXPECT(t_stat_wait("dmabuf_regions", before, t_scaled_ms(30000)) ==

@@ -66,6 +66,9 @@ int main(void)
 		 xferk_state_name(s.state));
 	T_EXPECT(quarantined >= base.quarantined_pages + (long long)(LEN / 4096),
 		 "in-flight region not quarantined: %lld", quarantined);
+	/* Released once held: a release before would not end the hold. */
+	T_EXPECT(t_fault_taken("delay_completions", t_scaled_ms(30000)) == 0,
+		 "no completion of the op was held");
 	t_release_held();
 	ret = xferk_wait(l.x, op, xferk_now_ns() + (uint64_t)bound_ms * 1000000,
 			 XFERK_WAIT_PHYSICAL, &s);

@@ -45,17 +45,18 @@ def reap(host):
     return not sessions(host)
 
 
-def notes(target, init, seconds, enough=None):
+def notes(target, init, seconds, enough=None, tail=0.5):
     """The messages @target delivers from agent @init within @seconds.
-    With @enough, a predicate of the messages so far, only until it holds,
-    and then one look more (a copy handed out with them is counted too)."""
+    With @enough, a predicate of the messages so far, only until it holds
+    and then @tail seconds more, so that a copy coming after them is
+    counted too."""
     got = []
     until = time.monotonic() + seconds
     while time.monotonic() < until:
         got += target.get_new_notifs().get(init.name, [])
         if enough is not None and enough(got):
-            time.sleep(0.01)
-            return got + target.get_new_notifs().get(init.name, [])
+            enough = None
+            until = min(until, time.monotonic() + tail)
         time.sleep(0.01)
     return got
 
