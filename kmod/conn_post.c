@@ -381,11 +381,14 @@ static bool conn_repost_locked(struct xferk_conn *c, struct xferk_chunk *ch,
  */
 static bool completion_swallowed(void)
 {
-	/* Read first: a release once this completion is held ends it. */
-	int releases = atomic_read(&fault_delay_releases);
+	int releases;
 
 	if (atomic_dec_if_positive(&xferk_fault_swallow) >= 0)
 		return true;
+	if (!atomic_read(&xferk_fault_delay))
+		return false;
+	/* Read before the knob is taken: a release once it is ends the hold. */
+	releases = atomic_read(&fault_delay_releases);
 	if (atomic_dec_if_positive(&xferk_fault_delay) >= 0)
 		wait_event_timeout(fault_delay_wq,
 				   atomic_read(&fault_delay_releases) != releases,
