@@ -11,12 +11,15 @@
  * DATA 0, NOTE 0, DATA 1, NOTE 1, ...: each once, none lost, every DATA
  * complete, and a NOTE sent after its op was seen physically complete
  * never before that op's DATA (xferk_notify(3), Documentation/target.md).
- * When a DATA event is taken, its slot holds that round's words or a later
- * round's (the thread may have written again since), never an earlier
- * round's: a DATA event never comes before its op's bytes are placed,
- * also when its work requests were flushed by a path's death and posted
- * again on the next path, or a first attempt wrote part of them (issue:
- * a DATA event before its data, seen once under load with rails).
+ * A thread writes its next round only once the checker took its DATA
+ * event, so when that event is taken, its slot holds exactly that round's
+ * words: a DATA event never comes before its op's bytes are placed, also
+ * when its work requests were flushed by a path's death and posted again
+ * on the next path, or a first attempt wrote part of them, and no older
+ * attempt writes after it (issue: a DATA event before its data, seen once
+ * under load with rails). The slot is not read while a later round lands:
+ * the device may copy a word byte by byte (soft-RoCE under TCG), and a
+ * word caught halfway from round 255 to 256 reads as round 0.
  * At least one path died.
  *
  * Regression: an op was visible as physically complete (WAIT, QUERY)
@@ -37,6 +40,15 @@ static uint64_t rm, exp_h;
 static uint32_t rounds;
 static volatile int writers_done;
 
+/*
+ * Per thread, the rounds whose DATA event the checker took; checker_done
+ * once it takes no more. Both under seen_lock.
+ */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t seen_cond = PTHREAD_COND_INITIALIZER;
+static uint32_t seen[THREADS];
+static int checker_done;
+
 static uint64_t tag_of(uint32_t t, uint32_t round, uint32_t kind)
 {
 	return (uint64_t)t << 32 | (uint64_t)round << 1 | kind;
@@ -49,6 +61,19 @@ static struct writer {
 	int error;
 	char what[96];
 } writers[THREADS];
+
+/* Waits until the checker took DATA of @round of thread @t: 0, or -ECANCELED. */
+static int wait_seen(uint32_t t, uint32_t round)
+{
+	int ret;
+
+	pthread_mutex_lock(&seen_lock);
+	while (seen[t] <= round && !checker_done)
+		pthread_cond_wait(&seen_cond, &seen_lock);
+	ret = seen[t] > round ? 0 : -ECANCELED;
+	pthread_mutex_unlock(&seen_lock);
+	return ret;
+}
 
 static void *writer_thread(void *arg)
 {
@@ -98,6 +123,11 @@ static void *writer_thread(void *arg)
 			snprintf(w->what, sizeof(w->what), "notify");
 			break;
 		}
+		ret = wait_seen(w->t, w->done);
+		if (ret) {
+			snprintf(w->what, sizeof(w->what), "no DATA event");
+			break;
+		}
 	}
 	w->error = ret;
 	return NULL;
@@ -118,21 +148,36 @@ static void *fault_thread(void *arg)
 }
 
 /*
- * At thread @t's DATA of @round: words of an earlier round in its slot,
- * or words that are not its own. Read while the thread may write its next
- * round: a later round's words are fine.
+ * At thread @t's DATA of @round, which the thread waits for before it
+ * writes again: the words in its slot that are not that round's.
  */
-static uint32_t stale_words(uint32_t t, uint32_t round)
+static uint32_t wrong_words(uint32_t t, uint32_t round)
 {
 	const volatile uint64_t *words = (const uint64_t *)(l.dst + t * SLOT);
-	uint32_t i, stale = 0;
-	uint64_t w;
+	uint64_t want = (uint64_t)t << 32 | round;
+	uint32_t i, wrong = 0;
 
-	for (i = 0; i < SLOT / sizeof(*words); i++) {
-		w = words[i];
-		stale += (w >> 32) != t || (uint32_t)w < round;
-	}
-	return stale;
+	for (i = 0; i < SLOT / sizeof(*words); i++)
+		wrong += words[i] != want;
+	return wrong;
+}
+
+/* The checker took DATA of @round of thread @t: the thread may go on. */
+static void mark_seen(uint32_t t, uint32_t round)
+{
+	pthread_mutex_lock(&seen_lock);
+	if (seen[t] <= round)
+		seen[t] = round + 1;
+	pthread_cond_broadcast(&seen_cond);
+	pthread_mutex_unlock(&seen_lock);
+}
+
+static void end_checker(void)
+{
+	pthread_mutex_lock(&seen_lock);
+	checker_done = 1;
+	pthread_cond_broadcast(&seen_cond);
+	pthread_mutex_unlock(&seen_lock);
 }
 
 /* Takes the events until every one came or the time is up. */
@@ -140,7 +185,7 @@ static int check_events(uint64_t until, uint32_t *next, uint32_t *bad,
 			uint32_t *early)
 {
 	struct xferk_event ev[256];
-	uint32_t nr, i, t, step, total = 0;
+	uint32_t nr, i, t, step, wrong, total = 0;
 	int ret;
 
 	while (total < 2 * rounds * THREADS) {
@@ -164,13 +209,17 @@ static int check_events(uint64_t until, uint32_t *next, uint32_t *bad,
 						(unsigned long long)ev[i].bytes);
 				if (t < THREADS && step >= next[t])
 					next[t] = step + 1;
+				if (t < THREADS && !(step & KIND_NOTE))
+					mark_seen(t, step >> 1);
 				continue;
 			}
-			if (!(step & KIND_NOTE) && stale_words(t, step >> 1) &&
-			    (*early)++ < 5)
-				fprintf(stderr, "event %u: thread %u round %u: DATA before its bytes (%u stale words)\n",
-					total, t, step >> 1,
-					stale_words(t, step >> 1));
+			if (!(step & KIND_NOTE)) {
+				wrong = wrong_words(t, step >> 1);
+				if (wrong && (*early)++ < 5)
+					fprintf(stderr, "event %u: thread %u round %u: DATA before its bytes (%u wrong words)\n",
+						total, t, step >> 1, wrong);
+				mark_seen(t, step >> 1);
+			}
 			next[t]++;
 		}
 	}
@@ -209,6 +258,7 @@ int main(void)
 	T_EXPECT(pthread_create(&f, NULL, fault_thread, NULL) == 0, "thread");
 	until = xferk_now_ns() + t_scaled_ms(240000) * 1000000ULL;
 	ret = check_events(until, next, &bad, &early);
+	end_checker();
 	for (t = 0; t < THREADS; t++)
 		pthread_join(w[t], NULL);
 	writers_done = 1;
