@@ -493,7 +493,7 @@ void xferk_conn_set_up(struct xferk_conn *c)
 		xferk_conn_arm_timer(c, READ_ONCE(xferk_passive_idle_ms));
 		/* A new session (not a new path): see xferk_conn_stale_peer(). */
 		if (new_session)
-			xferk_conn_stale_peer(c->net, &c->peer);
+			xferk_conn_stale_peer(c);
 	}
 	conn_drop_creator(c);
 	complete_failed(&failed);

@@ -310,8 +310,7 @@ struct xferk_conn *xferk_conn_find_peer(struct net *net,
 struct xferk_conn *xferk_conn_find_resumed(u64 local_id,
 					   const struct sockaddr_storage *from);
 bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq);
-void xferk_conn_stale_peer(struct net *net,
-			   const struct sockaddr_storage *peer);
+void xferk_conn_stale_peer(struct xferk_conn *fresh);
 bool xferk_conn_token_key(struct xferk_conn *c, u64 *peer_id,
 			  siphash_key_t *key);
 struct xferk_conn *xferk_conn_find_importer(struct xferk_conn *via,

@@ -13,7 +13,10 @@
  * Indexes (xferk_conns_lock): every connection is on xferk_conns (tables);
  * RDMA ends are hashed by (namespace, peer address) for CONNECT, and every
  * end by its local id for IMPORT. Ids are chosen locally, so no peer can
- * make its connection be found in place of another.
+ * make its connection be found in place of another. An id's high 32 bits
+ * name this module instance (conn_instance, random once per load), its
+ * low 32 bits are random: a peer tells our instances apart by them
+ * (XFERK_CAP_INSTANCE).
  *
  * Locking: xferk_conns_lock guards the list, both indexes, the ids and an
  * end's peer id and token key, and is taken before an end's c->lock
@@ -37,6 +40,7 @@ DEFINE_MUTEX(xferk_conns_lock);	/* xferk_conns, both indexes, the ids */
 LIST_HEAD(xferk_conns);
 static DEFINE_HASHTABLE(xferk_conns_by_peer, 8);
 static DEFINE_HASHTABLE(xferk_conns_by_id, 8);
+static u32 conn_instance;	/* nonzero once the first end is published */
 
 /*
  * Ends torn down lately (of sessions that were keyed), for the fence
@@ -111,9 +115,11 @@ struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id)
 		mutex_unlock(&xferk_conns_lock);
 		return other;
 	}
+	while (!conn_instance)
+		conn_instance = get_random_u32();
 	do {
-		c->local_id = get_random_u64();
-	} while (!c->local_id || conn_by_id(c->local_id));
+		c->local_id = (u64)conn_instance << 32 | get_random_u32();
+	} while (conn_by_id(c->local_id));
 	hash_add(xferk_conns_by_id, &c->id_node, c->local_id);
 	if (c->transport == &xferk_rdma_transport)
 		hash_add(xferk_conns_by_peer, &c->peer_node,
@@ -315,26 +321,49 @@ static bool conn_crossed_locked(struct xferk_conn *p, u64 peer_conn_id)
 	return crossed;
 }
 
+/*
+ * Whether @c, an end of a session with the host of @fresh (a new session
+ * that host opened), belongs to an instance of that host that is gone;
+ * with xferk_conns_lock. When both ends' peers name their instance, @c's
+ * is gone if it is not @fresh's, whatever @c's state. Else an instance
+ * that knew a session with us would have resumed it, so only the sessions
+ * that host opened and that wait for it to come back are its old
+ * instance's: a session whose path dies only later is not seen as stale.
+ */
+static bool conn_peer_gone(const struct xferk_conn *c,
+			   const struct xferk_conn *fresh)
+{
+	int state = READ_ONCE(c->state);
+
+	if (c->peer_caps & fresh->peer_caps & XFERK_CAP_INSTANCE)
+		return upper_32_bits(c->peer_id) !=
+		       upper_32_bits(fresh->peer_id) &&
+		       (state == XFERK_CONN_UP ||
+			state == XFERK_CONN_RECONNECTING);
+	return !c->active && state == XFERK_CONN_RECONNECTING;
+}
+
 /**
  * xferk_conn_stale_peer() - a peer host opened a new session to us (its
  *	handshake completed)
- * @net: the listener's namespace
- * @peer: the peer's address
+ * @fresh: our end of it
  *
- * An instance that knew a session with us would have resumed it, so the
- * sessions that host opened and that wait for it to come back belong to
- * an instance that is gone (the host rebooted, its module was reloaded):
- * they go down with ESTALE instead of waiting for reconnect_ms.
+ * The sessions with that host that belong to an instance of it that is
+ * gone (the host rebooted, its module was reloaded: conn_peer_gone()) go
+ * down with ESTALE instead of waiting for their path to die and then for
+ * reconnect_ms.
  */
-void xferk_conn_stale_peer(struct net *net, const struct sockaddr_storage *peer)
+void xferk_conn_stale_peer(struct xferk_conn *fresh)
 {
 	struct xferk_conn *c;
 
 	mutex_lock(&xferk_conns_lock);
 	hash_for_each_possible(xferk_conns_by_peer, c, peer_node,
-			       peer_hash(net, peer)) {
-		if (c->net != net || c->active || !same_host(&c->peer, peer) ||
-		    READ_ONCE(c->state) != XFERK_CONN_RECONNECTING)
+			       peer_hash(fresh->net, &fresh->peer)) {
+		if (c == fresh || c->net != fresh->net ||
+		    !same_host(&c->peer, &fresh->peer) ||
+		    !test_bit(XFERK_CONN_F_KEYED, &c->flags) ||
+		    !conn_peer_gone(c, fresh))
 			continue;
 		atomic64_inc(&xferk_stats.sessions_stale);
 		xferk_conn_down(c, -ESTALE);

@@ -32,12 +32,17 @@
 #define XFERK_CAP_NOTIFY	BIT_ULL(1)	/* NOTIFY */
 #define XFERK_CAP_FENCE		BIT_ULL(2)	/* FENCE, FENCE_ACK */
 #define XFERK_CAP_CREDIT	BIT_ULL(3)	/* CREDIT: NOTIFY is credited */
+#define XFERK_CAP_INSTANCE	BIT_ULL(4)	/* conn_id's high half: instance */
 #define XFERK_PROTO_CAPS	(XFERK_CAP_REVOKE | XFERK_CAP_NOTIFY | \
-				 XFERK_CAP_FENCE | XFERK_CAP_CREDIT)
+				 XFERK_CAP_FENCE | XFERK_CAP_CREDIT | \
+				 XFERK_CAP_INSTANCE)
 
 /*
  * The connect request's and the accept's private data (56 bytes fit a
- * request over RoCE; the receiver may see more, zero-padded).
+ * request over RoCE; the receiver may see more, zero-padded). With
+ * XFERK_CAP_INSTANCE, conn_id's high 32 bits are the same for every id of
+ * the sender's module instance (one load), and differ from its other
+ * instances'.
  */
 struct xferk_cm_msg {
 	__be32 magic;
