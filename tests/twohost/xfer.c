@@ -54,6 +54,10 @@
  *        the first failure) and xferk_transfer_sync(). Prints the rounds in
  *        which the target saw post-return data; sync must have none and
  *        naive some (or the experiment could not see the bug).
+ *   xfer hold TOKEN                imports the token, WRITEs 4 KiB, creates
+ *        TOKEN.held and keeps the import; once TOKEN.back exists (the
+ *        peer is back as a new instance), ops on the import must fail
+ *        with ESTALE, as flood's with XFERK_FLOOD_STALE.
  *   xfer stale TOKEN               a token of a peer instance that is gone
  *        is refused on a new connection to the peer's new instance.
  *
@@ -839,6 +843,29 @@ static int cmd_cross(const char *dir)
 	return t_result();
 }
 
+static int cmd_hold(const char *token)
+{
+	struct xferk_submit_opts o = {
+		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
+		.drain_budget_ns = 1000000000ULL,
+	};
+	struct xferk_frag f;
+	struct initiator in;
+	char back[512];
+	int ret;
+
+	ret = initiator_open(&in, token, 4096);
+	if (ret)
+		return ret;
+	f = frag(&in, XFERK_OP_WRITE, 0, 4096);
+	T_EXPECT(run_ioctl(&in, &f) == 0, "a WRITE while the peer is up");
+	put_suffixed(token, "held", "up\n");
+	snprintf(back, sizeof(back), "%s.back", token);
+	flood_stale(&in, back, 4096, &o);
+	xferk_close(in.x);
+	return t_result();
+}
+
 static int cmd_stale(const char *token)
 {
 	struct xferk_token tok;
@@ -876,6 +903,8 @@ int main(int argc, char **argv)
 		return cmd_flood(argv[2], atoi(argv[3]),
 				 strtoull(argv[4], NULL, 0), atoi(argv[5]),
 				 atoi(argv[6]));
+	if (!strcmp(cmd, "hold") && argc == 3)
+		return cmd_hold(argv[2]);
 	if (!strcmp(cmd, "stale") && argc == 3)
 		return cmd_stale(argv[2]);
 	if (!strcmp(cmd, "cross") && argc == 3)
