@@ -328,6 +328,12 @@ static bool conn_change_state(struct xferk_conn *c, int state)
 	if (!xferk_conn_state_allowed(c->state, state))
 		return false;
 	trace_xferk_conn_state(c->id, c->state, state, c->error);
+	/* A session that loses its peer, or gets it back, says so. */
+	if (state == XFERK_CONN_RECONNECTING || state == XFERK_CONN_DOWN ||
+	    (c->state == XFERK_CONN_RECONNECTING && state == XFERK_CONN_UP))
+		pr_info_ratelimited("xferk: conn %u: %s -> %s (error %d)\n",
+				    c->id, xferk_conn_state_name(c->state),
+				    xferk_conn_state_name(state), c->error);
 	if (c->state == XFERK_CONN_UP) {
 		atomic64_dec(&xferk_stats.peers_connected);
 		xferk_msgs_path_lost(c);
@@ -412,6 +418,9 @@ void xferk_conn_path_down(struct xferk_conn *c, int error, int cause)
 	mutex_unlock(&c->lock);
 	if (xferk_conn_state_over(state))
 		return;
+	if (state == XFERK_CONN_RECONNECTING)
+		pr_info_ratelimited("xferk: conn %u: path attempt %u failed (error %d)\n",
+				    c->id, READ_ONCE(c->attempts), error);
 	if (state == XFERK_CONN_CONNECTING || !resumable) {
 		xferk_conn_down(c, error);
 		return;
