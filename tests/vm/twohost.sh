@@ -24,6 +24,7 @@
 #   th_metric KEY VALUE     record a number for the closing report
 #   th_stat VM NAME         a counter of VM's xferk (sysfs stats/NAME)
 #   th_monitor NAME CMD     run a qemu monitor command in VM NAME
+#   th_xferk_state          each VM's sessions, counters and messages
 # Each boot of a VM is judged on its own: its kernel log must be clean.
 
 TH_PORT=${XFERK_TWOHOST_PORT:-47310}
@@ -217,6 +218,21 @@ th_link_state() {
 	done
 }
 
+# th_xferk_state: each VM's sessions (debugfs peers), its session
+# counters and the kernel's last session messages, for the log of a
+# failed test.
+th_xferk_state() {
+	local vm
+	for vm in a b; do
+		th_alive "$vm" || continue
+		th_run "$vm" sh -c 'cat /sys/kernel/debug/xferk/peers
+			cd /sys/class/misc/xferk/stats &&
+			grep -H . reconnect_attempts reconnects sessions_stale \
+				qp_errors keepalive_failures path_deaths_*
+			dmesg | grep "xferk: conn" | tail -n 40' 2>&1
+	done
+}
+
 # The last value of metric KEY (as th_metric or a program recorded it).
 th_metric_get() {
 	sed -n "s/^\(.*: \)\{0,1\}$1 //p" "$TH_DIR/metrics" | tail -n1
@@ -239,6 +255,7 @@ th_suite() {
 			rc=0
 			(source "$t") >"$TH_DIR/out" 2>&1 || rc=$?
 			if [ "$rc" -ne 0 ]; then
+				th_xferk_state >>"$TH_DIR/out" 2>&1 || true
 				th_link_state >>"$TH_DIR/out" 2>&1 || true
 			fi
 		else
