@@ -27,7 +27,7 @@
 #define RAW_MAGIC	0x5846524bU	/* "XFRK" */
 #define RAW_VERSION	2
 #define RAW_LISTEN_PORT	18515		/* xferk's listen_port default */
-#define RAW_CAPS_KNOWN	15ULL		/* the capability bits xferk knows */
+#define RAW_CAPS_KNOWN	31ULL		/* the capability bits xferk knows */
 /* What a raw peer announces: not CREDIT, whose messages it does not send. */
 #define RAW_CAPS	7ULL
 

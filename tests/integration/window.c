@@ -264,9 +264,9 @@ static void close_export(void)
 		 answered);
 	T_EXPECT(t_stat("close_ack_ns_max") > 0, "close_ack_ns_max 0");
 	/* Both loopback ends: every capability, nothing unanswered or owed. */
-	T_EXPECT(t_peers_matching(" 0xf 0 0 ", NULL) >= 2,
+	T_EXPECT(t_peers_matching(" 0x1f 0 0 ", NULL) >= 2,
 		 "debugfs peers: %d ends with the capability and no revoke left",
-		 t_peers_matching(" 0xf 0 0 ", NULL));
+		 t_peers_matching(" 0x1f 0 0 ", NULL));
 	xferk_unimport(x, rm);
 }
 
