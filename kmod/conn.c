@@ -274,7 +274,7 @@ struct xferk_conn *xferk_conn_null_create(u64 delay_ns)
 	}
 	xferk_null_init_path(&c->path, delay_ns);
 	get_random_bytes(&c->token_key, sizeof(c->token_key));
-	xferk_conn_publish(c, 0);	/* a null peer is published always */
+	xferk_conn_publish(c, 0, 0);	/* a null peer is published always */
 	c->peer_id = c->local_id;
 	set_bit(XFERK_CONN_F_KEYED, &c->flags);
 	xferk_conn_claim(c);
@@ -363,8 +363,10 @@ static void conn_recover_locked(struct xferk_conn *c, unsigned long delay)
  * @error: why, as a negative errno; the first reason is kept
  *
  * Idempotent. The teardown itself runs in the recovery work.
+ *
+ * Return: true if this call took it down (it was not down already).
  */
-void xferk_conn_down(struct xferk_conn *c, int error)
+bool xferk_conn_down(struct xferk_conn *c, int error)
 {
 	bool first;
 
@@ -378,6 +380,7 @@ void xferk_conn_down(struct xferk_conn *c, int error)
 	mutex_unlock(&c->lock);
 	if (first)
 		conn_drop_creator(c);
+	return first;
 }
 
 /* The session outlives its path: its transport makes new ones. */

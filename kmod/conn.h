@@ -60,8 +60,9 @@ struct xferk_send;
  * @id_node: in the index by @local_id
  * @transport: RDMA or null
  * @id: number for tables
- * @local_id: random, unique among this host's connections; the tokens the
- *	peer exports on this connection name it
+ * @local_id: unique among this host's connections, the high 32 bits this
+ *	module instance's, the low 32 random; the tokens the peer exports on
+ *	this connection name it
  * @peer_id: the peer end's @local_id (XFERK_CONN_F_KEYED)
  * @token_key: the key both ends derive in the handshake (from halves sent
  *	in the clear); authenticates tokens and new paths
@@ -264,7 +265,7 @@ void xferk_conn_use(struct xferk_conn *c);
 void xferk_conn_unuse(struct xferk_conn *c);
 void xferk_conn_set_up(struct xferk_conn *c);
 void xferk_conn_lane_up(struct xferk_conn *c, struct xferk_lane *l);
-void xferk_conn_down(struct xferk_conn *c, int error);
+bool xferk_conn_down(struct xferk_conn *c, int error);
 void xferk_conn_qp_dead(struct xferk_conn *c, int error, int cause);
 void xferk_conn_path_down(struct xferk_conn *c, int error, int cause);
 bool xferk_conn_path_attach(struct xferk_conn *c, u64 seq);
@@ -304,7 +305,8 @@ struct xferk_conn *xferk_conn_connect(struct net *net,
 				      unsigned long max_connecting);
 
 /* conn_lookup.c: publishing connections, finding them */
-struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id);
+struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id,
+				      u64 peer_caps);
 struct xferk_conn *xferk_conn_find_peer(struct net *net,
 					const struct sockaddr_storage *peer);
 struct xferk_conn *xferk_conn_find_resumed(u64 local_id,

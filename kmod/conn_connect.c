@@ -90,7 +90,7 @@ static struct xferk_conn *conn_start(struct net *net,
 	xferk_conn_set_creator(c, acct);
 	c->peer = *peer;
 	get_random_bytes(xferk_conn_key_half(c), 16);
-	other = xferk_conn_publish(c, 0);
+	other = xferk_conn_publish(c, 0, 0);
 	if (other) {
 		/* An end to that peer appeared meanwhile (its request to us). */
 		xferk_conn_put(c);

@@ -96,6 +96,12 @@ static bool cm_msg_joins(const struct xferk_cm_msg *m,
 	       cm_msg_seq(m) == READ_ONCE(c->resume_seq);
 }
 
+/* The capabilities the peer's message announces that we know. */
+static u64 cm_msg_caps(const struct xferk_cm_msg *m)
+{
+	return xferk_fault_no_caps ? 0 : be64_to_cpu(m->caps) & XFERK_PROTO_CAPS;
+}
+
 /*
  * Both ends are known: record the peer's id and the token key. Under
  * xferk_conns_lock, which lookups by id hold, and before the end can be
@@ -111,8 +117,7 @@ static void conn_set_peer(struct xferk_conn *c, const struct xferk_cm_msg *m,
 		key[i] = key_half[i] ^ m->key_half[i];
 	mutex_lock(&xferk_conns_lock);
 	c->peer_id = be64_to_cpu(m->conn_id);
-	c->peer_caps = xferk_fault_no_caps ? 0 :
-		       be64_to_cpu(m->caps) & XFERK_PROTO_CAPS;
+	c->peer_caps = cm_msg_caps(m);
 	/* The same words on both ends, whatever their byte order. */
 	c->token_key.key[0] = get_unaligned_le64(key);
 	c->token_key.key[1] = get_unaligned_le64(key + 8);
@@ -217,8 +222,8 @@ void xferk_handshake_rejected(struct xferk_conn *c, int error)
 	if (error == -EALREADY && conn_resuming(c))
 		error = -EPROTO;
 	if (error == -ESTALE && conn_resuming(c)) {
-		atomic64_inc(&xferk_stats.sessions_stale);
-		xferk_conn_down(c, error);
+		if (xferk_conn_down(c, error))
+			atomic64_inc(&xferk_stats.sessions_stale);
 		return;
 	}
 	xferk_conn_path_down(c, error, XFERK_PATH_QP);
@@ -398,7 +403,8 @@ int xferk_handshake_received(struct xferk_cm_req *r, const void *priv, u8 len)
 	c->path.passive = true;	/* counted until its teardown */
 	xferk_conn_set_qps(c, nr_qps);
 	memcpy(&c->peer, xferk_cm_req_peer(r), sizeof(c->peer));
-	if (IS_ERR(xferk_conn_publish(c, be64_to_cpu(req->conn_id)))) {
+	if (IS_ERR(xferk_conn_publish(c, be64_to_cpu(req->conn_id),
+				      cm_msg_caps(req)))) {
 		/* It crosses a session we initiated to that host, which wins. */
 		xferk_conn_put(c);
 		atomic_dec(&xferk_passive_conns);

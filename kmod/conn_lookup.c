@@ -80,13 +80,16 @@ static struct xferk_conn *conn_by_id(u64 local_id)
 	return NULL;
 }
 
-static bool conn_crossed_locked(struct xferk_conn *c, u64 peer_conn_id);
+static bool conn_crossed_locked(struct xferk_conn *c, u64 peer_conn_id,
+				u64 peer_caps);
 
 /**
  * xferk_conn_publish() - make a new connection findable
  * @c: the connection, with its peer address (RDMA) set
  * @peer_conn_id: for an end a peer's request made, the requesting end's
  *	id; else 0
+ * @peer_caps: for such an end, the capabilities the request announces
+ *	(XFERK_CAP_*); else 0
  *
  * Gives it a fresh local id and lists it; from here on its teardown is
  * the only way to free it (the list holds the initial reference). Two
@@ -101,7 +104,8 @@ static bool conn_crossed_locked(struct xferk_conn *c, u64 peer_conn_id);
  * is that other end (with a reference), or ERR_PTR(-EALREADY): refuse the
  * request.
  */
-struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id)
+struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id,
+				      u64 peer_caps)
 {
 	struct xferk_conn *other = NULL;
 
@@ -109,7 +113,7 @@ struct xferk_conn *xferk_conn_publish(struct xferk_conn *c, u64 peer_conn_id)
 	if (c->transport == &xferk_rdma_transport && c->active)
 		other = xferk_conn_find_peer(c->net, &c->peer);
 	else if (c->transport == &xferk_rdma_transport &&
-		 conn_crossed_locked(c, peer_conn_id))
+		 conn_crossed_locked(c, peer_conn_id, peer_caps))
 		other = ERR_PTR(-EALREADY);
 	if (other) {
 		mutex_unlock(&xferk_conns_lock);
@@ -296,12 +300,29 @@ bool xferk_conn_resume_fresh(struct xferk_conn *c, u64 seq)
 }
 
 /*
+ * Whether the keyed end @c's peer is another instance of its host than
+ * the one that chose @peer_id, as both announce (@peer_caps:
+ * XFERK_CAP_INSTANCE); with xferk_conns_lock.
+ */
+static bool conn_other_instance(const struct xferk_conn *c, u64 peer_id,
+				u64 peer_caps)
+{
+	return c->peer_caps & peer_caps & XFERK_CAP_INSTANCE &&
+	       upper_32_bits(c->peer_id) != upper_32_bits(peer_id);
+}
+
+/*
  * Does the peer's request that made the passive end @p cross a session we
  * initiated to that host, connecting or up? Of two such sessions the one
  * whose initiating end has the greater id is kept; both hosts decide
- * alike. True: ours wins, refuse the request. With xferk_conns_lock.
+ * alike. True: ours wins, refuse the request. A session of ours whose
+ * peer is another instance than the requester's (@peer_conn_id,
+ * @peer_caps) crosses nothing: that instance is gone, and the new
+ * session, once up, takes ours down (xferk_conn_stale_peer()). With
+ * xferk_conns_lock.
  */
-static bool conn_crossed_locked(struct xferk_conn *p, u64 peer_conn_id)
+static bool conn_crossed_locked(struct xferk_conn *p, u64 peer_conn_id,
+				u64 peer_caps)
 {
 	struct xferk_conn *c;
 	bool crossed = false;
@@ -316,7 +337,9 @@ static bool conn_crossed_locked(struct xferk_conn *p, u64 peer_conn_id)
 			   sockaddr_port(&c->peer) == htons(xferk_listen_port) &&
 			   (state == XFERK_CONN_CONNECTING ||
 			    state == XFERK_CONN_UP) &&
-			   c->local_id > peer_conn_id;
+			   c->local_id > peer_conn_id &&
+			   !(test_bit(XFERK_CONN_F_KEYED, &c->flags) &&
+			     conn_other_instance(c, peer_conn_id, peer_caps));
 	}
 	return crossed;
 }
@@ -336,8 +359,7 @@ static bool conn_peer_gone(const struct xferk_conn *c,
 	int state = READ_ONCE(c->state);
 
 	if (c->peer_caps & fresh->peer_caps & XFERK_CAP_INSTANCE)
-		return upper_32_bits(c->peer_id) !=
-		       upper_32_bits(fresh->peer_id) &&
+		return conn_other_instance(c, fresh->peer_id, fresh->peer_caps) &&
 		       (state == XFERK_CONN_UP ||
 			state == XFERK_CONN_RECONNECTING);
 	return !c->active && state == XFERK_CONN_RECONNECTING;
@@ -365,8 +387,8 @@ void xferk_conn_stale_peer(struct xferk_conn *fresh)
 		    !test_bit(XFERK_CONN_F_KEYED, &c->flags) ||
 		    !conn_peer_gone(c, fresh))
 			continue;
-		atomic64_inc(&xferk_stats.sessions_stale);
-		xferk_conn_down(c, -ESTALE);
+		if (xferk_conn_down(c, -ESTALE))
+			atomic64_inc(&xferk_stats.sessions_stale);
 	}
 	mutex_unlock(&xferk_conns_lock);
 }
