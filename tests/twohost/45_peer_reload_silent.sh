@@ -28,16 +28,12 @@ if th_wait_file "$TH_CTL/x/silent.tok.held" 120 a; then
 		rc=1
 	fi
 	# The new session is up on b once its token exists; on a, just after.
-	for _ in $(seq 50); do
-		[ "$(th_stat a sessions_stale)" != "$stale_before" ] && break
-		sleep 0.1
-	done
+	th_run a sh -c "for i in \$(seq 50); do
+		[ \$(cat /sys/class/misc/xferk/stats/sessions_stale) != $stale_before ] && exit 0
+		sleep 0.1; done; exit 1" ||
+		{ echo "the old session is not stale 5 s after the new instance's is up"; rc=1; }
 	th_metric peer_reload_silent_sessions_stale \
 		"$(($(th_stat a sessions_stale) - stale_before))"
-	if [ "$(th_stat a sessions_stale)" = "$stale_before" ]; then
-		echo "the old session is not stale once the new instance's is up"
-		rc=1
-	fi
 	touch "$TH_CTL/x/silent.tok.back"
 else
 	rc=1

@@ -222,14 +222,19 @@ th_link_state() {
 # counters and the kernel's last session messages, for the log of a
 # failed test.
 th_xferk_state() {
-	local vm
+	local vm tag
 	for vm in a b; do
 		th_alive "$vm" || continue
-		th_run "$vm" sh -c 'cat /sys/kernel/debug/xferk/peers
+		# A tag of its own (the test's subshell counted its runs) and
+		# a short bound: a hung module must not hold the log back.
+		tag=xferk-state-$SECONDS
+		th_start "$vm" "$tag" sh -c '
+			dmesg | grep "xferk: conn" | tail -n 40
 			cd /sys/class/misc/xferk/stats &&
 			grep -H . reconnect_attempts reconnects sessions_stale \
 				qp_errors keepalive_failures path_deaths_*
-			dmesg | grep "xferk: conn" | tail -n 40' 2>&1
+			cat /sys/kernel/debug/xferk/peers' &&
+			th_join "$vm" "$tag" 30 2>&1
 	done
 }
 
