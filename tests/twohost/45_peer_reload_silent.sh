@@ -16,7 +16,10 @@ deaths() {
 		sed 's/^\[.\] //' | paste -sd+ | bc
 }
 
-reload='rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" && chgrp xferk /dev/xferk'
+# An exiting process may hold the module a moment after pgrep stops
+# seeing it: rmmod is tried for up to 4 s.
+reload='n=0; until rmmod xferk; do n=$((n + 1)); [ $n -lt 20 ] || exit 1; sleep 0.2; done
+	insmod "$XFERK_MODDIR/kmod/xferk.ko" && chgrp xferk /dev/xferk'
 
 # silent_reload WHO N: WHO (a or b) opens the session, on fresh modules
 # (no session of an earlier test or phase to reuse); N names the phase's
@@ -35,11 +38,11 @@ silent_reload() {
 	th_start b target "$TH_XFER" export "$tok" 4096
 	th_start a hold "$TH_XFER" hold "$tok"
 	th_wait_file "$TH_CTL${tok#/ctl}.held" 120 a || return 1
-	th_run b sh -c 'pkill -9 -f "[x]fer export"; while pgrep -f "[x]fer export" >/dev/null; do sleep 0.1; done
-		'"$reload" || { echo "the target's xferk did not reload"; return 1; }
 	# From here until the new instance's session is up, the initiator's
 	# end must not see its path die (then the old rule would do).
 	deaths_before=$(deaths)
+	th_run b sh -c 'pkill -9 -f "[x]fer export"; while pgrep -f "[x]fer export" >/dev/null; do sleep 0.1; done
+		'"$reload" || { echo "the target's xferk did not reload"; return 1; }
 	th_start b probe "$TH_XFER" export "/ctl/x/silent-probe-$2.tok" 4096
 	th_wait_file "$TH_CTL/x/silent-probe-$2.tok" 120 b ||
 		{ echo "the target's new instance did not connect"; return 1; }
@@ -63,11 +66,15 @@ for who in b a a; do
 	n=$((n + 1))
 	echo "== the session opened by $who"
 	silent_reload "$who" "$n" || rc=1
-	# What is left of the phase ends before the next reload.
+	# What is left of the phase ends before the next reload; what it
+	# printed goes to the log.
 	for vm in a b; do
 		th_run "$vm" sh -c 'pkill -f "[x]fer (hold|export)"
 			while pgrep -f "[x]fer (hold|export)" >/dev/null; do sleep 0.1; done'
 	done
+	th_join b target 10
+	th_join b probe 10
+	[ "$who" = b ] || th_join a opener 10
 done
 # Fresh modules, with their default parameters and knobs, for what follows.
 th_run a sh -c "$reload" || rc=1
