@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The two-VM harness, sourced by tests/vm/run: two guests "a" and "b" on
-# the same kernel, joined by a virtual Ethernet link (qemu's UDP socket
-# netdev on 127.0.0.1; the guests' 10.98.0.1 and 10.98.0.2 exist only on
-# that link), each with its own rdma_rxe on its virtio-net interface and
+# the same kernel, joined by a virtual Ethernet link (qemu's dgram netdev
+# on a UDP socket on 127.0.0.1 that tests/vm/link_socket.py makes; the
+# guests' 10.98.0.1 and 10.98.0.2 exist only on that link), each with its own rdma_rxe on its virtio-net interface and
 # its own xferk.ko.
 #
 # Control channel: a read-write 9p share (the host's $TH_CTL, /ctl in both
@@ -88,11 +88,14 @@ export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 	# "tcg: Do not elide memory barriers for !CF_PARALLEL in system
 	# mode"). Started from a subshell, so that killing it is no job of
 	# this shell.
-	(qemu-system-x86_64 \
+	# The link's socket is made by link_socket.py (fd 3), with a buffer
+	# that takes soft-RoCE's bursts.
+	(python3 "$XFERK_SRC/tests/vm/link_socket.py" "$port_local" "$port_remote" \
+		qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -M q35 -m 2G -smp 1,maxcpus=2 \
 		-display none -no-reboot \
 		-monitor "unix:$TH_DIR/$name.monitor,server=on,wait=off" \
-		-netdev "socket,id=link,udp=127.0.0.1:$port_remote,localaddr=127.0.0.1:$port_local" \
+		-netdev dgram,id=link,local.type=fd,local.str=3 \
 		-device "virtio-net-pci,id=nic,netdev=link,mac=$mac" \
 		-kernel "$TH_VMLINUZ" -initrd "$TH_DIR/initramfs.cpio.gz" \
 		-append "console=ttyS0 loglevel=5 panic=-1 kasan_multi_shot xferk_guest=$dir/guest.env" \
@@ -243,10 +246,18 @@ th_metric_get() {
 	sed -n "s/^\(.*: \)\{0,1\}$1 //p" "$TH_DIR/metrics" | tail -n1
 }
 
+# Datagrams this host dropped for a full socket receive buffer so far
+# (RcvbufErrors of /proc/net/snmp): the link's, and any other program's.
+th_udp_drops() {
+	awk '$1 == "Udp:" && !col { for (i = 2; i <= NF; i++) if ($i == "RcvbufErrors") col = i; next }
+	     $1 == "Udp:" && col { print $col }' /proc/net/snmp
+}
+
 # Runs every tests/twohost/*.sh (matching GLOB) against fresh VMs, writes
 # the guest-style report to $TH_DIR/results.log and judges each boot.
 th_suite() {
-	local glob=$1 t name rc t0 t_suite=$SECONDS
+	local glob=$1 t name rc t0 t_suite=$SECONDS drops
+	drops=$(th_udp_drops)
 	exec 4>"$TH_DIR/results.log"
 	th_boot_start a && th_boot_start b && th_boot_wait a && th_boot_wait b ||
 		{ th_kill a; th_kill b; }
@@ -288,6 +299,7 @@ th_suite() {
 	th_halt a
 	th_halt b
 	th_metric "two-VM suite: took $((SECONDS - t_suite)) s" >/dev/null
+	th_metric "UDP datagrams the host dropped meanwhile (the link's, any other's): $(($(th_udp_drops) - drops))" >/dev/null
 	echo "XFERK-DONE" >&4
 	exec 4>&-
 }
