@@ -36,6 +36,11 @@ def main():
         s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, RCVBUF)
     except PermissionError:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+    got = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+    if got < RCVBUF:
+        print(f"link_socket.py: receive buffer {got} bytes, not {RCVBUF} "
+              "(no CAP_NET_ADMIN, net.core.rmem_max): the link may drop bursts",
+              file=sys.stderr)
     s.bind(("127.0.0.1", local))
     s.connect(("127.0.0.1", remote))
     os.dup2(s.fileno(), 3)

@@ -2,8 +2,8 @@
 # The two-VM harness, sourced by tests/vm/run: two guests "a" and "b" on
 # the same kernel, joined by a virtual Ethernet link (qemu's dgram netdev
 # on a UDP socket on 127.0.0.1 that tests/vm/link_socket.py makes; the
-# guests' 10.98.0.1 and 10.98.0.2 exist only on that link), each with its own rdma_rxe on its virtio-net interface and
-# its own xferk.ko.
+# guests' 10.98.0.1 and 10.98.0.2 exist only on that link), each with its
+# own rdma_rxe on its virtio-net interface and its own xferk.ko.
 #
 # Control channel: a read-write 9p share (the host's $TH_CTL, /ctl in both
 # guests). The guest agent (tests/vm/guest.sh, mode twohost) runs every
