@@ -31,11 +31,15 @@
  * The op is surely in flight when rxe1 goes: the first completion any of
  * its work requests gets is held back (fault knobs delay_completions and
  * delay_ms, armed while no other op is live), and while it is held the
- * op's window keeps work requests of both rails undispatched.
+ * op's window keeps work requests of both rails undispatched. It is
+ * released once the removal has taken rxe1's session down.
  */
+#include <spawn.h>
 #include <sys/ioctl.h>
 
 #include "test.h"
+
+extern char **environ;
 
 #define ADDR1	"10.99.1.1"
 #define SLACK	4096	/* see RXE_MAP_SLACK in two_process.c */
@@ -271,6 +275,33 @@ static void bad_rails(struct xferk *x, uint64_t c0, uint64_t c1, uint64_t dst_mr
 	stale_rail(x, c1, dst_mr);
 }
 
+/*
+ * Removes rxe1 (`rdma link delete`, spawned) while @x's op is held in
+ * flight. The removal waits for the teardown of rxe1's session, which
+ * waits for that held completion when it is one of rxe1's: once the
+ * removal has taken the session down (nothing is posted on it any more;
+ * its teardown reroutes or flushes its work requests), the hold is
+ * released rather than waited out. 0 if the removal succeeded.
+ */
+static int remove_rxe1_in_flight(struct xferk *x, uint64_t c1)
+{
+	char *argv[] = { "rdma", "link", "delete", "rxe1", NULL };
+	uint64_t until = t_now_ms() + t_scaled_ms(30000);
+	struct xferk_conn_info info;
+	int status;
+	pid_t pid;
+
+	if (posix_spawnp(&pid, "rdma", NULL, NULL, argv, environ))
+		return -1;
+	while (t_now_ms() < until && !xferk_conn_query(x, c1, &info) &&
+	       info.state != XFERK_CONN_STATE_DOWN)
+		usleep(20000);
+	t_release_held();
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -1;
+}
+
 int main(void)
 {
 	const uint64_t len = (t_debug_kernel() ? 16ULL : 64ULL) << 20;
@@ -392,9 +423,7 @@ int main(void)
 	f = (struct xferk_frag) { .mr = src_mr, .len = len, .remote = remote,
 				  .opcode = XFERK_OP_WRITE };
 	T_EXPECT(t_submit_held(x, &f, 1, hold_ms, &op) == 0, "held op");
-	T_EXPECT(system("rdma link delete rxe1") == 0, "removing rxe1");
-	/* The device is gone: its work requests were rerouted or flushed. */
-	t_release_held();
+	T_EXPECT(remove_rxe1_in_flight(x, c1) == 0, "removing rxe1");
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_SUCCEEDED &&
 		 s.transferred_bytes == len && t_check(dst, len, 2) < 0,
