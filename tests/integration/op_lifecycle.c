@@ -114,22 +114,46 @@ static void timeout_then_late_completion(uint64_t remote)
  * A drain budget beyond the clock's range means "drain until done": the
  * deadline passes, the op drains until the slow peer completes its chunk
  * and ends DRAINED, never QUARANTINED (a deadline plus budget that wrapped
- * ended the drain at once).
+ * ended the drain at once). Submitted here, checked by
+ * unbounded_drain_check() while other steps wait on the slow peer too;
+ * returns once the deadline fired (ops_timed_out counted it), 0 if the
+ * submit failed.
  */
-static void unbounded_drain_budget(uint64_t remote)
+static uint64_t unbounded_drain_submit(uint64_t remote)
 {
 	struct xferk_submit_opts o = {
 		.flags = XFERK_SUBMIT_CANCEL_ON_DEADLINE,
 		.drain_budget_ns = UINT64_MAX,
 	};
 	struct xferk_frag f = frag(remote, 0, 4096);
-	struct xferk_op_snapshot s;
+	long long timed_out = t_stat("ops_timed_out");
+	uint64_t until = t_now_ms() + t_scaled_ms(10000);
+	struct xferk_op_snapshot s = { 0 };
 	uint64_t op;
 	int ret;
 
 	ret = xferk_submit_ex(x, &f, 1, xferk_now_ns() + 100 * MS, &o, &op);
 	T_EXPECT(ret == 0, "submit: %s", strerror(-ret));
 	if (ret)
+		return 0;
+	while (t_now_ms() < until && !xferk_query(x, op, &s) &&
+	       !s.deadline_timeouts)
+		usleep(10000);
+	T_EXPECT(s.deadline_timeouts == 1, "the deadline did not fire");
+	/* The timer counts it just after the op's own count. */
+	T_EXPECT(t_stat_wait("ops_timed_out", timed_out + 1,
+			     t_scaled_ms(5000)) == timed_out + 1,
+		 "ops_timed_out %lld, was %lld", t_stat("ops_timed_out"),
+		 timed_out);
+	return op;
+}
+
+static void unbounded_drain_check(uint64_t op)
+{
+	struct xferk_op_snapshot s;
+	int ret;
+
+	if (!op)
 		return;
 	ret = xferk_wait(x, op, XFERK_DEADLINE_NONE, XFERK_WAIT_PHYSICAL, &s);
 	T_EXPECT(ret == 0 && s.state == XFERK_STATE_DRAINED &&
@@ -159,44 +183,63 @@ static void deadlines(uint64_t remote)
 	xferk_release(x, op);
 }
 
-/* Released and deregistered mid-flight: the pages go only at completion. */
-static void release_in_flight(const struct t_counters *base)
+/* A region released and deregistered with its op in flight. */
+struct released {
+	long long pinned;	/* pinned_pages before it was registered */
+	uint64_t conn, remote;
+	uint8_t *buf;
+};
+
+/*
+ * Released and deregistered mid-flight: the pages go only at completion,
+ * slow_ns() after the submit; released_check() waits for that while other
+ * steps run.
+ */
+static void release_in_flight(const struct t_counters *base,
+			      struct released *r)
 {
-	long long pinned = t_stat("pinned_pages"), orphaned = t_stat("ops_orphaned");
-	uint8_t *b = t_map(1 << 20);
-	uint64_t conn, exp, remote, m, op;
+	long long orphaned = t_stat("ops_orphaned");
+	uint64_t exp, m, op;
 	struct xferk_token tok;
 	struct xferk_frag f;
-	unsigned int bound_ms = slow_ns() / MS + t_scaled_ms(30000);
 
-	T_EXPECT(xferk_mr_reg(x, b, 1 << 20, XFERK_ACCESS_LOCAL_SRC |
+	r->pinned = t_stat("pinned_pages");
+	r->buf = t_map(1 << 20);
+	T_EXPECT(xferk_mr_reg(x, r->buf, 1 << 20, XFERK_ACCESS_LOCAL_SRC |
 			      XFERK_ACCESS_REMOTE_WRITE, &m) == 0, "reg");
-	T_EXPECT(t_stat("pinned_pages") == pinned + 256, "pinned %lld",
+	T_EXPECT(t_stat("pinned_pages") == r->pinned + 256, "pinned %lld",
 		 t_stat("pinned_pages"));
-	T_EXPECT(xferk_connect_null(x, slow_ns(), &conn) == 0, "null");
-	T_EXPECT(xferk_export(x, conn, m, 0, 1 << 20, XFERK_ACCESS_REMOTE_WRITE,
-			      &tok, &exp) == 0, "export");
-	T_EXPECT(xferk_import(x, conn, &tok, &remote) == 0, "import");
-	f = (struct xferk_frag) { .mr = m, .len = 1 << 20, .remote = remote,
+	T_EXPECT(xferk_connect_null(x, slow_ns(), &r->conn) == 0, "null");
+	T_EXPECT(xferk_export(x, r->conn, m, 0, 1 << 20,
+			      XFERK_ACCESS_REMOTE_WRITE, &tok, &exp) == 0,
+		 "export");
+	T_EXPECT(xferk_import(x, r->conn, &tok, &r->remote) == 0, "import");
+	f = (struct xferk_frag) { .mr = m, .len = 1 << 20, .remote = r->remote,
 				  .opcode = XFERK_OP_WRITE };
 	T_EXPECT(xferk_submit(x, &f, 1, XFERK_DEADLINE_NONE, 0, &op) == 0, "submit");
 	T_EXPECT(xferk_release(x, op) == 0, "release");
 	T_EXPECT(xferk_unexport(x, exp) == 0 && xferk_mr_dereg(x, m) == 0, "dereg");
 	T_EXPECT(t_stat("ops_orphaned") == orphaned + 1, "orphaned");
-	T_EXPECT(t_stat("pinned_pages") == pinned + 256,
+	T_EXPECT(t_stat("pinned_pages") == r->pinned + 256,
 		 "pages unpinned while in flight: %lld", t_stat("pinned_pages"));
 	T_EXPECT(t_stat("quarantined_pages") == base->quarantined_pages + 256,
 		 "quarantined_pages %lld, was %lld", t_stat("quarantined_pages"),
 		 base->quarantined_pages);
-	/* The op completes slow_ns() after its submit; then the pages go. */
-	T_EXPECT(t_stat_wait("pinned_pages", pinned, bound_ms) == pinned,
+}
+
+static void released_check(const struct t_counters *base,
+			   const struct released *r)
+{
+	unsigned int bound_ms = slow_ns() / MS + t_scaled_ms(30000);
+
+	T_EXPECT(t_stat_wait("pinned_pages", r->pinned, bound_ms) == r->pinned,
 		 "pages still pinned: %lld", t_stat("pinned_pages"));
 	T_EXPECT(t_stat_wait("quarantined_pages", base->quarantined_pages,
 			     bound_ms) == base->quarantined_pages,
 		 "quarantined_pages %lld", t_stat("quarantined_pages"));
-	xferk_unimport(x, remote);
-	xferk_disconnect(x, conn);
-	munmap(b, 1 << 20);
+	xferk_unimport(x, r->remote);
+	xferk_disconnect(x, r->conn);
+	munmap(r->buf, 1 << 20);
 }
 
 static void max_fragments(uint64_t remote)
@@ -215,7 +258,8 @@ static void max_fragments(uint64_t remote)
 
 int main(void)
 {
-	uint64_t conn_fast, conn_slow, fast, slow;
+	uint64_t conn_fast, conn_slow, fast, slow, unbounded;
+	struct released released;
 	struct t_counters base;
 	int ret;
 
@@ -230,11 +274,14 @@ int main(void)
 	if (t_failures)
 		return T_FAIL;
 	success(fast);
+	/* The three waits on the slow peer overlap. */
+	release_in_flight(&base, &released);
+	unbounded = unbounded_drain_submit(slow);
 	timeout_then_late_completion(slow);
-	unbounded_drain_budget(slow);
+	unbounded_drain_check(unbounded);
 	deadlines(fast);
 	max_fragments(fast);
-	release_in_flight(&base);
+	released_check(&base, &released);
 	xferk_close(x);
 	T_EXPECT(t_stat_wait("pinned_pages", base.pinned_pages, t_scaled_ms(10000)) ==
 		 base.pinned_pages, "pinned_pages %lld after close, was %lld",
