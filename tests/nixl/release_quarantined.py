@@ -8,7 +8,10 @@ handle then does not orphan it (the kernel's stats/ops_orphaned does not
 move). stats/ops_live, which falls only when the kernel drops its last
 reference a moment later, must then be back within a bound. Regression: the
 second release returned success at once (NIXL's agent ignores the backend's
-answer there) with the op still quarantined. Exit 0 pass, 1 fail.
+answer there) with the op still quarantined. The drain kills the op's path;
+its teardown reclaims the swallowed work request after flush_timeout_ms,
+1 s here (put back afterwards) rather than the default 5 s. Exit 0 pass,
+1 fail.
 """
 import sys
 import time
@@ -20,6 +23,7 @@ from nixl._api import nixl_agent, nixl_agent_config
 
 STATS = "/sys/class/misc/xferk/stats/"
 FAULT = "/sys/kernel/debug/xferk/fault/swallow_completions"
+FLUSH = "/sys/module/xferk/parameters/flush_timeout_ms"
 
 
 def read_int(path):
@@ -46,8 +50,7 @@ def main():
     live = read_int(STATS + "ops_live")
     orphaned = read_int(STATS + "ops_orphaned")
 
-    with open(FAULT, "w") as f:
-        f.write("1")
+    write(FAULT, 1)
     h = init.initialize_xfer("WRITE", local, remote, target.name)
     state = init.transfer(h)
     deadline = time.monotonic() + 60
@@ -80,5 +83,16 @@ def main():
     return 0
 
 
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    flush_timeout_ms = read_int(FLUSH)
+    write(FLUSH, 1000)
+    try:
+        rc = main()
+    finally:
+        write(FLUSH, flush_timeout_ms)
+    sys.exit(rc)
