@@ -17,8 +17,9 @@ deaths() {
 }
 
 # An exiting process may hold the module a moment after pgrep stops
-# seeing it: rmmod is tried for up to 4 s.
-reload='n=0; until rmmod xferk; do n=$((n + 1)); [ $n -lt 20 ] || exit 1; sleep 0.2; done
+# seeing it (its file's release may wait for a teardown): rmmod is
+# tried for up to 30 s.
+reload='n=0; until rmmod xferk; do n=$((n + 1)); [ $n -lt 150 ] || exit 1; sleep 0.2; done
 	insmod "$XFERK_MODDIR/kmod/xferk.ko" && chgrp xferk /dev/xferk'
 
 # silent_reload WHO N: WHO (a or b) opens the session, on fresh modules
