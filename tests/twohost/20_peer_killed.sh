@@ -39,8 +39,7 @@ th_run b pkill -f "xfer export /ctl/x/kill-probe.tok"
 th_join b probe 60 >/dev/null
 th_metric peer_killed_flood_wall_s "$(echo "$(date +%s.%N) - $t_kill" | bc)"
 th_metric peer_killed_sessions_stale "$(($(th_stat a sessions_stale) - stale_before))"
-th_run a sh -c 'rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" &&
-	chgrp xferk /dev/xferk' || { echo "xferk did not unload cleanly"; rc=1; }
+th_reload a || { echo "xferk did not unload cleanly"; rc=1; }
 
 th_start b target "$TH_XFER" export /ctl/x/kill-new.tok $((1 << 20))
 th_run a "$TH_XFER" roundtrip /ctl/x/kill-new.tok $((1 << 20)) || rc=1

@@ -12,9 +12,9 @@ th_start a flood env XFERK_FLOOD_STALE=/ctl/x/reload.tok.killed \
 if th_wait_file "$TH_CTL/x/reload.tok.flood" 180 a; then
 	sleep 0.3
 	touch "$TH_CTL/x/reload.tok.killing"
-	th_run b sh -c 'pkill -9 -f "[x]fer export"; while pgrep -f "[x]fer export" >/dev/null; do sleep 0.1; done
-		rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" && chgrp xferk /dev/xferk' ||
-		{ echo "the target's xferk did not reload"; rc=1; }
+	{ th_run b sh -c 'pkill -9 -f "[x]fer export"
+		while pgrep -f "[x]fer export" >/dev/null; do sleep 0.1; done' &&
+		th_reload b; } || { echo "the target's xferk did not reload"; rc=1; }
 	# The new instance opens a session: the old one is stale.
 	th_start b probe "$TH_XFER" export /ctl/x/reload-probe.tok 4096
 	th_wait_file "$TH_CTL/x/reload-probe.tok" 120 b || rc=1

@@ -16,21 +16,15 @@ deaths() {
 		sed 's/^\[.\] //' | paste -sd+ | bc
 }
 
-# An exiting process may hold the module a moment after pgrep stops
-# seeing it (its file's release may wait for a teardown): rmmod is
-# tried for up to 30 s.
-reload='n=0; until rmmod xferk; do n=$((n + 1)); [ $n -lt 150 ] || exit 1; sleep 0.2; done
-	insmod "$XFERK_MODDIR/kmod/xferk.ko" && chgrp xferk /dev/xferk'
-
 # silent_reload WHO N: WHO (a or b) opens the session, on fresh modules
 # (no session of an earlier test or phase to reuse); N names the phase's
 # files.
 silent_reload() {
 	local tok=/ctl/x/silent-$2.tok stale_before deaths_before
-	th_run a sh -c "$reload &&
-		echo 0 > /sys/module/xferk/parameters/keepalive_ms &&
+	th_reload a || return 1
+	th_run a sh -c "echo 0 > /sys/module/xferk/parameters/keepalive_ms &&
 		echo 8 > $fault/ignore_disconnects" || return 1
-	th_run b sh -c "$reload" || return 1
+	th_reload b || return 1
 	stale_before=$(th_stat a sessions_stale)
 	if [ "$1" = a ]; then
 		th_start a opener "$TH_XFER" export "/ctl/x/opener-$2.tok" 4096
@@ -42,8 +36,9 @@ silent_reload() {
 	# From here until the new instance's session is up, the initiator's
 	# end must not see its path die (then the old rule would do).
 	deaths_before=$(deaths)
-	th_run b sh -c 'pkill -9 -f "[x]fer export"; while pgrep -f "[x]fer export" >/dev/null; do sleep 0.1; done
-		'"$reload" || { echo "the target's xferk did not reload"; return 1; }
+	{ th_run b sh -c 'pkill -9 -f "[x]fer export"
+		while pgrep -f "[x]fer export" >/dev/null; do sleep 0.1; done' &&
+		th_reload b; } || { echo "the target's xferk did not reload"; return 1; }
 	th_start b probe "$TH_XFER" export "/ctl/x/silent-probe-$2.tok" 4096
 	th_wait_file "$TH_CTL/x/silent-probe-$2.tok" 120 b ||
 		{ echo "the target's new instance did not connect"; return 1; }
@@ -78,5 +73,5 @@ for who in b a a; do
 	[ "$who" = b ] || th_join a opener 10
 done
 # Fresh modules, with their default parameters and knobs, for what follows.
-th_run a sh -c "$reload" || rc=1
+th_reload a || rc=1
 exit $rc

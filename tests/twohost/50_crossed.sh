@@ -7,8 +7,7 @@ rc=0
 crossed=0
 for round in 1 2 3 4 5; do
 	for vm in a b; do
-		th_run $vm sh -c 'rmmod xferk && insmod "$XFERK_MODDIR/kmod/xferk.ko" &&
-			chgrp xferk /dev/xferk' || rc=1
+		th_reload $vm || rc=1
 	done
 	dir=/ctl/x/cross$round
 	th_start a cross "$TH_XFER" cross $dir

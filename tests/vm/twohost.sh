@@ -23,6 +23,8 @@
 #   th_alive NAME           NAME's qemu process runs
 #   th_metric KEY VALUE     record a number for the closing report
 #   th_stat VM NAME         a counter of VM's xferk (sysfs stats/NAME)
+#   th_reload VM [PARAM=VALUE...]  unload xferk in VM, load it again with
+#                           those module parameters
 #   th_monitor NAME CMD     run a qemu monitor command in VM NAME
 #   th_xferk_state          each VM's sessions, counters and messages
 # Each boot of a VM is judged on its own: its kernel log must be clean.
@@ -155,6 +157,28 @@ th_run() {
 	TH_SEQ=$((TH_SEQ + 1))
 	th_start "$name" "run$TH_SEQ" "$@"
 	th_join "$name" "run$TH_SEQ" "${TH_RUN_TIMEOUT:-300}"
+}
+
+# th_reload VM [PARAM=VALUE...]: unloads xferk in VM and loads it again
+# with those module parameters; /dev/xferk goes to group xferk as at boot.
+# rmmod is tried for up to 30 s: a killed process may hold the module a
+# moment after pgrep stops seeing it (its file's release may wait for a
+# session's teardown). A module that stays held (a leaked reference)
+# fails; a retry is said in the test's output.
+th_reload() {
+	local vm=$1
+	shift
+	th_run "$vm" sh -c 'n=0
+		until rmmod xferk 2>/dev/null; do
+			n=$((n + 1))
+			if [ $n -ge 150 ]; then
+				rmmod xferk || exit 1
+				break
+			fi
+			sleep 0.2
+		done
+		[ $n -eq 0 ] || echo "rmmod xferk: module in use, unloaded after $n retries"
+		insmod "$XFERK_MODDIR/kmod/xferk.ko" "$@" && chgrp xferk /dev/xferk' reload "$@"
 }
 
 # A counter of VM $1: /sys/class/misc/xferk/stats/$2, the bare number.
