@@ -26,9 +26,13 @@ newest_headers() {
 		tail -n1 | sed 's|^/usr/src/linux-headers-||'
 }
 kver=${XFERK_DKMS_KVER:-$(stock_abi 2>/dev/null || true)}
-if [ -n "$kver" ] && [ ! -e "/usr/src/linux-headers-$kver/Makefile" ] &&
-   [ "$(id -u)" -eq 0 ]; then
-	ensure_packages "linux-headers-$kver" || true
+# The check is dpkg's, not the headers' Makefile: make check's stock VM
+# run may be installing the same package meanwhile (ensure_packages then
+# waits for it).
+if [ -n "$kver" ] && [ "$(id -u)" -eq 0 ] &&
+   ! dpkg-query -W -f='${Status}' "linux-headers-$kver" 2>/dev/null |
+	grep -q 'ok installed'; then
+	ensure_packages "linux-headers-$kver"
 fi
 [ -n "$kver" ] && [ -e "/usr/src/linux-headers-$kver/Makefile" ] || kver=$(newest_headers)
 [ -n "$kver" ] || skip "no linux-headers-6.1.0-*-amd64 installed"

@@ -51,15 +51,28 @@ ensure_packages() {
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -eq 0 ] || die "need root to apt-get install ${missing[*]}"
 	# apt's thousand lines go to a log, named here and shown on failure.
+	# make check's runs install at the same time; apt-get refuses a second
+	# install while one runs: they take turns (the lock), and one that
+	# waited installs only what is still missing.
 	mkdir -p "$XFERK_BUILD/logs"
 	apt_log=$XFERK_BUILD/logs/apt.log
-	log "installing ${#missing[@]} packages (log: $apt_log): ${missing[*]}"
-	if ! { apt-get update -qq &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1; then
-		tail -n 30 "$apt_log" >&2
-		die "apt-get install failed; see $apt_log"
-	fi
+	(
+		flock 8
+		set -- "${missing[@]}"
+		missing=()
+		for p; do
+			dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+				missing+=("$p")
+		done
+		[ ${#missing[@]} -eq 0 ] && exit 0
+		log "installing ${#missing[@]} packages (log: $apt_log): ${missing[*]}"
+		if ! { apt-get update -qq &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1; then
+			tail -n 30 "$apt_log" >&2
+			die "apt-get install failed; see $apt_log"
+		fi
+	) 8>"$XFERK_BUILD/logs/apt.lock" || exit 1
 }
 
 # The ABI name of Debian's current stock amd64 kernel, e.g. 6.1.0-57-amd64.
