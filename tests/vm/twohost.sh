@@ -94,7 +94,7 @@ export XFERK_HOST XFERK_BOOT XFERK_ADDR XFERK_TEST_PEER"
 	# that takes soft-RoCE's bursts.
 	(python3 "$XFERK_SRC/tests/vm/link_socket.py" "$port_local" "$port_remote" \
 		qemu-system-x86_64 \
-		-accel tcg,thread=multi -cpu max -M q35 -m 2G -smp 1,maxcpus=2 \
+		-accel tcg,thread=multi -cpu "$VM_CPU_MODEL" -M q35 -m 2G -smp 1,maxcpus=2 \
 		-display none -no-reboot \
 		-monitor "unix:$TH_DIR/$name.monitor,server=on,wait=off" \
 		-netdev dgram,id=link,local.type=fd,local.str=3 \
