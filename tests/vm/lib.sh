@@ -50,28 +50,22 @@ PY
 
 # Install whatever is missing from XFERK_PACKAGES (plus any extra arguments).
 ensure_packages() {
-	local missing=() p apt_log
-	for p in $XFERK_PACKAGES "$@"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-			missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	[ "$(id -u)" -eq 0 ] || die "need root to apt-get install ${missing[*]}"
-	# apt's thousand lines go to a log, named here and shown on failure.
-	# make check's runs install at the same time; apt-get refuses a second
-	# install while one runs: they take turns (the lock), and one that
-	# waited installs only what is still missing.
+	local apt_log=$XFERK_BUILD/logs/apt.log
+	# make check's runs may install at the same time, and apt-get refuses
+	# a second install while one runs: they take turns (the lock), and
+	# one that waited finds what the other installed.
 	mkdir -p "$XFERK_BUILD/logs"
-	apt_log=$XFERK_BUILD/logs/apt.log
 	(
-		flock 8
-		set -- "${missing[@]}"
 		missing=()
-		for p; do
+		flock 8
+		for p in $XFERK_PACKAGES "$@"; do
 			dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 				missing+=("$p")
 		done
 		[ ${#missing[@]} -eq 0 ] && exit 0
+		[ "$(id -u)" -eq 0 ] || die "need root to apt-get install ${missing[*]}"
+		# apt's thousand lines go to a log, named here and shown on
+		# failure.
 		log "installing ${#missing[@]} packages (log: $apt_log): ${missing[*]}"
 		if ! { apt-get update -qq &&
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
